@@ -1,0 +1,32 @@
+/* 16-bit floats (IEEE float16 and bfloat16) travel through the kernels as
+ * their uint16 bit patterns.  MaxPool only compares, so instead of converting
+ * we map the bits to an unsigned key whose integer order is SPEC 1.4's order:
+ *   - every NaN (either sign, any payload) maps to the top key, so NaN beats
+ *     every number and NaNs tie with each other (the first one then wins);
+ *   - -0.0 and +0.0 map to the same key, so they tie;
+ *   - otherwise negative values are bit-inverted and positive ones get the
+ *     sign bit set, which makes the key monotone in the value.
+ * The two formats differ only in where NaN starts: a magnitude above the
+ * +inf pattern (0x7c00 for float16, 0x7f80 for bfloat16). */
+#ifndef POOLING_HALF_H
+#define POOLING_HALF_H
+
+#include <stdint.h>
+
+#define PK_F16_INF 0x7c00u
+#define PK_BF16_INF 0x7f80u
+
+static inline uint16_t pk_half_key(uint16_t h, uint16_t inf_bits)
+{
+    uint16_t mag = h & 0x7fffu;
+    if (mag > inf_bits) return 0xffffu;
+    if (mag == 0) return 0x8000u;
+    return (h & 0x8000u) ? (uint16_t)~h : (uint16_t)(h | 0x8000u);
+}
+
+static inline int pk_half_isnan(uint16_t h, uint16_t inf_bits)
+{
+    return (h & 0x7fffu) > inf_bits;
+}
+
+#endif

@@ -1,0 +1,113 @@
+"""Build pooling._core from src/_core.pyx.
+
+OpenMP is probed by compiling and linking a tiny program with the flags of the
+compiler in use.  Without it the extension is built serial (with a warning),
+unless POOLING_REQUIRE_OPENMP=1, which makes a missing OpenMP a build error so
+that no release wheel ships without threads.  POOLING_DEBUG=1 turns Cython's
+bounds and wraparound checks on (for sanitizer and debugging builds).
+"""
+import os
+import shutil
+import sys
+import tempfile
+import textwrap
+import warnings
+
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+OPENMP_PROBE = textwrap.dedent(
+    """
+    #include <omp.h>
+    int main(void) {
+        int n = 0;
+        #pragma omp parallel reduction(+:n)
+        n += 1;
+        return n > 0 ? 0 : 1;
+    }
+    """
+)
+
+
+def _openmp_flags(compiler):
+    """(compile_args, link_args) candidates for this compiler, most likely first."""
+    if compiler.compiler_type == "msvc":
+        return [(["/openmp"], [])]
+    if sys.platform == "darwin":
+        return [(["-Xpreprocessor", "-fopenmp"], ["-lomp"]), (["-fopenmp"], ["-fopenmp"])]
+    return [(["-fopenmp"], ["-fopenmp"])]
+
+
+def _probe_openmp(compiler):
+    """The flags that compile *and link* an OpenMP program, or None."""
+    tmp = tempfile.mkdtemp(prefix="pooling-omp-")
+    try:
+        src = os.path.join(tmp, "probe.c")
+        with open(src, "w") as f:
+            f.write(OPENMP_PROBE)
+        for cflags, lflags in _openmp_flags(compiler):
+            try:
+                objs = compiler.compile([src], output_dir=tmp, extra_postargs=cflags)
+                compiler.link_executable(objs, "probe", output_dir=tmp, extra_postargs=lflags)
+            except Exception:
+                continue
+            return cflags, lflags
+        return None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+class BuildExt(build_ext):
+    def build_extensions(self):
+        compiler = self.compiler
+        flags = _probe_openmp(compiler)
+        if flags is None:
+            if os.environ.get("POOLING_REQUIRE_OPENMP") == "1":
+                raise RuntimeError(
+                    "pooling-kernels: POOLING_REQUIRE_OPENMP=1 but this compiler cannot build "
+                    "and link an OpenMP program"
+                )
+            warnings.warn(
+                "pooling-kernels: OpenMP not found; building a serial extension "
+                "(every kernel will run on one thread)",
+                stacklevel=1,
+            )
+        for ext in self.extensions:
+            if compiler.compiler_type == "msvc":
+                ext.extra_compile_args += ["/O2"]
+            else:
+                # Baseline ISA only (wheels must run on any x86-64); faster
+                # instruction sets are a run-time choice, never -march=native.
+                ext.extra_compile_args += ["-O3", "-std=c11"]
+            if flags is not None:
+                ext.extra_compile_args += flags[0]
+                ext.extra_link_args += flags[1]
+
+        super().build_extensions()
+
+
+debug = os.environ.get("POOLING_DEBUG") == "1"
+directives = {
+    "language_level": 3,
+    "boundscheck": debug,
+    "wraparound": debug,
+    "initializedcheck": debug,
+    "cdivision": True,
+    "embedsignature": True,
+    "freethreading_compatible": True,
+}
+
+extensions = [
+    Extension(
+        "pooling._core",
+        ["src/_core.pyx"],
+        include_dirs=["include"],
+        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+    )
+]
+
+setup(
+    ext_modules=cythonize(extensions, compiler_directives=directives),
+    cmdclass={"build_ext": BuildExt},
+)

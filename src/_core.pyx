@@ -1,0 +1,352 @@
+"""Kernels of pooling-kernels.
+
+Every function here receives arrays that the Python layer has validated,
+allocated and laid out (C-contiguous, native byte order) plus plain integer
+geometry.  Kernels never allocate, never raise, release the GIL and split their
+work with OpenMP ``prange``.  The rules they implement are in SPEC.md; the
+Python layer (``src/pooling``) decides every shape, pad and dtype question.
+"""
+from cython.parallel cimport parallel, prange, threadid
+from libc.math cimport INFINITY
+from libc.stdint cimport int8_t, int64_t, uint8_t, uint16_t
+
+cdef extern from "pooling_omp.h":
+    int omp_get_max_threads() noexcept nogil
+    int PK_OPENMP
+
+cdef extern from "pooling_half.h":
+    uint16_t pk_half_key(uint16_t h, uint16_t inf_bits) noexcept nogil
+    bint pk_half_isnan(uint16_t h, uint16_t inf_bits) noexcept nogil
+
+cdef extern from "pooling_config.h":
+    const char* PK_COMPILER
+    const char* PK_SIMD_BASELINE
+
+
+# ---------------------------------------------------------------------------
+# Element types.  float16 and bfloat16 both arrive as uint16 bit patterns; the
+# Python layer passes the +inf pattern of the format (``inf_bits``), which is
+# all that comparing them needs (pooling_half.h).
+# ---------------------------------------------------------------------------
+
+ctypedef fused pool_t:
+    float
+    double
+    int8_t
+    uint8_t
+    uint16_t
+
+
+def openmp_enabled():
+    """True when the extension was compiled with OpenMP."""
+    return bool(PK_OPENMP)
+
+
+def max_threads():
+    """OpenMP's maximum thread count now (OMP_NUM_THREADS, threadpoolctl)."""
+    return omp_get_max_threads()
+
+
+def build_info():
+    """Compiler and SIMD baseline the extension was built with."""
+    return {"compiler": PK_COMPILER.decode(), "simd_baseline": PK_SIMD_BASELINE.decode()}
+
+
+cdef inline bint _gt(pool_t v, pool_t m, uint16_t inf_bits) noexcept nogil:
+    """True when v must replace the running maximum m (SPEC 1.4).
+
+    Strictly greater, so the first maximum wins ties (-0.0 ties +0.0).  NaN is
+    above every number and a NaN already held is never replaced.
+    """
+    if pool_t is float or pool_t is double:
+        return not (v <= m) and m == m
+    elif pool_t is uint16_t:
+        return pk_half_key(v, inf_bits) > pk_half_key(m, inf_bits)
+    else:
+        return v > m
+
+
+cdef inline bint _isnan(pool_t v, uint16_t inf_bits) noexcept nogil:
+    if pool_t is float or pool_t is double:
+        return v != v
+    elif pool_t is uint16_t:
+        return pk_half_isnan(v, inf_bits)
+    else:
+        return False
+
+
+cdef inline pool_t _empty_value(pool_t like, uint16_t inf_bits) noexcept nogil:
+    """Y of a window with no valid tap: -inf, or the integer type's minimum."""
+    if pool_t is float or pool_t is double:
+        return -INFINITY
+    elif pool_t is uint16_t:
+        return 0x8000 | inf_bits
+    elif pool_t is int8_t:
+        return -128
+    else:
+        return 0
+
+
+cdef inline pool_t _clamp(pool_t y, pool_t lo, pool_t hi, int mode, uint16_t inf_bits) noexcept nogil:
+    """Fused activation, min(max(y, lo), hi): mode bit 1 applies lo, bit 2 hi; NaN stays NaN."""
+    if _isnan(y, inf_bits):
+        return y
+    if (mode & 1) and _gt(lo, y, inf_bits):
+        y = lo
+    if (mode & 2) and _gt(y, hi, inf_bits):
+        y = hi
+    return y
+
+
+cdef inline void _taps(Py_ssize_t base, Py_ssize_t dil, Py_ssize_t k, Py_ssize_t size,
+                       Py_ssize_t* t0, Py_ssize_t* t1) noexcept nogil:
+    """The taps t in [t0, t1) of a window starting at `base` with base + t*dil in [0, size).
+
+    Validity is an interval of t because positions grow with t; t0 >= t1 means
+    the window is empty (it lies wholly in the padding or between dilated taps).
+    """
+    t0[0] = 0 if base >= 0 else (-base + dil - 1) // dil
+    if base >= size:
+        t1[0] = 0
+    else:
+        t1[0] = min(k, (size - 1 - base) // dil + 1)
+
+
+# ---------------------------------------------------------------------------
+# MaxPool, ranks 1-3 (promoted to 3-D with singleton axes by the caller).
+#
+# Two passes per output row, innermost axis first:
+#   1. horizontal: for each input row the window needs, the maximum over each
+#      output column's taps along W (cached: consecutive output rows share
+#      input rows, so each row is reduced once per block of output rows);
+#   2. vertical: combine those rows, in tap order, into the output row.
+# Reducing the innermost axis first and the outer ones after, each with
+# "strictly greater replaces", picks exactly the first maximum in
+# lexicographic tap order, which is SPEC 1.4's tie rule.  Indices are carried
+# through both passes (never a per-window rescan).
+# ---------------------------------------------------------------------------
+
+cdef struct Geom:
+    Py_ssize_t D, H, W, OD, OH, OW          # one plane of X and of Y
+    Py_ssize_t kd, kh, kw, sd, sh, sw, dd, dh, dw, pd, ph, pw
+    Py_ssize_t ow_lo, ow_hi                 # output columns whose taps all lie inside a row
+    Py_ssize_t ring                         # cached horizontal rows per depth tap
+    uint16_t inf_bits
+
+
+cdef inline void _hrow(const pool_t* xr, pool_t* hv, int64_t* hp, const Geom* g) noexcept nogil:
+    """Pass 1 over one input row: hv[ow] = max of output column ow's taps, hp[ow] its column.
+
+    hp may be NULL (no Indices).  An empty window gives the empty value and -1.
+    """
+    cdef Py_ssize_t ow, t, t0, t1, w, best
+    cdef pool_t m, v
+    cdef pool_t empty = _empty_value(<pool_t>0, g.inf_bits)
+    for ow in range(g.OW):
+        w = ow * g.sw - g.pw
+        if g.ow_lo <= ow < g.ow_hi:
+            t0 = 0
+            t1 = g.kw
+        else:
+            _taps(w, g.dw, g.kw, g.W, &t0, &t1)
+            if t0 >= t1:
+                hv[ow] = empty
+                if hp != NULL:
+                    hp[ow] = -1
+                continue
+        w = w + t0 * g.dw
+        m = xr[w]
+        best = w
+        for t in range(t0 + 1, t1):
+            w = w + g.dw
+            v = xr[w]
+            if _gt(v, m, g.inf_bits):
+                m = v
+                best = w
+        hv[ow] = m
+        if hp != NULL:
+            hp[ow] = best
+
+
+cdef void _pool_rows(const pool_t* xp, pool_t* yp, int64_t* ip, int64_t xoff, const Geom* g,
+                     Py_ssize_t od, Py_ssize_t oh0, Py_ssize_t oh1,
+                     pool_t* hval, int64_t* hpos, Py_ssize_t* tags,
+                     int act, pool_t lo, pool_t hi) noexcept nogil:
+    """Output rows [oh0, oh1) of depth slice od of one plane.
+
+    xp, yp, ip: the plane in X, Y and Indices (ip NULL without Indices); xoff is
+    the plane's flat offset in X.  hval/hpos/tags: this thread's row cache, one
+    ring of `g.ring` rows per depth tap, tagged with the input row it holds.
+    """
+    cdef Py_ssize_t OW = g.OW
+    cdef Py_ssize_t oh, ow, td, th, td0, td1, th0, th1, d, h, slot, dbase, hbase
+    cdef int64_t rowpos
+    cdef pool_t* yrow
+    cdef int64_t* irow = NULL
+    cdef pool_t* hv
+    cdef int64_t* hp = NULL
+    cdef bint first
+    cdef pool_t empty = _empty_value(<pool_t>0, g.inf_bits)
+
+    for slot in range(g.kd * g.ring):
+        tags[slot] = -1
+    dbase = od * g.sd - g.pd
+    _taps(dbase, g.dd, g.kd, g.D, &td0, &td1)
+    for oh in range(oh0, oh1):
+        yrow = yp + (od * g.OH + oh) * OW
+        if ip != NULL:
+            irow = ip + (od * g.OH + oh) * OW
+        hbase = oh * g.sh - g.ph
+        _taps(hbase, g.dh, g.kh, g.H, &th0, &th1)
+        if td0 >= td1 or th0 >= th1:
+            for ow in range(OW):
+                yrow[ow] = empty
+                if irow != NULL:
+                    irow[ow] = -1
+        else:
+            first = True
+            for td in range(td0, td1):
+                d = dbase + td * g.dd
+                for th in range(th0, th1):
+                    h = hbase + th * g.dh
+                    slot = td * g.ring + h % g.ring
+                    hv = hval + slot * OW
+                    if hpos != NULL:
+                        hp = hpos + slot * OW
+                    if tags[slot] != h:
+                        _hrow(xp + (d * g.H + h) * g.W, hv, hp, g)
+                        tags[slot] = h
+                    rowpos = xoff + (d * g.H + h) * g.W
+                    if first:
+                        first = False
+                        for ow in range(OW):
+                            yrow[ow] = hv[ow]
+                        if irow != NULL:
+                            for ow in range(OW):
+                                irow[ow] = rowpos + hp[ow] if hp[ow] >= 0 else -1
+                    elif irow != NULL:
+                        for ow in range(OW):
+                            if _gt(hv[ow], yrow[ow], g.inf_bits):
+                                yrow[ow] = hv[ow]
+                                irow[ow] = rowpos + hp[ow]
+                    else:
+                        for ow in range(OW):
+                            if _gt(hv[ow], yrow[ow], g.inf_bits):
+                                yrow[ow] = hv[ow]
+        if act:
+            for ow in range(OW):
+                yrow[ow] = _clamp(yrow[ow], lo, hi, act, g.inf_bits)
+
+
+def max_pool_3d(const pool_t[:, :, :, ::1] x not None, pool_t[:, :, :, ::1] y not None,
+                int64_t[:, :, :, ::1] indices,
+                tuple kernel, tuple strides, tuple dilations, tuple pads_begin,
+                Py_ssize_t ring, Py_ssize_t rows_per_unit,
+                pool_t[:, ::1] hval not None, int64_t[:, ::1] hpos, Py_ssize_t[:, ::1] tags not None,
+                int act, pool_t lo, pool_t hi, uint16_t inf_bits, int n_threads):
+    """MaxPool over planes: x (planes, D, H, W) -> y (planes, OD, OH, OW).
+
+    indices (or None): row-major flat offsets into x of each winner, -1 when
+    the window is empty.  hval/hpos/tags: per-thread scratch, shaped
+    (n_threads, kd*ring*OW) and (n_threads, kd*ring); hpos None without indices.
+    rows_per_unit: output rows per work item (the parallel split is over
+    planes x depth x blocks of rows, so a few large planes still use every core).
+    act/lo/hi: fused activation (0 none, bit 1 lower bound, bit 2 upper bound).
+    """
+    cdef Geom g
+    g.D, g.H, g.W = x.shape[1], x.shape[2], x.shape[3]
+    g.OD, g.OH, g.OW = y.shape[1], y.shape[2], y.shape[3]
+    g.kd, g.kh, g.kw = kernel
+    g.sd, g.sh, g.sw = strides
+    g.dd, g.dh, g.dw = dilations
+    g.pd, g.ph, g.pw = pads_begin
+    g.ring = ring
+    g.inf_bits = inf_bits
+    # Output columns ow with ow*sw - pw >= 0 and ow*sw - pw + (kw-1)*dw <= W-1.
+    g.ow_lo = min((g.pw + g.sw - 1) // g.sw, g.OW)
+    if g.W - 1 - (g.kw - 1) * g.dw + g.pw < 0:
+        g.ow_hi = 0
+    else:
+        g.ow_hi = min((g.W - 1 - (g.kw - 1) * g.dw + g.pw) // g.sw + 1, g.OW)
+
+    cdef Py_ssize_t planes = x.shape[0]
+    cdef Py_ssize_t nblk = (g.OH + rows_per_unit - 1) // rows_per_unit
+    cdef Py_ssize_t units = planes * g.OD * nblk
+    cdef Py_ssize_t xplane = g.D * g.H * g.W, yplane = g.OD * g.OH * g.OW
+    cdef Py_ssize_t scratch = hval.shape[1], ntags = tags.shape[1]
+    cdef Py_ssize_t u, plane, r, od, oh0
+    cdef int tid
+    cdef const pool_t* xb
+    cdef pool_t* yb
+    cdef int64_t* ib = NULL
+    cdef pool_t* hvb = &hval[0, 0]
+    cdef int64_t* hpb = NULL
+    cdef Py_ssize_t* tgb = &tags[0, 0]
+    if units == 0:
+        return
+    xb = &x[0, 0, 0, 0]
+    yb = &y[0, 0, 0, 0]
+    if indices is not None:
+        ib = &indices[0, 0, 0, 0]
+        hpb = &hpos[0, 0]
+
+    with nogil, parallel(num_threads=n_threads):
+        for u in prange(units, schedule="static"):
+            tid = threadid()
+            plane = u // (g.OD * nblk)
+            r = u - plane * (g.OD * nblk)
+            od = r // nblk
+            oh0 = (r - od * nblk) * rows_per_unit
+            _pool_rows(xb + plane * xplane, yb + plane * yplane,
+                       ib + plane * yplane if ib != NULL else NULL,
+                       plane * xplane, &g, od, oh0, min(oh0 + rows_per_unit, g.OH),
+                       hvb + tid * scratch, hpb + tid * scratch if hpb != NULL else NULL,
+                       tgb + tid * ntags, act, lo, hi)
+
+
+# ---------------------------------------------------------------------------
+# MaxPool, any rank: one separable stage per spatial axis, innermost first
+# (the same tie argument as above).  x is viewed as (A, L, B) with the pooled
+# axis in the middle; positions travel alongside the values.
+# ---------------------------------------------------------------------------
+
+def max_pool_axis(const pool_t[:, :, ::1] x not None, const int64_t[:, :, ::1] pos_in,
+                  pool_t[:, :, ::1] y not None, int64_t[:, :, ::1] pos_out,
+                  Py_ssize_t k, Py_ssize_t s, Py_ssize_t dil, Py_ssize_t pad,
+                  int act, pool_t lo, pool_t hi, uint16_t inf_bits, int n_threads):
+    """One stage: y[a, o, b] = max over taps t of x[a, o*s - pad + t*dil, b].
+
+    pos_in None means x is the original input, whose own flat offsets are the
+    positions; pos_out (or None) receives the winners' positions, -1 if empty.
+    act/lo/hi: fused activation, applied by the last stage only.
+    """
+    cdef Py_ssize_t A = x.shape[0], L = x.shape[1], B = x.shape[2], O = y.shape[1]
+    cdef Py_ssize_t u, a, o, b, t, t0, t1, l, base
+    cdef pool_t v
+    cdef pool_t empty = _empty_value(<pool_t>0, inf_bits)
+    cdef bint want_pos = pos_out is not None, have_pos = pos_in is not None
+    if A * O * B == 0:
+        return
+    with nogil:
+        for u in prange(A * O, schedule="static", num_threads=n_threads):
+            a = u // O
+            o = u - a * O
+            base = o * s - pad
+            _taps(base, dil, k, L, &t0, &t1)
+            if t0 >= t1:
+                for b in range(B):
+                    y[a, o, b] = empty
+                    if want_pos:
+                        pos_out[a, o, b] = -1
+            else:
+                for t in range(t0, t1):
+                    l = base + t * dil
+                    for b in range(B):
+                        v = x[a, l, b]
+                        if t == t0 or _gt(v, y[a, o, b], inf_bits):
+                            y[a, o, b] = v
+                            if want_pos:
+                                pos_out[a, o, b] = pos_in[a, l, b] if have_pos else (a * L + l) * B + b
+            if act:
+                for b in range(B):
+                    y[a, o, b] = _clamp(y[a, o, b], lo, hi, act, inf_bits)

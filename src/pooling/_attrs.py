@@ -1,0 +1,109 @@
+"""Attribute validation shared by every operator (SPEC 0, 1.2, 2, 3, 4).
+
+Every error names the operator, the parameter and the offending value.
+"""
+import operator
+
+import numpy as np
+
+# Operator versions, oldest first (SPEC 0).
+VERSIONS = {
+    "MaxPool": (1, 8, 10, 11, 12, 22),
+    "MaxUnpool": (9, 11, 22),
+    "Col2Im": (18,),
+}
+
+# Values the kernels compute with must stay far from int64 overflow.
+INDEX_LIMIT = 1 << 62
+
+
+def resolve_version(op, opset):
+    """The operator version in force at ONNX opset `opset`; None is library mode."""
+    if opset is None:
+        return None
+    opset = as_int(op, "opset", opset)
+    versions = VERSIONS[op]
+    if opset < versions[0]:
+        raise ValueError(
+            f"{op}: opset={opset} predates the operator; the first valid opset is {versions[0]}"
+        )
+    return max(v for v in versions if v <= opset)
+
+
+def as_int(op, name, value):
+    """A Python int from an int-like (numpy integers included); bool and float are TypeErrors."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{op}: {name} must be an integer, got {value!r}")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{op}: {name} must be an integer, got {value!r}") from None
+
+
+def int_tuple(op, name, value, length, minimum, default):
+    """`value` as a tuple of `length` ints, each >= minimum.
+
+    None gives `default` on every axis; a single int means the same value on
+    every axis; otherwise a sequence or 1-D integer array of exactly `length`.
+    """
+    if value is None:
+        return (default,) * length
+    if isinstance(value, np.ndarray):
+        if value.ndim > 1:
+            raise TypeError(f"{op}: {name} must be a 1-D sequence of integers, got shape {value.shape}")
+        value = value.tolist()
+    if isinstance(value, (list, tuple)):
+        values = tuple(as_int(op, name, v) for v in value)
+        if len(values) != length:
+            raise ValueError(
+                f"{op}: {name} must have {length} values, got {len(values)}: {list(values)}"
+            )
+    else:
+        values = (as_int(op, name, value),) * length
+    for v in values:
+        if v < minimum:
+            raise ValueError(f"{op}: {name} values must be >= {minimum}, got {list(values)}")
+        if v >= INDEX_LIMIT:
+            raise ValueError(f"{op}: {name} value {v} is too large (limit 2**62)")
+    return values
+
+
+def flag(op, name, value, allowed=(0, 1)):
+    """An int flag such as ceil_mode or storage_order; bool accepted."""
+    if isinstance(value, (bool, np.bool_)):
+        value = int(value)
+    value = as_int(op, name, value)
+    if value not in allowed:
+        raise ValueError(f"{op}: {name} must be one of {list(allowed)}, got {value}")
+    return value
+
+
+def hashable(value):
+    """A hashable stand-in for an attribute value, so validated plans can be cached."""
+    if isinstance(value, np.ndarray):
+        return ("ndarray", value.dtype.str, value.shape, tuple(value.ravel().tolist()))
+    if isinstance(value, list):
+        return ("list", tuple(hashable(v) for v in value))
+    if isinstance(value, tuple):
+        return ("tuple", tuple(hashable(v) for v in value))
+    return value
+
+
+def unhash(value):
+    """Inverse of hashable()."""
+    if isinstance(value, tuple) and value and value[0] in ("ndarray", "list", "tuple"):
+        if value[0] == "ndarray":
+            return np.array(value[3], dtype=value[1]).reshape(value[2])
+        items = [unhash(v) for v in value[1]]
+        return items if value[0] == "list" else tuple(items)
+    return value
+
+
+def check_size(op, shape, what="output"):
+    """ValueError before allocating when an element count or flat index overflows int64."""
+    size = 1
+    for d in shape:
+        size *= d
+    if size >= INDEX_LIMIT:
+        raise ValueError(f"{op}: {what} shape {tuple(shape)} has {size} elements, too many to index")
+    return size

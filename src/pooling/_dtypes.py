@@ -1,0 +1,95 @@
+"""Dtype kinds and the zero-copy views the kernels take.
+
+float16 and bfloat16 travel as uint16 bit patterns with an explicit kind (the
+kernel cannot tell them from each other, or from a real uint16); bool travels
+as uint8.  bfloat16 is ml_dtypes.bfloat16 or ONNX's legacy structured dtype
+``np.dtype((np.uint16, {"bfloat16": (np.uint16, 0)}))``; ml_dtypes is optional.
+"""
+import numpy as np
+
+# The +inf bit pattern of each 16-bit float format: what the kernels need to
+# order them (include/pooling_half.h).
+HALF_INF_BITS = {"float16": 0x7C00, "bfloat16": 0x7F80}
+
+_PLAIN = {
+    np.dtype(np.bool_): "bool",
+    np.dtype(np.int8): "int8",
+    np.dtype(np.int16): "int16",
+    np.dtype(np.int32): "int32",
+    np.dtype(np.int64): "int64",
+    np.dtype(np.uint8): "uint8",
+    np.dtype(np.uint16): "uint16",
+    np.dtype(np.uint32): "uint32",
+    np.dtype(np.uint64): "uint64",
+    np.dtype(np.float16): "float16",
+    np.dtype(np.float32): "float32",
+    np.dtype(np.float64): "float64",
+    np.dtype(np.complex64): "complex64",
+    np.dtype(np.complex128): "complex128",
+}
+
+# What a kernel's buffer holds for each kind.
+KERNEL_DTYPE = {
+    "bool": np.dtype(np.uint8),
+    "float16": np.dtype(np.uint16),
+    "bfloat16": np.dtype(np.uint16),
+}
+
+
+def dtype_kind(dtype):
+    """The SPEC name of a dtype ('float32', 'bfloat16', ...), or None if unsupported."""
+    dtype = np.dtype(dtype)
+    if dtype.fields is not None and dtype.itemsize == 2 and "bfloat16" in dtype.fields:
+        return "bfloat16"  # ONNX's legacy structured bfloat16
+    if dtype.name == "bfloat16" and dtype.itemsize == 2:
+        return "bfloat16"  # ml_dtypes.bfloat16
+    return _PLAIN.get(dtype.newbyteorder("=") if dtype.byteorder not in "=|" else dtype)
+
+
+LEGACY_BFLOAT16 = np.dtype((np.uint16, {"bfloat16": (np.uint16, 0)}))
+
+
+def as_kernel_array(op, name, x, kinds):
+    """(array, kind): `x` as a native-order C-contiguous array the kernels can read.
+
+    Raises TypeError naming op, parameter and dtype when the kind is not in
+    `kinds`.  The caller's array is never written: a copy is made when layout or
+    byte order must change, and the view handed back is read-only either way.
+    """
+    arr = np.asarray(x)
+    kind = dtype_kind(arr.dtype)
+    if kind not in kinds:
+        raise TypeError(
+            f"{op}: {name} has dtype {arr.dtype}, which is not supported; "
+            f"supported: {', '.join(kinds)}"
+        )
+    storage = arr.dtype.base if arr.dtype.fields is not None else arr.dtype
+    if storage.byteorder not in "=|":
+        # Byte-swapped: the legacy structured bfloat16 swaps its uint16 payload.
+        arr = arr.view(storage).astype(storage.newbyteorder("="))
+    view = np.ascontiguousarray(arr).view(KERNEL_DTYPE.get(kind, storage.newbyteorder("=")))
+    view.flags.writeable = False
+    return view, kind
+
+
+def result_dtype(x_dtype):
+    """The dtype results are returned in: the input's own, in native byte order."""
+    dtype = np.dtype(x_dtype)
+    if dtype.fields is not None:
+        return LEGACY_BFLOAT16
+    return dtype.newbyteorder("=") if dtype.byteorder not in "=|" else dtype
+
+
+def float_to_half_bits(value, kind):
+    """The uint16 bits of `value` rounded to nearest-even in float16 or bfloat16.
+
+    bfloat16 rounds from the float32 nearest to `value` (exact for every value
+    that is already a float32, which covers the bounds callers use in practice).
+    """
+    with np.errstate(over="ignore"):
+        if kind == "float16":
+            return int(np.array(value, dtype=np.float16).view(np.uint16))
+        bits = int(np.array(value, dtype=np.float32).view(np.uint32))
+    if (bits & 0x7FFFFFFF) > 0x7F800000:  # NaN: keep it quiet, keep the sign
+        return (bits >> 16) | 0x0040
+    return (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16

@@ -1,0 +1,39 @@
+"""n_threads semantics shared by every operator (SPEC 4)."""
+import operator
+
+from . import _core
+
+# Below this many input elements the fork/join costs more than a second core
+# gains (measured on the ResNet-stem MaxPool: 1x64x16x16 is ~5 us serial).
+SERIAL_BELOW = 1 << 15
+
+
+def resolve_n_threads(op, n_threads, work=None):
+    """The thread count a kernel runs with.
+
+    None: OpenMP's maximum now (honours OMP_NUM_THREADS and threadpoolctl);
+    -1: all of them; -k: max + 1 - k (at least 1); 0: ValueError.  `work`
+    (elements touched) lets small calls run serial; results never depend on it.
+    """
+    if isinstance(n_threads, bool) or (n_threads is not None and not _is_int(n_threads)):
+        raise TypeError(f"{op}: n_threads must be an int or None, got {n_threads!r}")
+    maximum = _core.max_threads()
+    if n_threads is None:
+        n = maximum
+    else:
+        n = operator.index(n_threads)
+        if n == 0:
+            raise ValueError(f"{op}: n_threads must be non-zero (None or -1 for all threads), got 0")
+        if n < 0:
+            n = max(maximum + 1 + n, 1)
+    if work is not None and work < SERIAL_BELOW:
+        n = 1
+    return n
+
+
+def _is_int(value):
+    try:
+        operator.index(value)
+    except TypeError:
+        return False
+    return True

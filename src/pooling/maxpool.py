@@ -1,0 +1,271 @@
+"""MaxPool: validation per version, output shape, dispatch to the kernels (SPEC 1)."""
+import functools
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from . import _core
+from ._attrs import INDEX_LIMIT, check_size, flag, hashable, int_tuple, resolve_version, unhash
+from ._dtypes import HALF_INF_BITS, as_kernel_array, float_to_half_bits, result_dtype
+from ._outputs import output_array
+from ._shapes import AUTO_PADS, pool_output
+from ._threads import resolve_n_threads
+
+OP = "MaxPool"
+
+# SPEC 1.1: the version that introduced each attribute, output and dtype.
+_ATTRIBUTE_SINCE = {"storage_order": 8, "ceil_mode": 10, "dilations": 10}
+_INDICES_SINCE = 8
+_DTYPE_SINCE = {"float16": 1, "float32": 1, "float64": 1, "int8": 12, "uint8": 12, "bfloat16": 22}
+LAYOUTS = ("NCHW",)
+ACTIVATIONS = ("Relu", "Clip")
+
+# Rows of horizontal maxima each thread may cache (elements); beyond it the
+# ring shrinks to the kernel height and rows are recomputed instead.
+_RING_ELEMENTS = 1 << 20
+
+
+class _Plan(NamedTuple):
+    """Everything about a call that depends only on shapes and attributes."""
+    out_shape: tuple          # full output shape
+    spatial: tuple            # input spatial shape
+    kernel: tuple
+    strides: tuple
+    dilations: tuple
+    pads_begin: tuple
+    kinds: tuple              # dtypes allowed under this version
+    storage_order: int
+    activation: object        # None, "Relu" or "Clip"
+    activation_params: tuple
+
+
+def max_pool_output_shape(x_shape, kernel_shape, *, strides=None, pads=None, dilations=None,
+                          auto_pad="NOTSET", ceil_mode=False, storage_order=0,
+                          return_indices=False, layout="NCHW", activation=None,
+                          activation_params=None, opset=None):
+    """Output shape of max_pool for an input of shape `x_shape` (same validation, no data)."""
+    return _plan_for(tuple(x_shape), kernel_shape, strides, pads, dilations, auto_pad, ceil_mode,
+                     storage_order, return_indices, layout, activation, activation_params,
+                     opset).out_shape
+
+
+def max_pool(x, kernel_shape, *, strides=None, pads=None, dilations=None, auto_pad="NOTSET",
+             ceil_mode=False, storage_order=0, return_indices=False, layout="NCHW",
+             activation=None, activation_params=None, opset=None, n_threads=None,
+             out=None, indices_out=None):
+    """ONNX MaxPool over an array of shape (N, C, D_1, ..., D_n), n >= 1.
+
+    Returns y, or (y, indices) with ``return_indices=True``: indices are int64
+    flat offsets into x (row-major, or column-major within each plane with
+    ``storage_order=1``), -1 for a window that holds no input element.  Ties go
+    to the first maximum in window order; NaN beats every number.  ``opset=K``
+    enforces exactly what version K of the operator allows; the default is
+    library mode (every attribute, dtype and rank).  Indices made with
+    storage_order=1 are column-major encodings, so they do not round-trip
+    through max_unpool.  See SPEC.md section 1 for every rule.
+    """
+    arr = np.asarray(x)
+    plan = _plan_for(arr.shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode,
+                     storage_order, return_indices, layout, activation, activation_params, opset)
+    xk, kind = as_kernel_array(OP, "x", arr, plan.kinds)
+    nt = resolve_n_threads(OP, n_threads, xk.size)
+    dtype = result_dtype(arr.dtype)
+    y = output_array(OP, "out", out, plan.out_shape, dtype, arr)
+    indices = (output_array(OP, "indices_out", indices_out, plan.out_shape, np.dtype(np.int64), arr)
+               if return_indices else None)
+    if indices_out is not None and not return_indices:
+        raise ValueError(f"{OP}: indices_out is given but return_indices is False")
+    if y.size:
+        _run(plan, xk, y.view(xk.dtype), indices, kind, nt)
+        if indices is not None and plan.storage_order == 1 and len(plan.spatial) > 1:
+            _to_column_major(indices, plan.spatial)
+    return (y, indices) if return_indices else y
+
+
+def _plan_for(x_shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode, storage_order,
+              return_indices, layout, activation, activation_params, opset):
+    """Hashable stand-ins for the attributes, then the cached plan."""
+    return _plan(tuple(x_shape), hashable(kernel_shape), hashable(strides), hashable(pads),
+                 hashable(dilations), auto_pad, hashable(ceil_mode), hashable(storage_order),
+                 bool(return_indices), layout, activation, hashable(activation_params),
+                 hashable(opset))
+
+
+@functools.lru_cache(maxsize=512)
+def _plan(x_shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode, storage_order,
+          return_indices, layout, activation, activation_params, opset):
+    version = resolve_version(OP, unhash(opset))
+    if layout not in LAYOUTS:
+        raise ValueError(f"{OP}: layout must be one of {list(LAYOUTS)}, got {layout!r}")
+    if len(x_shape) < 3:
+        raise ValueError(
+            f"{OP}: x must have rank >= 3 (N, C and at least one spatial axis), got shape {x_shape}"
+        )
+    spatial = x_shape[2:]
+    n = len(spatial)
+    if unhash(kernel_shape) is None:
+        raise ValueError(f"{OP}: kernel_shape is required")
+    kernel = int_tuple(OP, "kernel_shape", unhash(kernel_shape), n, 1, 1)
+    strides = int_tuple(OP, "strides", unhash(strides), n, 1, 1)
+    dilations = int_tuple(OP, "dilations", unhash(dilations), n, 1, 1)
+    pads = int_tuple(OP, "pads", unhash(pads), 2 * n, 0, 0)
+    if not isinstance(auto_pad, str) or auto_pad not in AUTO_PADS:
+        raise ValueError(f"{OP}: auto_pad must be one of {list(AUTO_PADS)}, got {auto_pad!r}")
+    if auto_pad != "NOTSET" and any(pads):
+        raise ValueError(f"{OP}: pads {list(pads)} cannot be combined with auto_pad={auto_pad!r}")
+    ceil_mode = flag(OP, "ceil_mode", unhash(ceil_mode))
+    storage_order = flag(OP, "storage_order", unhash(storage_order))
+    activation, act_params = _activation(activation, unhash(activation_params))
+
+    kinds = tuple(_DTYPE_SINCE)
+    if version is not None:
+        given = {"storage_order": storage_order != 0, "ceil_mode": ceil_mode != 0,
+                 "dilations": any(d != 1 for d in dilations)}
+        for name, since in _ATTRIBUTE_SINCE.items():
+            if given[name] and version < since:
+                raise ValueError(
+                    f"{OP}: attribute {name} is not in version {version} (opset {unhash(opset)}); "
+                    f"it needs opset >= {since}"
+                )
+        if return_indices and version < _INDICES_SINCE:
+            raise ValueError(
+                f"{OP}: output Indices is not in version {version} (opset {unhash(opset)}); "
+                f"it needs opset >= {_INDICES_SINCE}"
+            )
+        if activation is not None:
+            raise ValueError(
+                f"{OP}: activation={activation!r} under opset={unhash(opset)} needs layout 'NHWC' "
+                "(the com.ms.internal.nhwc operator); NCHW allows it in library mode only"
+            )
+        kinds = tuple(k for k, since in _DTYPE_SINCE.items() if since <= version)
+
+    out_spatial, begin, end = pool_output(OP, spatial, kernel, strides, dilations, pads,
+                                          auto_pad, ceil_mode)
+    out_shape = x_shape[:2] + out_spatial
+    check_size(OP, x_shape, "input")
+    check_size(OP, out_shape)
+    for i in range(n):
+        # Every position the kernels compute lies within these bounds.
+        reach = out_spatial[i] * strides[i] + (kernel[i] - 1) * dilations[i] + begin[i] + end[i]
+        if spatial[i] + reach >= INDEX_LIMIT:
+            raise ValueError(
+                f"{OP}: strides/dilations/pads on axis {i} reach past 2**62; the call cannot be computed"
+            )
+    return _Plan(out_shape, spatial, kernel, strides, dilations, begin, kinds, storage_order,
+                 activation, act_params)
+
+
+def _activation(activation, params):
+    """(activation, params as floats) per SPEC 1.4."""
+    if activation is None:
+        return None, ()
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"{OP}: activation must be None, 'Relu' or 'Clip', got {activation!r}")
+    if activation == "Relu":
+        return activation, ()
+    try:
+        values = tuple(float(v) for v in np.asarray(params, dtype=np.float64).reshape(-1))
+    except (TypeError, ValueError):
+        raise TypeError(f"{OP}: activation_params for Clip must be [min, max], got {params!r}") from None
+    if params is None or len(values) != 2 or not values[0] <= values[1]:
+        raise ValueError(
+            f"{OP}: activation_params for Clip must be [min, max] with min <= max, got {params!r}"
+        )
+    return activation, values
+
+
+@functools.lru_cache(maxsize=64)
+def _activation_bounds(activation, params, kind):
+    """(mode, lo, hi) for the kernels: bit 1 clamps below at lo, bit 2 above at hi.
+
+    Bounds are in the kernel's storage type: floats round to nearest, integers
+    clamp to [ceil(min), floor(max)] within the type's range.
+    """
+    if activation is None:
+        return 0, 0, 0
+    lo, hi = (0.0, math.inf) if activation == "Relu" else params
+    if kind in ("int8", "uint8"):
+        info = np.iinfo(kind)
+        lo = info.min if lo == -math.inf else min(max(math.ceil(lo), info.min), info.max)
+        hi = info.max if hi == math.inf else min(max(math.floor(hi), info.min), info.max)
+        return 3, lo, hi
+    if kind in HALF_INF_BITS:
+        return 3, float_to_half_bits(lo, kind), float_to_half_bits(hi, kind)
+    return 3, lo, hi
+
+
+def _run(plan, xk, y, indices, kind, nt):
+    """Call the kernel for this rank: fused 3-D for n <= 3, separable stages beyond."""
+    n = len(plan.spatial)
+    planes = plan.out_shape[0] * plan.out_shape[1]
+    mode, lo, hi = _activation_bounds(plan.activation, plan.activation_params, kind)
+    inf_bits = HALF_INF_BITS.get(kind, 0)
+    if n <= 3:
+        pad = (1,) * (3 - n)
+        fill = (0,) * (3 - n)
+        spatial = pad + plan.spatial
+        out = pad + plan.out_shape[2:]
+        kernel = pad + plan.kernel
+        dilations = pad + plan.dilations
+        # A stride or dilation that never takes effect is passed as 1.
+        strides = tuple(s if o > 1 else 1 for s, o in zip(pad + plan.strides, out))
+        dilations = tuple(d if k > 1 else 1 for d, k in zip(dilations, kernel))
+        kd, kh, OW = kernel[0], kernel[1], out[2]
+        eh = (kh - 1) * dilations[1] + 1
+        ring = eh if kd * eh * OW <= _RING_ELEMENTS else kh
+        rows, units = _split(planes * out[0], out[1], nt)
+        nt = min(nt, units)
+        hval = np.empty((nt, kd * ring * OW), dtype=xk.dtype)
+        hpos = np.empty((nt, kd * ring * OW), dtype=np.int64) if indices is not None else None
+        tags = np.empty((nt, kd * ring), dtype=np.intp)
+        _core.max_pool_3d(
+            xk.reshape((planes,) + spatial), y.reshape((planes,) + out),
+            None if indices is None else indices.reshape((planes,) + out),
+            kernel, strides, dilations, fill + plan.pads_begin, ring, rows,
+            hval, hpos, tags, mode, lo, hi, inf_bits, nt,
+        )
+        return
+    # Rank > 3: pool the last axis first, then each earlier one (SPEC's tie
+    # order), carrying the winners' flat offsets from stage to stage.
+    cur, pos = xk, None
+    shape = list((planes,) + plan.spatial)
+    for axis in range(n - 1, -1, -1):
+        a = int(np.prod(shape[: axis + 1]))
+        length = shape[axis + 1]
+        b = int(np.prod(shape[axis + 2:]))
+        shape[axis + 1] = plan.out_shape[2 + axis]
+        o = shape[axis + 1]
+        last = axis == 0
+        nxt = y.reshape(a, o, b) if last else np.empty((a, o, b), dtype=xk.dtype)
+        nxt_pos = None
+        if indices is not None:
+            nxt_pos = indices.reshape(a, o, b) if last else np.empty((a, o, b), dtype=np.int64)
+        _core.max_pool_axis(
+            cur.reshape(a, length, b), None if pos is None else pos.reshape(a, length, b),
+            nxt, nxt_pos, plan.kernel[axis], plan.strides[axis], plan.dilations[axis],
+            plan.pads_begin[axis], mode if last else 0, lo, hi, inf_bits, nt,
+        )
+        cur, pos = nxt, nxt_pos
+
+
+def _split(slices, rows, nt):
+    """(rows per work item, work items): enough items to keep nt threads busy.
+
+    The split is over (plane x depth slice) x blocks of output rows, so that a
+    few large planes still use every core; a longer block reuses more cached rows.
+    """
+    if nt <= 1 or slices >= 4 * nt:
+        return max(rows, 1), slices
+    blocks = -(-4 * nt // slices)
+    per = max(1, -(-rows // blocks))
+    return per, slices * -(-rows // per)
+
+
+def _to_column_major(indices, spatial):
+    """storage_order=1: re-encode each in-plane offset column-major (SPEC 1.5)."""
+    plane_size = int(np.prod(spatial))
+    valid = indices >= 0
+    plane, pos = np.divmod(indices[valid], plane_size)
+    coords = np.unravel_index(pos, spatial)
+    indices[valid] = plane * plane_size + np.ravel_multi_index(coords, spatial, order="F")

@@ -1,0 +1,147 @@
+"""Pure-numpy twins of the kernels, written straight from SPEC.md.
+
+Slow and simple on purpose: they gather every window explicitly and pick the
+winner with whole-array numpy operations, sharing no code path with the
+kernels, so tests (and ``python -m pooling``) can compare the two.  Shapes and
+attributes are assumed valid (the public functions validate); these take the
+same arguments in their explicit form.
+"""
+import itertools
+import math
+
+import numpy as np
+
+from ._dtypes import dtype_kind, float_to_half_bits
+
+
+def _comparable(x, kind):
+    """float64 values that order like SPEC 1.4 (NaN kept as NaN), and the raw storage."""
+    if kind == "bfloat16":
+        bits = np.ascontiguousarray(x).view(np.uint16)
+        return (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64), bits
+    raw = np.ascontiguousarray(x)
+    if kind == "float16":
+        return raw.astype(np.float64), raw.view(np.uint16)
+    return raw.astype(np.float64), raw
+
+
+def _empty_value(raw_dtype, kind):
+    if kind == "float16":
+        return 0xFC00
+    if kind == "bfloat16":
+        return 0xFF80
+    if kind in ("float32", "float64"):
+        return -np.inf
+    return np.iinfo(raw_dtype).min
+
+
+def pool_output_shape(spatial, kernel, strides, dilations, pads, auto_pad="NOTSET", ceil_mode=0):
+    """(output spatial shape, pads_begin), straight from SPEC 1.3."""
+    n = len(spatial)
+    out, begin = [], []
+    for i in range(n):
+        d_in, k, s, d = spatial[i], kernel[i], strides[i], dilations[i]
+        eff = (k - 1) * d + 1
+        if auto_pad.startswith("SAME"):
+            o = math.ceil(d_in / s)
+            total = max(0, (o - 1) * s + eff - d_in)
+            pb = math.floor(total / 2) if auto_pad == "SAME_UPPER" else math.ceil(total / 2)
+        else:
+            pb, pe = (0, 0) if auto_pad == "VALID" else (pads[i], pads[n + i])
+            if ceil_mode:
+                o = math.ceil((d_in + pb + pe - eff) / s) + 1
+                if (o - 1) * s >= d_in + pb:
+                    o -= 1
+            else:
+                o = math.floor((d_in + pb + pe - eff) / s) + 1
+        out.append(o)
+        begin.append(pb)
+    return tuple(out), tuple(begin)
+
+
+def max_pool(x, kernel_shape, strides=None, pads=None, dilations=None, auto_pad="NOTSET",
+             ceil_mode=0, storage_order=0, activation=None, activation_params=None):
+    """(Y, Indices) of MaxPool on NCHW `x`, SPEC 1.3-1.5."""
+    x = np.asarray(x)
+    kind = dtype_kind(x.dtype)
+    n = x.ndim - 2
+    spatial = x.shape[2:]
+    strides = strides or (1,) * n
+    dilations = dilations or (1,) * n
+    pads = pads or (0,) * (2 * n)
+    out, begin = pool_output_shape(spatial, kernel_shape, strides, dilations, pads, auto_pad,
+                                   ceil_mode)
+    planes = x.shape[0] * x.shape[1]
+    plane_size = int(np.prod(spatial))
+    values, raw = _comparable(x, kind)
+    values = values.reshape(planes, plane_size)
+    raw = raw.reshape(planes, plane_size)
+
+    # Per axis: tap position and validity for every (output position, tap).
+    coords, valid = [], []
+    for i in range(n):
+        o = np.arange(out[i])[:, None]
+        t = np.arange(kernel_shape[i])[None, :]
+        p = o * strides[i] - begin[i] + t * dilations[i]
+        coords.append(p)
+        valid.append((p >= 0) & (p < spatial[i]))
+    n_out = int(np.prod(out))
+    n_taps = int(np.prod(kernel_shape))
+    # Window taps in lexicographic order (first spatial axis outermost).
+    flat = np.zeros((n_out, n_taps), dtype=np.int64)
+    ok = np.ones((n_out, n_taps), dtype=bool)
+    for o_idx, o in enumerate(itertools.product(*[range(v) for v in out])):
+        for t_idx, t in enumerate(itertools.product(*[range(k) for k in kernel_shape])):
+            pos = [int(coords[i][o[i], t[i]]) for i in range(n)]
+            good = all(valid[i][o[i], t[i]] for i in range(n))
+            ok[o_idx, t_idx] = good
+            flat[o_idx, t_idx] = np.ravel_multi_index(pos, spatial) if good else 0
+
+    taps = values[:, flat]                                   # (planes, n_out, n_taps)
+    nan = np.isnan(taps) & ok
+    number = ok & ~nan
+    best = np.where(number, taps, -np.inf).max(axis=-1, initial=-np.inf, keepdims=True)
+    first_best = (number & (taps == best)).argmax(axis=-1)
+    winner = np.where(nan.any(axis=-1), nan.argmax(axis=-1), first_best)
+    empty = ~ok.any(axis=-1)
+    offset = np.take_along_axis(np.broadcast_to(flat, taps.shape), winner[..., None], -1)[..., 0]
+
+    y = np.take_along_axis(raw, offset.reshape(planes, -1), axis=1).reshape(planes, n_out).copy()
+    y[np.broadcast_to(empty, y.shape)] = _empty_value(raw.dtype, kind)
+    if storage_order == 1 and n > 1:
+        offset = np.ravel_multi_index(np.unravel_index(offset, spatial), spatial, order="F")
+    indices = np.arange(planes)[:, None] * plane_size + offset
+    indices[np.broadcast_to(empty, indices.shape)] = -1
+    if activation is not None:
+        y = _activate(y, kind, activation, activation_params)
+    shape = x.shape[:2] + tuple(out)
+    y = y.reshape(shape).view(x.dtype.newbyteorder("=") if x.dtype.byteorder not in "=|" else x.dtype)
+    return y, indices.reshape(shape)
+
+
+def _activate(y, kind, activation, params):
+    """Relu / Clip per SPEC 1.4 on raw storage `y`: min(max(y, lo), hi), NaN stays NaN."""
+    lo, hi = (0.0, math.inf) if activation == "Relu" else (float(params[0]), float(params[1]))
+    if kind in ("int8", "uint8"):
+        info = np.iinfo(kind)
+        lo = info.min if lo == -math.inf else min(max(math.ceil(lo), info.min), info.max)
+        hi = info.max if hi == math.inf else min(max(math.floor(hi), info.min), info.max)
+        return np.minimum(np.maximum(y, lo), hi).astype(y.dtype)
+    if kind in ("float16", "bfloat16"):
+        lo_raw, hi_raw = float_to_half_bits(lo, kind), float_to_half_bits(hi, kind)
+        lo_f, hi_f = _half_value(lo_raw, kind), _half_value(hi_raw, kind)
+    else:
+        lo_raw, hi_raw = np.array(lo, y.dtype), np.array(hi, y.dtype)
+        lo_f, hi_f = float(lo_raw), float(hi_raw)
+    values, _ = _comparable(y, kind)
+    out = y.copy()
+    out[values < lo_f] = lo_raw
+    out[np.maximum(values, lo_f) > hi_f] = hi_raw  # NaN compares false: stays
+    return out
+
+
+def _half_value(bits, kind):
+    arr = np.array([bits], dtype=np.uint16)
+    if kind == "float16":
+        return float(arr.view(np.float16)[0])
+    return float((arr.astype(np.uint32) << 16).view(np.float32)[0])
