@@ -1,0 +1,96 @@
+"""Shared helpers for every operator's tests: dtypes, array makers, memory orders."""
+import numpy as np
+import pytest
+
+from pooling._dtypes import LEGACY_BFLOAT16
+
+try:
+    import ml_dtypes
+
+    BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
+except ImportError:  # ml_dtypes is optional: ONNX's legacy structured dtype still works
+    ml_dtypes = None
+    BFLOAT16 = LEGACY_BFLOAT16
+
+# Every dtype MaxPool supports in library mode, by SPEC name.
+POOL_DTYPES = {
+    "float16": np.dtype(np.float16),
+    "bfloat16": BFLOAT16,
+    "float32": np.dtype(np.float32),
+    "float64": np.dtype(np.float64),
+    "int8": np.dtype(np.int8),
+    "uint8": np.dtype(np.uint8),
+}
+FLOAT_KINDS = ("float16", "bfloat16", "float32", "float64")
+
+
+def to_dtype(values, kind):
+    """float64 `values` in the dtype of `kind` (bfloat16 rounded to nearest even, NaN kept)."""
+    values = np.asarray(values, dtype=np.float64)
+    if kind == "bfloat16":
+        from pooling._dtypes import float_to_half_bits
+
+        bits = np.vectorize(lambda v: float_to_half_bits(v, "bfloat16"), otypes=[np.uint16])(values)
+        return bits.view(BFLOAT16)
+    return values.astype(POOL_DTYPES[kind])
+
+
+def make_array(rng, shape, kind, special=True):
+    """Random data of `kind` with many ties; floats also get NaN, -0.0 and +-inf when `special`."""
+    if kind in ("int8", "uint8"):
+        info = np.iinfo(kind)
+        return rng.integers(info.min, int(info.max) + 1, size=shape).astype(kind)
+    values = rng.integers(-4, 5, size=shape).astype(np.float64)
+    if special:
+        u = rng.random(shape)
+        values[u < 0.04] = np.nan
+        values[(u >= 0.04) & (u < 0.12)] = -0.0
+        values[(u >= 0.12) & (u < 0.14)] = -np.inf
+        values[(u >= 0.14) & (u < 0.15)] = np.inf
+    out = to_dtype(values, kind)
+    if special and kind != "bfloat16":
+        # NaNs with other payloads and the sign bit set, so "its exact bits" is tested.
+        bits = out.view(np.uint16 if out.itemsize == 2 else np.uint32 if out.itemsize == 4 else np.uint64)
+        nan = np.isnan(values)
+        bits[nan & (rng.random(shape) < 0.5)] |= np.array(1, bits.dtype) << (bits.dtype.itemsize * 8 - 1)
+    return out
+
+
+def assert_same(actual, expected):
+    """Same shape, same dtype, same bytes (NaN payloads and -0.0 included)."""
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    assert actual.shape == expected.shape, (actual.shape, expected.shape)
+    assert actual.dtype == expected.dtype, (actual.dtype, expected.dtype)
+    if actual.tobytes() != expected.tobytes():
+        a = actual.view(np.uint8).reshape(actual.shape + (-1,))
+        e = expected.view(np.uint8).reshape(expected.shape + (-1,))
+        bad = np.argwhere((a != e).any(axis=-1))
+        raise AssertionError(
+            f"{len(bad)} of {actual.size} elements differ; first at {tuple(bad[0])}: "
+            f"{actual[tuple(bad[0])]!r} != {expected[tuple(bad[0])]!r}"
+        )
+
+
+def memory_orders(x):
+    """(name, array) pairs holding x's values in other memory layouts, none C-contiguous native."""
+    yield "C", x
+    yield "readonly", _readonly(x)
+    yield "fortran", np.asfortranarray(x)
+    big = np.zeros(tuple(2 * s + 1 for s in x.shape), dtype=x.dtype)
+    view = big[tuple(slice(1, None, 2) for _ in x.shape)]
+    view[...] = x
+    yield "strided", view
+    if x.dtype.fields is None and x.dtype.itemsize > 1 and x.dtype.name != "bfloat16":
+        yield "byteswapped", x.astype(x.dtype.newbyteorder("S"))
+    yield "list", x.tolist() if x.dtype.kind in "iuf" and x.dtype.itemsize > 2 else x
+
+
+def _readonly(x):
+    x = x.copy()
+    x.flags.writeable = False
+    return x
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(12345)
