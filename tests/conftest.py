@@ -82,7 +82,8 @@ def memory_orders(x):
     yield "strided", view
     if x.dtype.fields is None and x.dtype.itemsize > 1 and x.dtype.name != "bfloat16":
         yield "byteswapped", x.astype(x.dtype.newbyteorder("S"))
-    yield "list", x.tolist() if x.dtype.kind in "iuf" and x.dtype.itemsize > 2 else x
+    if x.dtype == np.float64:  # np.asarray of Python floats gives float64 back
+        yield "list", x.tolist()
 
 
 def _readonly(x):
