@@ -8,7 +8,7 @@ Python layer (``src/pooling``) decides every shape, pad and dtype question.
 """
 from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport INFINITY
-from libc.stdint cimport int8_t, int64_t, uint8_t, uint16_t
+from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint16_t
 
 cdef extern from "pooling_omp.h":
     int omp_get_max_threads() noexcept nogil
@@ -59,7 +59,7 @@ cdef inline bint _gt(pool_t v, pool_t m, uint16_t inf_bits) noexcept nogil:
     above every number and a NaN already held is never replaced.
     """
     if pool_t is float or pool_t is double:
-        return not (v <= m) and m == m
+        return (not (v <= m)) & (m == m)
     elif pool_t is uint16_t:
         return pk_half_key(v, inf_bits) > pk_half_key(m, inf_bits)
     else:
@@ -134,26 +134,16 @@ cdef struct Geom:
     uint16_t inf_bits
 
 
-cdef inline void _hrow(const pool_t* xr, pool_t* hv, int64_t* hp, const Geom* g) noexcept nogil:
-    """Pass 1 over one input row: hv[ow] = max of output column ow's taps, hp[ow] its column.
-
-    hp may be NULL (no Indices).  An empty window gives the empty value and -1.
-    """
-    cdef Py_ssize_t ow, t, t0, t1, w, best
+cdef inline void _hcol(const pool_t* xr, Py_ssize_t ow, pool_t* hv, int32_t* hp,
+                       const Geom* g) noexcept nogil:
+    """Pass 1 for one border column, whose window is cut by the row's ends."""
+    cdef Py_ssize_t t, t0, t1, w = ow * g.sw - g.pw, best
     cdef pool_t m, v
-    cdef pool_t empty = _empty_value(<pool_t>0, g.inf_bits)
-    for ow in range(g.OW):
-        w = ow * g.sw - g.pw
-        if g.ow_lo <= ow < g.ow_hi:
-            t0 = 0
-            t1 = g.kw
-        else:
-            _taps(w, g.dw, g.kw, g.W, &t0, &t1)
-            if t0 >= t1:
-                hv[ow] = empty
-                if hp != NULL:
-                    hp[ow] = -1
-                continue
+    _taps(w, g.dw, g.kw, g.W, &t0, &t1)
+    if t0 >= t1:
+        hv[ow] = _empty_value(<pool_t>0, g.inf_bits)
+        best = -1
+    else:
         w = w + t0 * g.dw
         m = xr[w]
         best = w
@@ -164,29 +154,80 @@ cdef inline void _hrow(const pool_t* xr, pool_t* hv, int64_t* hp, const Geom* g)
                 m = v
                 best = w
         hv[ow] = m
-        if hp != NULL:
-            hp[ow] = best
+    if hp != NULL:
+        hp[ow] = <int32_t>best
+
+
+cdef inline void _hrow(const pool_t* xr, pool_t* hv, int32_t* hp, const Geom* g) noexcept nogil:
+    """Pass 1 over one input row: hv[ow] = max of output column ow's taps, hp[ow] its column.
+
+    hp may be NULL (no Indices).  An empty window gives the empty value and -1.
+    Interior columns loop taps outside and columns inside, with the update
+    written as a select, so the compiler vectorises across output columns.
+    """
+    cdef Py_ssize_t ow, t, lo = g.ow_lo, hi = g.ow_hi, sw = g.sw
+    cdef Py_ssize_t first = lo * sw - g.pw, tap
+    cdef const pool_t* src
+    cdef pool_t v, m
+    cdef int32_t old, mask
+    if lo < hi:
+        src = xr + first - lo * sw           # src[ow * sw] is column ow's first tap
+        for ow in range(lo, hi):
+            hv[ow] = src[ow * sw]
+        if hp == NULL:
+            for t in range(1, g.kw):
+                src = src + g.dw
+                for ow in range(lo, hi):
+                    v = src[ow * sw]
+                    m = hv[ow]
+                    hv[ow] = v if _gt(v, m, g.inf_bits) else m
+        else:
+            for ow in range(lo, hi):
+                hp[ow] = <int32_t>(ow * sw - g.pw)
+            for t in range(1, g.kw):
+                src = src + g.dw
+                tap = t * g.dw - g.pw
+                for ow in range(lo, hi):
+                    # Unconditional loads and a bit-mask select: gcc vectorises
+                    # this form, not an if (which it sees as control flow).
+                    v = src[ow * sw]
+                    m = hv[ow]
+                    old = hp[ow]
+                    mask = -<int32_t>_gt(v, m, g.inf_bits)
+                    hv[ow] = v if mask else m
+                    hp[ow] = (old & ~mask) | (<int32_t>(ow * sw + tap) & mask)
+    for ow in range(min(lo, g.OW)):
+        _hcol(xr, ow, hv, hp, g)
+    for ow in range(max(lo, hi), g.OW):
+        _hcol(xr, ow, hv, hp, g)
 
 
 cdef void _pool_rows(const pool_t* xp, pool_t* yp, int64_t* ip, int64_t xoff, const Geom* g,
                      Py_ssize_t od, Py_ssize_t oh0, Py_ssize_t oh1,
-                     pool_t* hval, int64_t* hpos, Py_ssize_t* tags,
+                     pool_t* hval, int32_t* hpos, Py_ssize_t* tags,
                      int act, pool_t lo, pool_t hi) noexcept nogil:
     """Output rows [oh0, oh1) of depth slice od of one plane.
 
     xp, yp, ip: the plane in X, Y and Indices (ip NULL without Indices); xoff is
     the plane's flat offset in X.  hval/hpos/tags: this thread's row cache, one
-    ring of `g.ring` rows per depth tap, tagged with the input row it holds.
+    ring of `g.ring` rows per depth tap, tagged with the input row it holds;
+    hpos also holds the running winner's row and column (2 * OW int32 after the ring).
     """
     cdef Py_ssize_t OW = g.OW
     cdef Py_ssize_t oh, ow, td, th, td0, td1, th0, th1, d, h, slot, dbase, hbase
-    cdef int64_t rowpos
+    cdef int32_t row, r, col, mask
+    cdef pool_t v, m
     cdef pool_t* yrow
     cdef int64_t* irow = NULL
     cdef pool_t* hv
-    cdef int64_t* hp = NULL
+    cdef int32_t* hp = NULL
+    cdef int32_t* wrow = NULL      # winner's row (d*H + h) and column, per output column
+    cdef int32_t* wcol = NULL
     cdef bint first
     cdef pool_t empty = _empty_value(<pool_t>0, g.inf_bits)
+    if hpos != NULL:
+        wrow = hpos + g.kd * g.ring * OW
+        wcol = wrow + OW
 
     for slot in range(g.kd * g.ring):
         tags[slot] = -1
@@ -216,23 +257,34 @@ cdef void _pool_rows(const pool_t* xp, pool_t* yp, int64_t* ip, int64_t xoff, co
                     if tags[slot] != h:
                         _hrow(xp + (d * g.H + h) * g.W, hv, hp, g)
                         tags[slot] = h
-                    rowpos = xoff + (d * g.H + h) * g.W
+                    row = <int32_t>(d * g.H + h)
                     if first:
                         first = False
                         for ow in range(OW):
                             yrow[ow] = hv[ow]
-                        if irow != NULL:
+                        if hp != NULL:
                             for ow in range(OW):
-                                irow[ow] = rowpos + hp[ow] if hp[ow] >= 0 else -1
-                    elif irow != NULL:
+                                wrow[ow] = row
+                                wcol[ow] = hp[ow]
+                    elif hp != NULL:
+                        # 32-bit lanes and mask selects so float32 rows vectorise.
                         for ow in range(OW):
-                            if _gt(hv[ow], yrow[ow], g.inf_bits):
-                                yrow[ow] = hv[ow]
-                                irow[ow] = rowpos + hp[ow]
+                            v = hv[ow]
+                            m = yrow[ow]
+                            r = wrow[ow]
+                            col = wcol[ow]
+                            mask = -<int32_t>_gt(v, m, g.inf_bits)
+                            yrow[ow] = v if mask else m
+                            wrow[ow] = (r & ~mask) | (row & mask)
+                            wcol[ow] = (col & ~mask) | (hp[ow] & mask)
                     else:
                         for ow in range(OW):
-                            if _gt(hv[ow], yrow[ow], g.inf_bits):
-                                yrow[ow] = hv[ow]
+                            v = hv[ow]
+                            m = yrow[ow]
+                            yrow[ow] = v if _gt(v, m, g.inf_bits) else m
+            if irow != NULL:
+                for ow in range(OW):
+                    irow[ow] = xoff + <int64_t>wrow[ow] * g.W + wcol[ow] if wcol[ow] >= 0 else -1
         if act:
             for ow in range(OW):
                 yrow[ow] = _clamp(yrow[ow], lo, hi, act, g.inf_bits)
@@ -242,13 +294,15 @@ def max_pool_3d(const pool_t[:, :, :, ::1] x not None, pool_t[:, :, :, ::1] y no
                 int64_t[:, :, :, ::1] indices,
                 tuple kernel, tuple strides, tuple dilations, tuple pads_begin,
                 Py_ssize_t ring, Py_ssize_t rows_per_unit,
-                pool_t[:, ::1] hval not None, int64_t[:, ::1] hpos, Py_ssize_t[:, ::1] tags not None,
+                pool_t[:, ::1] hval not None, int32_t[:, ::1] hpos, Py_ssize_t[:, ::1] tags not None,
                 int act, pool_t lo, pool_t hi, uint16_t inf_bits, int n_threads):
     """MaxPool over planes: x (planes, D, H, W) -> y (planes, OD, OH, OW).
 
     indices (or None): row-major flat offsets into x of each winner, -1 when
-    the window is empty.  hval/hpos/tags: per-thread scratch, shaped
-    (n_threads, kd*ring*OW) and (n_threads, kd*ring); hpos None without indices.
+    the window is empty.  hval/hpos/tags: per-thread scratch (hpos holds
+    columns as int32, so rows must be shorter than 2**31), shaped
+    (n_threads, kd*ring*OW), (n_threads, kd*ring*OW + 2*OW) and (n_threads, kd*ring);
+    hpos None without indices.
     rows_per_unit: output rows per work item (the parallel split is over
     planes x depth x blocks of rows, so a few large planes still use every core).
     act/lo/hi: fused activation (0 none, bit 1 lower bound, bit 2 upper bound).
@@ -273,14 +327,14 @@ def max_pool_3d(const pool_t[:, :, :, ::1] x not None, pool_t[:, :, :, ::1] y no
     cdef Py_ssize_t nblk = (g.OH + rows_per_unit - 1) // rows_per_unit
     cdef Py_ssize_t units = planes * g.OD * nblk
     cdef Py_ssize_t xplane = g.D * g.H * g.W, yplane = g.OD * g.OH * g.OW
-    cdef Py_ssize_t scratch = hval.shape[1], ntags = tags.shape[1]
+    cdef Py_ssize_t vscratch = hval.shape[1], pscratch = 0, ntags = tags.shape[1]
     cdef Py_ssize_t u, plane, r, od, oh0
     cdef int tid
     cdef const pool_t* xb
     cdef pool_t* yb
     cdef int64_t* ib = NULL
     cdef pool_t* hvb = &hval[0, 0]
-    cdef int64_t* hpb = NULL
+    cdef int32_t* hpb = NULL
     cdef Py_ssize_t* tgb = &tags[0, 0]
     if units == 0:
         return
@@ -289,6 +343,7 @@ def max_pool_3d(const pool_t[:, :, :, ::1] x not None, pool_t[:, :, :, ::1] y no
     if indices is not None:
         ib = &indices[0, 0, 0, 0]
         hpb = &hpos[0, 0]
+        pscratch = hpos.shape[1]
 
     with nogil, parallel(num_threads=n_threads):
         for u in prange(units, schedule="static"):
@@ -300,7 +355,7 @@ def max_pool_3d(const pool_t[:, :, :, ::1] x not None, pool_t[:, :, :, ::1] y no
             _pool_rows(xb + plane * xplane, yb + plane * yplane,
                        ib + plane * yplane if ib != NULL else NULL,
                        plane * xplane, &g, od, oh0, min(oh0 + rows_per_unit, g.OH),
-                       hvb + tid * scratch, hpb + tid * scratch if hpb != NULL else NULL,
+                       hvb + tid * vscratch, hpb + tid * pscratch if hpb != NULL else NULL,
                        tgb + tid * ntags, act, lo, hi)
 
 

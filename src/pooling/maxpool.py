@@ -201,7 +201,7 @@ def _run(plan, xk, y, indices, kind, nt):
     planes = plan.out_shape[0] * plan.out_shape[1]
     mode, lo, hi = _activation_bounds(plan.activation, plan.activation_params, kind)
     inf_bits = HALF_INF_BITS.get(kind, 0)
-    if n <= 3:
+    if n <= 3 and _fits_int32(plan.spatial):
         pad = (1,) * (3 - n)
         fill = (0,) * (3 - n)
         spatial = pad + plan.spatial
@@ -217,7 +217,7 @@ def _run(plan, xk, y, indices, kind, nt):
         rows, units = _split(planes * out[0], out[1], nt)
         nt = min(nt, units)
         hval = np.empty((nt, kd * ring * OW), dtype=xk.dtype)
-        hpos = np.empty((nt, kd * ring * OW), dtype=np.int64) if indices is not None else None
+        hpos = np.empty((nt, (kd * ring + 2) * OW), dtype=np.int32) if indices is not None else None
         tags = np.empty((nt, kd * ring), dtype=np.intp)
         _core.max_pool_3d(
             xk.reshape((planes,) + spatial), y.reshape((planes,) + out),
@@ -226,7 +226,7 @@ def _run(plan, xk, y, indices, kind, nt):
             hval, hpos, tags, mode, lo, hi, inf_bits, nt,
         )
         return
-    # Rank > 3: pool the last axis first, then each earlier one (SPEC's tie
+    # Rank > 3 (or rows too long for int32 columns): pool the last axis first, then each earlier one (SPEC's tie
     # order), carrying the winners' flat offsets from stage to stage.
     cur, pos = xk, None
     shape = list((planes,) + plan.spatial)
@@ -247,6 +247,12 @@ def _run(plan, xk, y, indices, kind, nt):
             plan.pads_begin[axis], mode if last else 0, lo, hi, inf_bits, nt,
         )
         cur, pos = nxt, nxt_pos
+
+
+def _fits_int32(spatial):
+    """The fused kernel tracks winners as int32 (row within plane, column)."""
+    rows = int(np.prod(spatial[:-1]))
+    return rows < 1 << 31 and spatial[-1] < 1 << 31
 
 
 def _split(slices, rows, nt):
