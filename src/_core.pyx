@@ -360,6 +360,123 @@ def max_pool_3d(const pool_t[:, :, :, ::1] x not None, pool_t[:, :, :, ::1] y no
 
 
 # ---------------------------------------------------------------------------
+# MaxPool, channels last (com.ms.internal.nhwc), ranks 1-3 promoted to 3-D.
+#
+# The channel axis is contiguous, so each tap of a window is one vector
+# update over C; taps are visited in lexicographic order, so "strictly
+# greater replaces" again gives the first maximum.  Winners are tracked as
+# the int32 pixel number inside the image, widened once per output pixel.
+# ---------------------------------------------------------------------------
+
+cdef void _nhwc_row(const pool_t* xp, pool_t* yrow, int64_t* irow, int64_t xoff, Py_ssize_t C,
+                    const Geom* g, Py_ssize_t od, Py_ssize_t oh, int32_t* wpix,
+                    int act, pool_t lo, pool_t hi) noexcept nogil:
+    """Output row (od, oh) of one image: yrow/irow hold OW pixels of C channels.
+
+    xp: the image in X; xoff: its first pixel's number in the batch; wpix: this
+    thread's C int32 winners (NULL without Indices).
+    """
+    cdef Py_ssize_t ow, c, td, th, tw, td0, td1, th0, th1, tw0, tw1, dbase, hbase, wbase
+    cdef int32_t pix, mask, old
+    cdef const pool_t* xv
+    cdef pool_t* yv
+    cdef pool_t v, m
+    cdef bint first
+    cdef pool_t empty = _empty_value(<pool_t>0, g.inf_bits)
+    dbase = od * g.sd - g.pd
+    hbase = oh * g.sh - g.ph
+    _taps(dbase, g.dd, g.kd, g.D, &td0, &td1)
+    _taps(hbase, g.dh, g.kh, g.H, &th0, &th1)
+    for ow in range(g.OW):
+        yv = yrow + ow * C
+        wbase = ow * g.sw - g.pw
+        _taps(wbase, g.dw, g.kw, g.W, &tw0, &tw1)
+        first = True
+        if td0 >= td1 or th0 >= th1 or tw0 >= tw1:
+            for c in range(C):
+                yv[c] = empty
+                if wpix != NULL:
+                    wpix[c] = -1
+        for td in range(td0, td1):
+            for th in range(th0, th1):
+                for tw in range(tw0, tw1):
+                    pix = <int32_t>(((dbase + td * g.dd) * g.H + hbase + th * g.dh) * g.W
+                                    + wbase + tw * g.dw)
+                    xv = xp + pix * C
+                    if first:
+                        first = False
+                        for c in range(C):
+                            yv[c] = xv[c]
+                        if wpix != NULL:
+                            for c in range(C):
+                                wpix[c] = pix
+                    elif wpix != NULL:
+                        for c in range(C):
+                            v = xv[c]
+                            m = yv[c]
+                            old = wpix[c]
+                            mask = -<int32_t>_gt(v, m, g.inf_bits)
+                            yv[c] = v if mask else m
+                            wpix[c] = (old & ~mask) | (pix & mask)
+                    else:
+                        for c in range(C):
+                            v = xv[c]
+                            m = yv[c]
+                            yv[c] = v if _gt(v, m, g.inf_bits) else m
+        if irow != NULL:
+            for c in range(C):
+                irow[ow * C + c] = (xoff + wpix[c]) * C + c if wpix[c] >= 0 else -1
+        if act:
+            for c in range(C):
+                yv[c] = _clamp(yv[c], lo, hi, act, g.inf_bits)
+
+
+def max_pool_nhwc(const pool_t[:, :, :, :, ::1] x not None, pool_t[:, :, :, :, ::1] y not None,
+                  int64_t[:, :, :, :, ::1] indices,
+                  tuple kernel, tuple strides, tuple dilations, tuple pads_begin,
+                  int32_t[:, ::1] wpix, int act, pool_t lo, pool_t hi, uint16_t inf_bits,
+                  int n_threads):
+    """MaxPool channels-last: x (N, D, H, W, C) -> y (N, OD, OH, OW, C).
+
+    indices (or None): flat offsets into x's own NHWC memory, -1 for an empty
+    window.  wpix: (n_threads, C) int32 scratch, None without indices (pixels
+    per image must be fewer than 2**31).  Work items are output rows.
+    """
+    cdef Geom g
+    g.D, g.H, g.W = x.shape[1], x.shape[2], x.shape[3]
+    g.OD, g.OH, g.OW = y.shape[1], y.shape[2], y.shape[3]
+    g.kd, g.kh, g.kw = kernel
+    g.sd, g.sh, g.sw = strides
+    g.dd, g.dh, g.dw = dilations
+    g.pd, g.ph, g.pw = pads_begin
+    g.inf_bits = inf_bits
+    cdef Py_ssize_t N = x.shape[0], C = x.shape[4]
+    cdef Py_ssize_t units = N * g.OD * g.OH
+    cdef Py_ssize_t ximage = g.D * g.H * g.W * C, yrow = g.OW * C
+    cdef Py_ssize_t u, n, r
+    cdef int tid
+    cdef const pool_t* xb
+    cdef pool_t* yb
+    cdef int64_t* ib = NULL
+    cdef int32_t* wb = NULL
+    if units == 0 or yrow == 0:
+        return
+    xb = &x[0, 0, 0, 0, 0]
+    yb = &y[0, 0, 0, 0, 0]
+    if indices is not None:
+        ib = &indices[0, 0, 0, 0, 0]
+        wb = &wpix[0, 0]
+    with nogil, parallel(num_threads=n_threads):
+        for u in prange(units, schedule="static"):
+            tid = threadid()
+            n = u // (g.OD * g.OH)
+            r = u - n * (g.OD * g.OH)
+            _nhwc_row(xb + n * ximage, yb + u * yrow, ib + u * yrow if ib != NULL else NULL,
+                      n * g.D * g.H * g.W, C, &g, r // g.OH, r % g.OH,
+                      wb + tid * C if wb != NULL else NULL, act, lo, hi)
+
+
+# ---------------------------------------------------------------------------
 # MaxPool, any rank: one separable stage per spatial axis, innermost first
 # (the same tie argument as above).  x is viewed as (A, L, B) with the pooled
 # axis in the middle; positions travel alongside the values.

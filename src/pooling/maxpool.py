@@ -18,7 +18,7 @@ OP = "MaxPool"
 _ATTRIBUTE_SINCE = {"storage_order": 8, "ceil_mode": 10, "dilations": 10}
 _INDICES_SINCE = 8
 _DTYPE_SINCE = {"float16": 1, "float32": 1, "float64": 1, "int8": 12, "uint8": 12, "bfloat16": 22}
-LAYOUTS = ("NCHW",)
+LAYOUTS = ("NCHW", "NHWC")
 ACTIVATIONS = ("Relu", "Clip")
 
 # Rows of horizontal maxima each thread may cache (elements); beyond it the
@@ -29,6 +29,7 @@ _RING_ELEMENTS = 1 << 20
 class _Plan(NamedTuple):
     """Everything about a call that depends only on shapes and attributes."""
     out_shape: tuple          # full output shape
+    layout: str               # "NCHW" or "NHWC"
     spatial: tuple            # input spatial shape
     kernel: tuple
     strides: tuple
@@ -102,7 +103,7 @@ def _plan(x_shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode, 
         raise ValueError(
             f"{OP}: x must have rank >= 3 (N, C and at least one spatial axis), got shape {x_shape}"
         )
-    spatial = x_shape[2:]
+    spatial = x_shape[2:] if layout == "NCHW" else x_shape[1:-1]
     n = len(spatial)
     if unhash(kernel_shape) is None:
         raise ValueError(f"{OP}: kernel_shape is required")
@@ -116,6 +117,8 @@ def _plan(x_shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode, 
         raise ValueError(f"{OP}: pads {list(pads)} cannot be combined with auto_pad={auto_pad!r}")
     ceil_mode = flag(OP, "ceil_mode", unhash(ceil_mode))
     storage_order = flag(OP, "storage_order", unhash(storage_order))
+    if storage_order == 1 and layout == "NHWC":
+        raise ValueError(f"{OP}: storage_order=1 is not defined for layout 'NHWC' (Indices are NHWC offsets)")
     activation, act_params = _activation(activation, unhash(activation_params))
 
     kinds = tuple(_DTYPE_SINCE)
@@ -133,7 +136,7 @@ def _plan(x_shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode, 
                 f"{OP}: output Indices is not in version {version} (opset {unhash(opset)}); "
                 f"it needs opset >= {_INDICES_SINCE}"
             )
-        if activation is not None:
+        if activation is not None and layout == "NCHW":
             raise ValueError(
                 f"{OP}: activation={activation!r} under opset={unhash(opset)} needs layout 'NHWC' "
                 "(the com.ms.internal.nhwc operator); NCHW allows it in library mode only"
@@ -142,7 +145,8 @@ def _plan(x_shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode, 
 
     out_spatial, begin, end = pool_output(OP, spatial, kernel, strides, dilations, pads,
                                           auto_pad, ceil_mode)
-    out_shape = x_shape[:2] + out_spatial
+    out_shape = (x_shape[:2] + out_spatial if layout == "NCHW"
+                 else x_shape[:1] + out_spatial + x_shape[-1:])
     check_size(OP, x_shape, "input")
     check_size(OP, out_shape)
     for i in range(n):
@@ -152,7 +156,7 @@ def _plan(x_shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode, 
             raise ValueError(
                 f"{OP}: strides/dilations/pads on axis {i} reach past 2**62; the call cannot be computed"
             )
-    return _Plan(out_shape, spatial, kernel, strides, dilations, begin, kinds, storage_order,
+    return _Plan(out_shape, layout, spatial, kernel, strides, dilations, begin, kinds, storage_order,
                  activation, act_params)
 
 
@@ -196,38 +200,90 @@ def _activation_bounds(activation, params, kind):
 
 
 def _run(plan, xk, y, indices, kind, nt):
-    """Call the kernel for this rank: fused 3-D for n <= 3, separable stages beyond."""
+    """Call the kernel for this layout and rank."""
+    act = _activation_bounds(plan.activation, plan.activation_params, kind)
+    inf_bits = HALF_INF_BITS.get(kind, 0)
+    if plan.layout == "NHWC":
+        if len(plan.spatial) <= 3 and _fits_int32((int(np.prod(plan.spatial)),)):
+            _run_nhwc(plan, xk, y, indices, act, inf_bits, nt)
+        else:
+            _run_nhwc_transposed(plan, xk, y, indices, act, inf_bits, nt)
+    elif len(plan.spatial) <= 3 and _fits_int32(plan.spatial):
+        _run_3d(plan, xk, y, indices, act, inf_bits, nt)
+    else:
+        _run_separable(plan, xk, y, indices, act, inf_bits, nt)
+
+
+def _promote(plan):
+    """Spatial geometry padded to 3-D with singleton axes: (spatial, out, kernel, strides,
+    dilations, pads_begin).  A stride or dilation that never takes effect is passed as 1."""
+    pad = (1,) * (3 - len(plan.spatial))
+    spatial = pad + plan.spatial
+    out = pad + (plan.out_shape[2:] if plan.layout == "NCHW" else plan.out_shape[1:-1])
+    kernel = pad + plan.kernel
+    strides = tuple(s if o > 1 else 1 for s, o in zip(pad + plan.strides, out))
+    dilations = tuple(d if k > 1 else 1 for d, k in zip(pad + plan.dilations, kernel))
+    pads_begin = (0,) * len(pad) + plan.pads_begin
+    return spatial, out, kernel, strides, dilations, pads_begin
+
+
+def _run_3d(plan, xk, y, indices, act, inf_bits, nt):
+    """NCHW, ranks 1-3: the fused two-pass kernel over (N*C) planes."""
+    planes = plan.out_shape[0] * plan.out_shape[1]
+    spatial, out, kernel, strides, dilations, pads_begin = _promote(plan)
+    kd, kh, OW = kernel[0], kernel[1], out[2]
+    eh = (kh - 1) * dilations[1] + 1
+    ring = eh if kd * eh * OW <= _RING_ELEMENTS else kh
+    rows, units = _split(planes * out[0], out[1], nt)
+    nt = min(nt, units)
+    hval = np.empty((nt, kd * ring * OW), dtype=xk.dtype)
+    hpos = np.empty((nt, (kd * ring + 2) * OW), dtype=np.int32) if indices is not None else None
+    tags = np.empty((nt, kd * ring), dtype=np.intp)
+    _core.max_pool_3d(
+        xk.reshape((planes,) + spatial), y.reshape((planes,) + out),
+        None if indices is None else indices.reshape((planes,) + out),
+        kernel, strides, dilations, pads_begin, ring, rows, hval, hpos, tags, *act, inf_bits, nt,
+    )
+
+
+def _run_nhwc(plan, xk, y, indices, act, inf_bits, nt):
+    """NHWC, ranks 1-3: the channels-last kernel over output rows."""
+    n, c = plan.out_shape[0], plan.out_shape[-1]
+    spatial, out, kernel, strides, dilations, pads_begin = _promote(plan)
+    nt = max(1, min(nt, n * out[0] * out[1]))
+    wpix = np.empty((nt, c), dtype=np.int32) if indices is not None else None
+    _core.max_pool_nhwc(
+        xk.reshape((n,) + spatial + (c,)), y.reshape((n,) + out + (c,)),
+        None if indices is None else indices.reshape((n,) + out + (c,)),
+        kernel, strides, dilations, pads_begin, wpix, *act, inf_bits, nt,
+    )
+
+
+def _run_nhwc_transposed(plan, xk, y, indices, act, inf_bits, nt):
+    """NHWC beyond the channels-last kernel's reach (rank > 3, huge images):
+    pool the NCHW transpose and re-encode Indices as NHWC offsets."""
+    n = len(plan.spatial)
+    to_nchw = (0, n + 1) + tuple(range(1, n + 1))
+    to_nhwc = (0,) + tuple(range(2, n + 2)) + (1,)
+    x_nchw = np.ascontiguousarray(xk.transpose(to_nchw))
+    y_nchw = np.empty(tuple(y.shape[i] for i in to_nchw), dtype=y.dtype)
+    i_nchw = None if indices is None else np.empty(y_nchw.shape, dtype=np.int64)
+    nchw = plan._replace(layout="NCHW", out_shape=y_nchw.shape)
+    _run_separable(nchw, x_nchw, y_nchw, i_nchw, act, inf_bits, nt)
+    y[...] = y_nchw.transpose(to_nhwc)
+    if indices is not None:
+        channels, plane = x_nchw.shape[1], int(np.prod(plan.spatial))
+        image_channel, pixel = np.divmod(i_nchw, plane)
+        image, channel = np.divmod(image_channel, channels)
+        nhwc = (image * plane + pixel) * channels + channel
+        indices[...] = np.where(i_nchw < 0, -1, nhwc).transpose(to_nhwc)
+
+
+def _run_separable(plan, xk, y, indices, act, inf_bits, nt):
+    """NCHW, any rank: pool the last axis first, then each earlier one (SPEC's
+    tie order), carrying the winners' flat offsets from stage to stage."""
     n = len(plan.spatial)
     planes = plan.out_shape[0] * plan.out_shape[1]
-    mode, lo, hi = _activation_bounds(plan.activation, plan.activation_params, kind)
-    inf_bits = HALF_INF_BITS.get(kind, 0)
-    if n <= 3 and _fits_int32(plan.spatial):
-        pad = (1,) * (3 - n)
-        fill = (0,) * (3 - n)
-        spatial = pad + plan.spatial
-        out = pad + plan.out_shape[2:]
-        kernel = pad + plan.kernel
-        dilations = pad + plan.dilations
-        # A stride or dilation that never takes effect is passed as 1.
-        strides = tuple(s if o > 1 else 1 for s, o in zip(pad + plan.strides, out))
-        dilations = tuple(d if k > 1 else 1 for d, k in zip(dilations, kernel))
-        kd, kh, OW = kernel[0], kernel[1], out[2]
-        eh = (kh - 1) * dilations[1] + 1
-        ring = eh if kd * eh * OW <= _RING_ELEMENTS else kh
-        rows, units = _split(planes * out[0], out[1], nt)
-        nt = min(nt, units)
-        hval = np.empty((nt, kd * ring * OW), dtype=xk.dtype)
-        hpos = np.empty((nt, (kd * ring + 2) * OW), dtype=np.int32) if indices is not None else None
-        tags = np.empty((nt, kd * ring), dtype=np.intp)
-        _core.max_pool_3d(
-            xk.reshape((planes,) + spatial), y.reshape((planes,) + out),
-            None if indices is None else indices.reshape((planes,) + out),
-            kernel, strides, dilations, fill + plan.pads_begin, ring, rows,
-            hval, hpos, tags, mode, lo, hi, inf_bits, nt,
-        )
-        return
-    # Rank > 3 (or rows too long for int32 columns): pool the last axis first, then each earlier one (SPEC's tie
-    # order), carrying the winners' flat offsets from stage to stage.
     cur, pos = xk, None
     shape = list((planes,) + plan.spatial)
     for axis in range(n - 1, -1, -1):
@@ -241,10 +297,11 @@ def _run(plan, xk, y, indices, kind, nt):
         nxt_pos = None
         if indices is not None:
             nxt_pos = indices.reshape(a, o, b) if last else np.empty((a, o, b), dtype=np.int64)
+        mode, lo, hi = act if last else (0, act[1], act[2])
         _core.max_pool_axis(
             cur.reshape(a, length, b), None if pos is None else pos.reshape(a, length, b),
             nxt, nxt_pos, plan.kernel[axis], plan.strides[axis], plan.dilations[axis],
-            plan.pads_begin[axis], mode if last else 0, lo, hi, inf_bits, nt,
+            plan.pads_begin[axis], mode, lo, hi, inf_bits, nt,
         )
         cur, pos = nxt, nxt_pos
 
