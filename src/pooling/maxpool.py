@@ -66,19 +66,18 @@ def max_pool(x, kernel_shape, *, strides=None, pads=None, dilations=None, auto_p
     storage_order=1 are column-major encodings, so they do not round-trip
     through max_unpool.  See SPEC.md section 1 for every rule.
     """
-    arr = np.asarray(x)
+    arr = x if type(x) is np.ndarray else np.asarray(x)
     plan = _plan_for(arr.shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode,
                      storage_order, return_indices, layout, activation, activation_params, opset)
     xk, kind = as_kernel_array(OP, "x", arr, plan.kinds)
     nt = resolve_n_threads(OP, n_threads, xk.size)
-    dtype = result_dtype(arr.dtype)
-    y = output_array(OP, "out", out, plan.out_shape, dtype, arr)
-    indices = (output_array(OP, "indices_out", indices_out, plan.out_shape, np.dtype(np.int64), arr)
-               if return_indices else None)
+    y = output_array(OP, "out", out, plan.out_shape, result_dtype(arr.dtype), arr)
     if indices_out is not None and not return_indices:
         raise ValueError(f"{OP}: indices_out is given but return_indices is False")
+    indices = (output_array(OP, "indices_out", indices_out, plan.out_shape, _INT64, arr)
+               if return_indices else None)
     if y.size:
-        _run(plan, xk, y.view(xk.dtype), indices, kind, nt)
+        _launch(plan, kind, nt, return_indices)(xk, y.view(xk.dtype), indices)
         if indices is not None and plan.storage_order == 1 and len(plan.spatial) > 1:
             _to_column_major(indices, plan.spatial)
     return (y, indices) if return_indices else y
@@ -87,17 +86,21 @@ def max_pool(x, kernel_shape, *, strides=None, pads=None, dilations=None, auto_p
 def _plan_for(x_shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode, storage_order,
               return_indices, layout, activation, activation_params, opset):
     """Hashable stand-ins for the attributes, then the cached plan."""
-    return _plan(tuple(x_shape), hashable(kernel_shape), hashable(strides), hashable(pads),
-                 hashable(dilations), auto_pad, hashable(ceil_mode), hashable(storage_order),
-                 bool(return_indices), layout, activation, hashable(activation_params),
-                 hashable(opset))
+    return _plan(tuple(x_shape), hashable(kernel_shape, OP, "kernel_shape"),
+                 hashable(strides, OP, "strides"), hashable(pads, OP, "pads"),
+                 hashable(dilations, OP, "dilations"), hashable(auto_pad, OP, "auto_pad"),
+                 hashable(ceil_mode, OP, "ceil_mode"), hashable(storage_order, OP, "storage_order"),
+                 bool(return_indices), hashable(layout, OP, "layout"),
+                 hashable(activation, OP, "activation"),
+                 hashable(activation_params, OP, "activation_params"), hashable(opset, OP, "opset"))
 
 
 @functools.lru_cache(maxsize=512)
 def _plan(x_shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode, storage_order,
           return_indices, layout, activation, activation_params, opset):
     version = resolve_version(OP, unhash(opset))
-    if layout not in LAYOUTS:
+    layout, auto_pad, activation = unhash(layout), unhash(auto_pad), unhash(activation)
+    if not isinstance(layout, str) or layout not in LAYOUTS:
         raise ValueError(f"{OP}: layout must be one of {list(LAYOUTS)}, got {layout!r}")
     if len(x_shape) < 3:
         raise ValueError(
@@ -164,7 +167,7 @@ def _activation(activation, params):
     """(activation, params as floats) per SPEC 1.4."""
     if activation is None:
         return None, ()
-    if activation not in ACTIVATIONS:
+    if not isinstance(activation, str) or activation not in ACTIVATIONS:
         raise ValueError(f"{OP}: activation must be None, 'Relu' or 'Clip', got {activation!r}")
     if activation == "Relu":
         return activation, ()
@@ -199,19 +202,30 @@ def _activation_bounds(activation, params, kind):
     return 3, lo, hi
 
 
-def _run(plan, xk, y, indices, kind, nt):
-    """Call the kernel for this layout and rank."""
+# The fused kernels' specialisation for each dtype kind, chosen explicitly:
+# float16 and bfloat16 share the uint16 one and differ only in inf_bits.
+_CTYPE = {"float32": "float", "float64": "double", "int8": "int8_t", "uint8": "uint8_t",
+          "float16": "uint16_t", "bfloat16": "uint16_t"}
+_INT64 = np.dtype(np.int64)
+
+
+@functools.lru_cache(maxsize=256)
+def _launch(plan, kind, nt, with_indices):
+    """run(xk, y, indices) for this plan, dtype kind and thread count.
+
+    Everything that depends only on those is computed once here (the kernel
+    specialisation, promoted geometry, work split, scratch shapes), so a call on
+    a small input costs little more than the kernel itself.
+    """
     act = _activation_bounds(plan.activation, plan.activation_params, kind)
     inf_bits = HALF_INF_BITS.get(kind, 0)
-    if plan.layout == "NHWC":
-        if len(plan.spatial) <= 3 and _fits_int32((int(np.prod(plan.spatial)),)):
-            _run_nhwc(plan, xk, y, indices, act, inf_bits, nt)
-        else:
-            _run_nhwc_transposed(plan, xk, y, indices, act, inf_bits, nt)
-    elif len(plan.spatial) <= 3 and _fits_int32(plan.spatial):
-        _run_3d(plan, xk, y, indices, act, inf_bits, nt)
-    else:
-        _run_separable(plan, xk, y, indices, act, inf_bits, nt)
+    n = len(plan.spatial)
+    if plan.layout == "NHWC" and n <= 3 and _fits_int32((int(np.prod(plan.spatial)),)):
+        return _launch_nhwc(plan, kind, nt, with_indices, act, inf_bits)
+    if plan.layout == "NCHW" and n <= 3 and _fits_int32(plan.spatial):
+        return _launch_3d(plan, kind, nt, with_indices, act, inf_bits)
+    rare = _run_nhwc_transposed if plan.layout == "NHWC" else _run_separable
+    return lambda xk, y, indices: rare(plan, xk, y, indices, act, inf_bits, nt)
 
 
 def _promote(plan):
@@ -227,7 +241,7 @@ def _promote(plan):
     return spatial, out, kernel, strides, dilations, pads_begin
 
 
-def _run_3d(plan, xk, y, indices, act, inf_bits, nt):
+def _launch_3d(plan, kind, nt, with_indices, act, inf_bits):
     """NCHW, ranks 1-3: the fused two-pass kernel over (N*C) planes."""
     planes = plan.out_shape[0] * plan.out_shape[1]
     spatial, out, kernel, strides, dilations, pads_begin = _promote(plan)
@@ -236,27 +250,35 @@ def _run_3d(plan, xk, y, indices, act, inf_bits, nt):
     ring = eh if kd * eh * OW <= _RING_ELEMENTS else kh
     rows, units = _split(planes * out[0], out[1], nt)
     nt = min(nt, units)
-    hval = np.empty((nt, kd * ring * OW), dtype=xk.dtype)
-    hpos = np.empty((nt, (kd * ring + 2) * OW), dtype=np.int32) if indices is not None else None
-    tags = np.empty((nt, kd * ring), dtype=np.intp)
-    _core.max_pool_3d(
-        xk.reshape((planes,) + spatial), y.reshape((planes,) + out),
-        None if indices is None else indices.reshape((planes,) + out),
-        kernel, strides, dilations, pads_begin, ring, rows, hval, hpos, tags, *act, inf_bits, nt,
-    )
+    kernel_fn = _core.max_pool_3d[_CTYPE[kind]]
+    x_shape, y_shape = (planes,) + spatial, (planes,) + out
+    geometry = (kernel, strides, dilations, pads_begin, ring, rows)
+    tail = act + (inf_bits, nt)
+    vals, poss, tags = (nt, kd * ring * OW), (nt, (kd * ring + 2) * OW), (nt, kd * ring)
+
+    def run(xk, y, indices):
+        kernel_fn(xk.reshape(x_shape), y.reshape(y_shape),
+                  None if indices is None else indices.reshape(y_shape), *geometry,
+                  np.empty(vals, xk.dtype), None if indices is None else np.empty(poss, np.int32),
+                  np.empty(tags, np.intp), *tail)
+    return run
 
 
-def _run_nhwc(plan, xk, y, indices, act, inf_bits, nt):
+def _launch_nhwc(plan, kind, nt, with_indices, act, inf_bits):
     """NHWC, ranks 1-3: the channels-last kernel over output rows."""
     n, c = plan.out_shape[0], plan.out_shape[-1]
     spatial, out, kernel, strides, dilations, pads_begin = _promote(plan)
     nt = max(1, min(nt, n * out[0] * out[1]))
-    wpix = np.empty((nt, c), dtype=np.int32) if indices is not None else None
-    _core.max_pool_nhwc(
-        xk.reshape((n,) + spatial + (c,)), y.reshape((n,) + out + (c,)),
-        None if indices is None else indices.reshape((n,) + out + (c,)),
-        kernel, strides, dilations, pads_begin, wpix, *act, inf_bits, nt,
-    )
+    kernel_fn = _core.max_pool_nhwc[_CTYPE[kind]]
+    x_shape, y_shape = (n,) + spatial + (c,), (n,) + out + (c,)
+    geometry = (kernel, strides, dilations, pads_begin)
+    tail = act + (inf_bits, nt)
+
+    def run(xk, y, indices):
+        kernel_fn(xk.reshape(x_shape), y.reshape(y_shape),
+                  None if indices is None else indices.reshape(y_shape), *geometry,
+                  None if indices is None else np.empty((nt, c), np.int32), *tail)
+    return run
 
 
 def _run_nhwc_transposed(plan, xk, y, indices, act, inf_bits, nt):
