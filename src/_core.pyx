@@ -158,48 +158,111 @@ cdef inline void _hcol(const pool_t* xr, Py_ssize_t ow, pool_t* hv, int32_t* hp,
         hp[ow] = <int32_t>best
 
 
-cdef inline void _hrow(const pool_t* xr, pool_t* hv, int32_t* hp, const Geom* g) noexcept nogil:
+cdef inline bint _keep(pool_t v, pool_t m, uint16_t inf_bits, bint exact) noexcept nogil:
+    """v replaces m.  exact: SPEC's rule (_gt).  Otherwise, for float and double,
+    plain v > m, which compiles to maxps and agrees with SPEC everywhere except
+    that a new NaN does not replace a number: callers then check for NaN."""
+    if (pool_t is float or pool_t is double) and not exact:
+        return v > m
+    return _gt(v, m, inf_bits)
+
+
+cdef inline bint _hrow_interior(const pool_t* xr, pool_t* hv, int32_t* hp, const Geom* g,
+                                bint exact) noexcept nogil:
+    """Pass 1 for the columns whose taps all lie inside the row; True if a NaN was read.
+
+    Taps loop outside and columns inside, with unconditional loads and
+    bit-mask selects, so gcc vectorises across output columns (an if-update
+    compiles to branches).  Called with a literal `exact`, which folds away.
+    """
+    cdef Py_ssize_t ow, t, lo = g.ow_lo, hi = g.ow_hi, sw = g.sw, tap
+    cdef const pool_t* src = xr - g.pw      # src[ow * sw] is column ow's first tap
+    cdef pool_t v, m
+    cdef int32_t old, mask
+    cdef bint nan = False
+    for ow in range(lo, hi):
+        v = src[ow * sw]
+        hv[ow] = v
+        if pool_t is float or pool_t is double:
+            nan |= v != v
+    if hp == NULL:
+        for t in range(1, g.kw):
+            src = src + g.dw
+            for ow in range(lo, hi):
+                v = src[ow * sw]
+                m = hv[ow]
+                if pool_t is float or pool_t is double:
+                    nan |= v != v
+                hv[ow] = v if _keep(v, m, g.inf_bits, exact) else m
+    else:
+        for ow in range(lo, hi):
+            hp[ow] = <int32_t>(ow * sw - g.pw)
+        for t in range(1, g.kw):
+            src = src + g.dw
+            tap = t * g.dw - g.pw
+            for ow in range(lo, hi):
+                v = src[ow * sw]
+                m = hv[ow]
+                old = hp[ow]
+                if pool_t is float or pool_t is double:
+                    nan |= v != v
+                mask = -<int32_t>_keep(v, m, g.inf_bits, exact)
+                hv[ow] = v if mask else m
+                hp[ow] = (old & ~mask) | (<int32_t>(ow * sw + tap) & mask)
+    return nan
+
+
+cdef inline bint _hrow(const pool_t* xr, pool_t* hv, int32_t* hp, const Geom* g) noexcept nogil:
     """Pass 1 over one input row: hv[ow] = max of output column ow's taps, hp[ow] its column.
 
     hp may be NULL (no Indices).  An empty window gives the empty value and -1.
-    Interior columns loop taps outside and columns inside, with the update
-    written as a select, so the compiler vectorises across output columns.
+    Returns True when the row's maxima include a NaN (the vertical pass must
+    then combine it exactly).
     """
-    cdef Py_ssize_t ow, t, lo = g.ow_lo, hi = g.ow_hi, sw = g.sw
-    cdef Py_ssize_t first = lo * sw - g.pw, tap
-    cdef const pool_t* src
-    cdef pool_t v, m
-    cdef int32_t old, mask
-    if lo < hi:
-        src = xr + first - lo * sw           # src[ow * sw] is column ow's first tap
-        for ow in range(lo, hi):
-            hv[ow] = src[ow * sw]
-        if hp == NULL:
-            for t in range(1, g.kw):
-                src = src + g.dw
-                for ow in range(lo, hi):
-                    v = src[ow * sw]
-                    m = hv[ow]
-                    hv[ow] = v if _gt(v, m, g.inf_bits) else m
+    cdef Py_ssize_t ow
+    cdef bint nan = False
+    if g.ow_lo < g.ow_hi:
+        if pool_t is float or pool_t is double:
+            nan = _hrow_interior(xr, hv, hp, g, False)
+            if nan:  # rare: redo the row with SPEC's NaN rule
+                _hrow_interior(xr, hv, hp, g, True)
         else:
-            for ow in range(lo, hi):
-                hp[ow] = <int32_t>(ow * sw - g.pw)
-            for t in range(1, g.kw):
-                src = src + g.dw
-                tap = t * g.dw - g.pw
-                for ow in range(lo, hi):
-                    # Unconditional loads and a bit-mask select: gcc vectorises
-                    # this form, not an if (which it sees as control flow).
-                    v = src[ow * sw]
-                    m = hv[ow]
-                    old = hp[ow]
-                    mask = -<int32_t>_gt(v, m, g.inf_bits)
-                    hv[ow] = v if mask else m
-                    hp[ow] = (old & ~mask) | (<int32_t>(ow * sw + tap) & mask)
-    for ow in range(min(lo, g.OW)):
+            _hrow_interior(xr, hv, hp, g, True)
+    for ow in range(min(g.ow_lo, g.OW)):
         _hcol(xr, ow, hv, hp, g)
-    for ow in range(max(lo, hi), g.OW):
+        nan |= _isnan(hv[ow], g.inf_bits)
+    for ow in range(max(g.ow_lo, g.ow_hi), g.OW):
         _hcol(xr, ow, hv, hp, g)
+        nan |= _isnan(hv[ow], g.inf_bits)
+    return nan
+
+
+cdef inline void _vcombine(const pool_t* hv, const int32_t* hp, pool_t* yrow, int32_t* wrow,
+                           int32_t* wcol, int32_t row, Py_ssize_t OW, uint16_t inf_bits,
+                           bint exact) noexcept nogil:
+    """Pass 2, one later row: yrow[ow] = hv[ow] where it is greater; winners move along.
+
+    32-bit lanes and mask selects so float32 rows vectorise; `exact` is a
+    literal at each call site (see _keep).
+    """
+    cdef Py_ssize_t ow
+    cdef pool_t v, m
+    cdef int32_t r, col, mask
+    if hp == NULL:
+        for ow in range(OW):
+            v = hv[ow]
+            m = yrow[ow]
+            yrow[ow] = v if _keep(v, m, inf_bits, exact) else m
+    else:
+        for ow in range(OW):
+            v = hv[ow]
+            m = yrow[ow]
+            r = wrow[ow]
+            col = wcol[ow]
+            mask = -<int32_t>_keep(v, m, inf_bits, exact)
+            yrow[ow] = v if mask else m
+            wrow[ow] = (r & ~mask) | (row & mask)
+            wcol[ow] = (col & ~mask) | (hp[ow] & mask)
 
 
 cdef void _pool_rows(const pool_t* xp, pool_t* yp, int64_t* ip, int64_t xoff, const Geom* g,
@@ -223,14 +286,14 @@ cdef void _pool_rows(const pool_t* xp, pool_t* yp, int64_t* ip, int64_t xoff, co
     cdef int32_t* hp = NULL
     cdef int32_t* wrow = NULL      # winner's row (d*H + h) and column, per output column
     cdef int32_t* wcol = NULL
-    cdef bint first
+    cdef bint first, exact
     cdef pool_t empty = _empty_value(<pool_t>0, g.inf_bits)
     if hpos != NULL:
         wrow = hpos + g.kd * g.ring * OW
         wcol = wrow + OW
 
     for slot in range(g.kd * g.ring):
-        tags[slot] = -1
+        tags[slot] = -2  # holds no row
     dbase = od * g.sd - g.pd
     _taps(dbase, g.dd, g.kd, g.D, &td0, &td1)
     for oh in range(oh0, oh1):
@@ -245,6 +308,20 @@ cdef void _pool_rows(const pool_t* xp, pool_t* yp, int64_t* ip, int64_t xoff, co
                 if irow != NULL:
                     irow[ow] = -1
         else:
+            # Reduce (or find in the ring) every input row this output row
+            # needs; a tag is 2*h + (row holds a NaN).
+            exact = False
+            for td in range(td0, td1):
+                d = dbase + td * g.dd
+                for th in range(th0, th1):
+                    h = hbase + th * g.dh
+                    slot = td * g.ring + h % g.ring
+                    if tags[slot] // 2 != h:
+                        hv = hval + slot * OW
+                        hp = hpos + slot * OW if hpos != NULL else NULL
+                        tags[slot] = 2 * h + _hrow(xp + (d * g.H + h) * g.W, hv, hp, g)
+                    exact |= tags[slot] % 2
+            # Combine them in tap order.
             first = True
             for td in range(td0, td1):
                 d = dbase + td * g.dd
@@ -252,11 +329,7 @@ cdef void _pool_rows(const pool_t* xp, pool_t* yp, int64_t* ip, int64_t xoff, co
                     h = hbase + th * g.dh
                     slot = td * g.ring + h % g.ring
                     hv = hval + slot * OW
-                    if hpos != NULL:
-                        hp = hpos + slot * OW
-                    if tags[slot] != h:
-                        _hrow(xp + (d * g.H + h) * g.W, hv, hp, g)
-                        tags[slot] = h
+                    hp = hpos + slot * OW if hpos != NULL else NULL
                     row = <int32_t>(d * g.H + h)
                     if first:
                         first = False
@@ -266,22 +339,10 @@ cdef void _pool_rows(const pool_t* xp, pool_t* yp, int64_t* ip, int64_t xoff, co
                             for ow in range(OW):
                                 wrow[ow] = row
                                 wcol[ow] = hp[ow]
-                    elif hp != NULL:
-                        # 32-bit lanes and mask selects so float32 rows vectorise.
-                        for ow in range(OW):
-                            v = hv[ow]
-                            m = yrow[ow]
-                            r = wrow[ow]
-                            col = wcol[ow]
-                            mask = -<int32_t>_gt(v, m, g.inf_bits)
-                            yrow[ow] = v if mask else m
-                            wrow[ow] = (r & ~mask) | (row & mask)
-                            wcol[ow] = (col & ~mask) | (hp[ow] & mask)
+                    elif exact:
+                        _vcombine(hv, hp, yrow, wrow, wcol, row, OW, g.inf_bits, True)
                     else:
-                        for ow in range(OW):
-                            v = hv[ow]
-                            m = yrow[ow]
-                            yrow[ow] = v if _gt(v, m, g.inf_bits) else m
+                        _vcombine(hv, hp, yrow, wrow, wcol, row, OW, g.inf_bits, False)
             if irow != NULL:
                 for ow in range(OW):
                     irow[ow] = xoff + <int64_t>wrow[ow] * g.W + wcol[ow] if wcol[ow] >= 0 else -1
