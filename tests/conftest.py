@@ -71,6 +71,20 @@ def assert_same(actual, expected):
         )
 
 
+def reference_args(attrs, n):
+    """pooling.reference.max_pool's explicit argument form of max_pool keyword `attrs` (n spatial axes)."""
+    return dict(
+        kernel_shape=tuple(attrs["kernel_shape"]),
+        strides=tuple(attrs.get("strides", (1,) * n)),
+        pads=tuple(attrs.get("pads", (0,) * (2 * n))),
+        dilations=tuple(attrs.get("dilations", (1,) * n)),
+        auto_pad=attrs.get("auto_pad", "NOTSET"),
+        ceil_mode=attrs.get("ceil_mode", 0),
+        activation=attrs.get("activation"),
+        activation_params=attrs.get("activation_params"),
+    )
+
+
 def memory_orders(x):
     """(name, array) pairs holding x's values in other memory layouts, none C-contiguous native."""
     yield "C", x

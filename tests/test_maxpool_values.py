@@ -11,7 +11,8 @@ import pytest
 
 import pooling
 from conftest import (
-    BFLOAT16, FLOAT_KINDS, POOL_DTYPES, assert_same, make_array, memory_orders, to_dtype,
+    BFLOAT16, FLOAT_KINDS, POOL_DTYPES, assert_same, make_array, memory_orders, reference_args,
+    to_dtype,
 )
 from pooling import reference
 from pooling._dtypes import LEGACY_BFLOAT16
@@ -104,20 +105,6 @@ def data(rng, shape, kind, variant=0):
     if kind in ("int8", "uint8") and variant == 1:
         return int_data(rng, shape, kind)
     return make_array(rng, shape, kind)
-
-
-def reference_args(attrs, n):
-    """The reference's explicit argument form: every attribute present."""
-    return dict(
-        kernel_shape=tuple(attrs["kernel_shape"]),
-        strides=tuple(attrs.get("strides", (1,) * n)),
-        pads=tuple(attrs.get("pads", (0,) * (2 * n))),
-        dilations=tuple(attrs.get("dilations", (1,) * n)),
-        auto_pad=attrs.get("auto_pad", "NOTSET"),
-        ceil_mode=attrs.get("ceil_mode", 0),
-        activation=attrs.get("activation"),
-        activation_params=attrs.get("activation_params"),
-    )
 
 
 def check_against_reference(x, attrs, storage_orders=(0, 1), orders=True):
