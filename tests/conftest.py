@@ -28,11 +28,18 @@ def to_dtype(values, kind):
     """float64 `values` in the dtype of `kind` (bfloat16 rounded to nearest even, NaN kept)."""
     values = np.asarray(values, dtype=np.float64)
     if kind == "bfloat16":
-        from pooling._dtypes import float_to_half_bits
-
-        bits = np.vectorize(lambda v: float_to_half_bits(v, "bfloat16"), otypes=[np.uint16])(values)
-        return bits.view(BFLOAT16)
+        return _bfloat16_bits(values).view(BFLOAT16)
     return values.astype(POOL_DTYPES[kind])
+
+
+def _bfloat16_bits(values):
+    """bfloat16 bit patterns of float64 `values`: via float32, round to nearest even, NaN kept quiet."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        bits = values.astype(np.float32).view(np.uint32).astype(np.uint64)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    nan = (bits & 0x7FFFFFFF) > 0x7F800000
+    rounded[nan] = (bits[nan] >> 16) | 0x0040
+    return rounded.astype(np.uint16)
 
 
 def make_array(rng, shape, kind, special=True):
