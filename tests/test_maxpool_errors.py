@@ -368,3 +368,28 @@ def test_error_messages_name_the_value_for_dtype_and_shape():
         pooling.max_pool(np.zeros((1, 1, 4), np.int32), 2)
     with pytest.raises(ValueError, match=r"MaxPool.*\(5,\)"):
         pooling.max_pool(np.zeros(5, np.float32), 2)
+
+
+@pytest.mark.parametrize("good, bad, param", [
+    (dict(kernel_shape=2), dict(kernel_shape=2.0), "kernel_shape"),
+    (dict(kernel_shape=2), dict(kernel_shape=np.float64(2)), "kernel_shape"),
+    (dict(kernel_shape=(2, 2)), dict(kernel_shape=(2.0, 2)), "kernel_shape"),
+    (dict(kernel_shape=2, strides=(1, 2)), dict(kernel_shape=2, strides=(1.0, 2)), "strides"),
+    (dict(kernel_shape=2, dilations=[1, 1]), dict(kernel_shape=2, dilations=[1.0, 1.0]), "dilations"),
+    (dict(kernel_shape=2, pads=[1, 1, 1, 1]), dict(kernel_shape=2, pads=[1.0, 1, 1, 1]), "pads"),
+    (dict(kernel_shape=2, ceil_mode=1), dict(kernel_shape=2, ceil_mode=1.0), "ceil_mode"),
+    (dict(kernel_shape=2, storage_order=0), dict(kernel_shape=2, storage_order=0.0), "storage_order"),
+    (dict(kernel_shape=2, opset=12), dict(kernel_shape=2, opset=12.0), "opset"),
+], ids=["kernel", "kernel_np", "kernel_seq", "strides", "dilations", "pads", "ceil_mode",
+        "storage_order", "opset"])
+def test_validation_does_not_depend_on_earlier_calls(good, bad, param):
+    """A float attribute is a TypeError even right after a valid call with the equal int values."""
+    x = np.zeros((1, 3, 6, 7), dtype=np.float32)
+    pooling.max_pool(x, **good)                       # valid; may be remembered
+    with pytest.raises(TypeError) as info:
+        pooling.max_pool(x, **bad)
+    _check_message(info, param, None)
+    pooling.max_pool_output_shape(x.shape, **good)
+    with pytest.raises(TypeError) as info:
+        pooling.max_pool_output_shape(x.shape, **bad)
+    _check_message(info, param, None)
