@@ -300,3 +300,42 @@ def test_larger_input_matches_reference():
     for attrs in (dict(kernel_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1)),
                   dict(kernel_shape=(2, 5), dilations=(3, 1), ceil_mode=1, strides=(1, 2))):
         check_against_reference(x, attrs, orders=False)
+
+
+def _unaligned(x):
+    """x's values in memory one byte off the dtype's alignment."""
+    buf = np.zeros(x.nbytes + 1, np.uint8)
+    u = np.frombuffer(buf[1:].data, dtype=x.dtype).reshape(x.shape)
+    u[...] = x
+    return u
+
+
+@pytest.mark.parametrize("kind", list(POOL_DTYPES))
+def test_unusual_layouts(kind, rng):
+    """Negative strides, transposes, zero strides and unaligned memory all give the C-order result."""
+    x = make_array(rng, (2, 3, 7, 6), kind)
+    views = {
+        "reversed": x[..., ::-1],
+        "reversed_planes": x[::-1, ::-1, ::-2],
+        "transposed": x.transpose(0, 1, 3, 2),
+        "broadcast": np.broadcast_to(x[:, :, :1, :], x.shape),
+        "unaligned": _unaligned(x),
+    }
+    for name, xm in views.items():
+        for attrs in (dict(kernel_shape=(2, 3), strides=(1, 2), pads=(1, 0, 0, 1)),
+                      dict(kernel_shape=(3, 2), dilations=2, ceil_mode=1, storage_order=1)):
+            got = pooling.max_pool(xm, return_indices=True, **attrs)
+            expected = pooling.max_pool(np.ascontiguousarray(xm), return_indices=True, **attrs)
+            assert_same(got[0], expected[0]), name
+            assert_same(got[1], expected[1]), name
+
+
+def test_legacy_bfloat16_byteswapped(rng):
+    bits = make_array(rng, (1, 2, 6, 5), "bfloat16").view(np.uint16)
+    native = bits.view(LEGACY_BFLOAT16)
+    swapped = bits.astype(">u2").view(np.dtype((">u2", {"bfloat16": (">u2", 0)})))
+    a = pooling.max_pool(native, 2, strides=2, pads=1, return_indices=True)
+    b = pooling.max_pool(swapped, 2, strides=2, pads=1, return_indices=True)
+    assert b[0].dtype == LEGACY_BFLOAT16
+    assert a[0].tobytes() == b[0].tobytes()
+    assert_same(a[1], b[1])
