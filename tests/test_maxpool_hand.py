@@ -367,3 +367,13 @@ def test_zero_sized_axis_with_pads(impl):
     y, ind = run(impl, x, kernel_shape=(1,), pads=(1, 1))
     assert_same(y, np.full((1, 1, 2), -np.inf, np.float32))
     assert_same(ind, np.full((1, 1, 2), -1))
+
+
+def test_relu_ignores_params_and_clip_takes_any_sequence():
+    x = arr([[[-3, -1, 0, 2, 5]]], "float32")
+    expected = arr([[[0, 0, 0, 2, 5]]], "float32")
+    assert_same(pooling.max_pool(x, 1, activation="Relu"), expected)
+    assert_same(pooling.max_pool(x, 1, activation="Relu", activation_params=(1.0, 2.0)), expected)
+    clipped = arr([[[-1, -1, 0, 2, 3]]], "float32")
+    for params in ((-1, 3), [-1.0, 3.0], np.array([-1, 3]), np.array([-1.0, 3.0], np.float32)):
+        assert_same(pooling.max_pool(x, 1, activation="Clip", activation_params=params), clipped)

@@ -142,6 +142,16 @@ def test_kernel_matches_reference(kind, case, rank):
         check_against_reference(x, attrs, orders=(variant == 0))
 
 
+@pytest.mark.parametrize("case", ["k2", "mixed_per_axis", "pads_ge_kernel", "ceil_drop", "same_lower_odd",
+                                  "same_upper_dilation", "clip"])
+@pytest.mark.parametrize("kind", ["float32", "int8", "bfloat16"])
+def test_rank5_matches_reference(kind, case):
+    """Any number of spatial axes: five, through the generic kernel."""
+    rng = np.random.default_rng(zlib.crc32(f"{kind}/{case}/5".encode()))
+    x = data(rng, (1, 2, 3, 4, 3, 3, 4), kind)
+    check_against_reference(x, CASES[case]((3, 4, 3, 3, 4)), orders=False)
+
+
 def test_cases_exercise_what_they_claim():
     """The attribute table covers the corner cases it is meant to (guards the test itself)."""
     for rank, shape in SHAPES.items():
