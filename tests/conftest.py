@@ -42,6 +42,15 @@ def _bfloat16_bits(values):
     return rounded.astype(np.uint16)
 
 
+def as_float64(x):
+    """float64 values of any MaxPool dtype (either bfloat16 dtype included), exact, NaN kept."""
+    x = np.asarray(x)
+    if x.dtype.itemsize == 2 and (x.dtype.fields is not None or x.dtype.name == "bfloat16"):
+        bits = np.ascontiguousarray(x).view(np.uint16).astype(np.uint32) << 16
+        return bits.view(np.float32).astype(np.float64)
+    return x.astype(np.float64)
+
+
 def make_array(rng, shape, kind, special=True):
     """Random data of `kind` with many ties; floats also get NaN, -0.0 and +-inf when `special`."""
     if kind in ("int8", "uint8"):

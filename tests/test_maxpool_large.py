@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 import pooling
-from conftest import FLOAT_KINDS, assert_same, make_array
+from conftest import FLOAT_KINDS, as_float64, assert_same, make_array, to_dtype
 
 
 def oracle(x, kernel, strides, dilations, pads):
     """(Y, Indices) for NOTSET padding, floor mode, no NaN in x."""
     raw = np.ascontiguousarray(x)
-    values = raw.astype(np.float32).astype(np.float64) if raw.dtype.itemsize == 2 else raw.astype(np.float64)
+    values = as_float64(raw)
     n = raw.ndim - 2
     spatial = raw.shape[2:]
     planes = raw.shape[0] * raw.shape[1]
@@ -61,8 +61,7 @@ def data(rng, shape, kind):
     """Random data with ties, +-0.0 and +-inf but no NaN (the oracle does not do NaN)."""
     x = make_array(rng, shape, kind)
     if kind in FLOAT_KINDS:
-        nan = np.isnan(x.astype(np.float32))
-        x[nan] = x.dtype.type(1) if kind != "bfloat16" else np.array(1.0, np.float32).astype(x.dtype)
+        x[np.isnan(as_float64(x))] = to_dtype([1.0], kind)[0]
     return x
 
 

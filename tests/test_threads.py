@@ -53,6 +53,24 @@ def test_results_do_not_depend_on_n_threads_other_dtypes(kind):
         assert_same(ind, i1)
 
 
+@pytest.mark.parametrize("shape, attrs", [
+    ((1, 4, 8, 8, 16, 16), dict(kernel_shape=3, pads=1)),
+    ((1, 3, 16, 15, 14, 13), dict(kernel_shape=(2, 3, 2, 2), strides=(2, 1, 2, 1), dilations=(1, 1, 2, 3),
+                                  pads=(0, 1, 1, 0, 1, 0, 0, 2))),
+    ((1, 2, 6, 7, 8, 9, 10), dict(kernel_shape=2, strides=(1, 2, 1, 2, 1), pads=(1, 0, 1, 0, 1) * 2,
+                                  ceil_mode=1)),
+], ids=["4d_pads", "4d_dilations", "5d_ceil"])
+def test_generic_kernel_is_deterministic_with_padding(shape, attrs):
+    """Rank > 3 (the per-axis kernel) with windows clipped by padding: every run, every n_threads."""
+    x = make_array(np.random.default_rng(0), shape, "float32")
+    y1, i1 = pooling.max_pool(x, return_indices=True, n_threads=1, **attrs)
+    for _ in range(8):
+        for nt in (2, 3, None):
+            y, ind = pooling.max_pool(x, return_indices=True, n_threads=nt, **attrs)
+            assert_same(y, y1)
+            assert_same(ind, i1)
+
+
 def test_negative_n_threads_semantics():
     """None = OpenMP maximum, -1 = all, -k = max + 1 - k; at least one thread."""
     m = pooling.max_threads()
