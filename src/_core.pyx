@@ -215,6 +215,45 @@ cdef inline bint _hrow_interior(const pool_t* xr, pool_t* hv, int32_t* hp, const
     return nan
 
 
+cdef inline bint _hrow_short(const pool_t* xr, pool_t* hv, int32_t* hp, const Geom* g,
+                             bint exact) noexcept nogil:
+    """Pass 1 for interior columns of a 2- or 3-tap kernel: every tap in one straight loop.
+
+    A 2-tap kernel reads its second tap twice: an equal value never replaces
+    the maximum, so the result is the same and one loop serves both.
+    """
+    cdef Py_ssize_t ow, lo = g.ow_lo, hi = g.ow_hi, sw = g.sw, pw = g.pw
+    cdef Py_ssize_t d1 = g.dw, d2 = g.dw * (g.kw - 1)
+    cdef const pool_t* src = xr - pw
+    cdef pool_t a, b, c, m
+    cdef int32_t col, mask
+    cdef bint nan = False
+    if hp == NULL:
+        for ow in range(lo, hi):
+            a = src[ow * sw]
+            b = src[ow * sw + d1]
+            c = src[ow * sw + d2]
+            if pool_t is float or pool_t is double:
+                nan |= (a != a) | (b != b) | (c != c)
+            m = b if _keep(b, a, g.inf_bits, exact) else a
+            hv[ow] = c if _keep(c, m, g.inf_bits, exact) else m
+    else:
+        for ow in range(lo, hi):
+            a = src[ow * sw]
+            b = src[ow * sw + d1]
+            c = src[ow * sw + d2]
+            if pool_t is float or pool_t is double:
+                nan |= (a != a) | (b != b) | (c != c)
+            col = <int32_t>(ow * sw - pw)
+            mask = -<int32_t>_keep(b, a, g.inf_bits, exact)
+            m = b if mask else a
+            col = (col & ~mask) | (<int32_t>(ow * sw - pw + d1) & mask)
+            mask = -<int32_t>_keep(c, m, g.inf_bits, exact)
+            hv[ow] = c if mask else m
+            hp[ow] = (col & ~mask) | (<int32_t>(ow * sw - pw + d2) & mask)
+    return nan
+
+
 cdef inline bint _hrow(const pool_t* xr, pool_t* hv, int32_t* hp, const Geom* g) noexcept nogil:
     """Pass 1 over one input row: hv[ow] = max of output column ow's taps, hp[ow] its column.
 
@@ -225,9 +264,16 @@ cdef inline bint _hrow(const pool_t* xr, pool_t* hv, int32_t* hp, const Geom* g)
     cdef Py_ssize_t ow
     cdef bint nan = False
     if g.ow_lo < g.ow_hi:
-        if pool_t is float or pool_t is double:
+        if g.kw == 2 or g.kw == 3:
+            if pool_t is float or pool_t is double:
+                nan = _hrow_short(xr, hv, hp, g, False)
+                if nan:  # rare: redo the row with SPEC's NaN rule
+                    _hrow_short(xr, hv, hp, g, True)
+            else:
+                _hrow_short(xr, hv, hp, g, True)
+        elif pool_t is float or pool_t is double:
             nan = _hrow_interior(xr, hv, hp, g, False)
-            if nan:  # rare: redo the row with SPEC's NaN rule
+            if nan:
                 _hrow_interior(xr, hv, hp, g, True)
         else:
             _hrow_interior(xr, hv, hp, g, True)
