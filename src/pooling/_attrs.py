@@ -79,19 +79,27 @@ def flag(op, name, value, allowed=(0, 1)):
 
 
 def hashable(value):
-    """A hashable stand-in for an attribute value, so validated plans can be cached."""
+    """A hashable stand-in for an attribute value, so validated plans can be cached.
+
+    Values that compare equal to an int without being one (2.0, True) carry
+    their type, so a cached plan for 2 is never reused for 2.0 (a TypeError).
+    """
     if isinstance(value, np.ndarray):
         return ("ndarray", value.dtype.str, value.shape, tuple(value.ravel().tolist()))
     if isinstance(value, list):
         return ("list", tuple(hashable(v) for v in value))
     if isinstance(value, tuple):
         return ("tuple", tuple(hashable(v) for v in value))
+    if isinstance(value, (bool, float, complex, np.bool_, np.floating, np.complexfloating)):
+        return ("typed", type(value), value)
     return value
 
 
 def unhash(value):
     """Inverse of hashable()."""
-    if isinstance(value, tuple) and value and value[0] in ("ndarray", "list", "tuple"):
+    if isinstance(value, tuple) and value and value[0] in ("ndarray", "list", "tuple", "typed"):
+        if value[0] == "typed":
+            return value[2]
         if value[0] == "ndarray":
             return np.array(value[3], dtype=value[1]).reshape(value[2])
         items = [unhash(v) for v in value[1]]
