@@ -362,12 +362,13 @@ def max_pool_axis(const pool_t[:, :, ::1] x not None, const int64_t[:, :, ::1] p
 # the N images for NHWC.  Part b of x is "local" when every index it holds
 # lands in part b of y, which is what MaxPool's Indices always do.
 #
-# Safety: every index is checked before anything is written, so a bad one
-# costs only its returned position and y is left untouched.
-# Determinism: when every part is local the parts of y are disjoint, so each
-# is scattered by one thread in input order; otherwise one serial pass in
-# input order.  Either way the last write in row-major order of x wins, for
-# every n_threads.
+# One pass in the common case: each part is scattered by one thread with a
+# guard that writes only inside its own part of y (so never out of bounds)
+# and notes any index that is not.  Parts of y are disjoint, so with every
+# part local the result is the ordered one whatever the thread count.  If
+# any index left its part, every index is checked (the first bad one is
+# returned) and y is redone from zeros in one serial pass in input order:
+# the last write in row-major order of x wins, for every n_threads.
 # ---------------------------------------------------------------------------
 
 from libc.stdint cimport uint32_t, uint64_t
@@ -380,90 +381,76 @@ ctypedef fused bits_t:
     uint64_t
 
 
-cdef inline int _unpool_scan(const int64_t* idx, Py_ssize_t n, uint64_t lo, uint64_t span,
-                             uint64_t size) noexcept nogil:
-    """Bit 1: some index outside [0, size); bit 2: some outside [lo, lo + span).
+cdef inline int _unpool_part(const bits_t* x, const int64_t* idx, Py_ssize_t n, bits_t* y,
+                             uint64_t lo, uint64_t span) noexcept nogil:
+    """y[idx[j] - lo] = x[j] for the indices in [lo, lo + span); 1 if some index was not.
 
-    Unsigned arithmetic folds each range test into one comparison (and wraps
-    instead of overflowing); OR reductions keep the loop branch-free, so the
-    compiler vectorises it.
+    Unsigned arithmetic folds the range test into one comparison (and wraps
+    instead of overflowing); the branch is always taken for MaxPool's indices.
     """
     cdef Py_ssize_t j
-    cdef int bad = 0, cross = 0
+    cdef uint64_t d
+    cdef int outside = 0
     for j in range(n):
-        bad |= <uint64_t>idx[j] >= size
-        cross |= <uint64_t>idx[j] - lo >= span
-    return bad | (cross << 1)
+        d = <uint64_t>idx[j] - lo
+        if d < span:
+            y[d] = x[j]
+        else:
+            outside = 1
+    return outside
 
 
-cdef inline void _unpool_scatter(const bits_t* x, const int64_t* idx, Py_ssize_t n,
-                                 bits_t* y) noexcept nogil:
-    cdef Py_ssize_t j
-    for j in range(n):
-        y[idx[j]] = x[j]
+cdef void _zero(bits_t* y, Py_ssize_t size, int n_threads) noexcept nogil:
+    """y[:size] = 0, one slice per thread."""
+    cdef Py_ssize_t s, step = (size + n_threads - 1) // n_threads
+    for s in prange(n_threads, schedule="static", num_threads=n_threads):
+        if s * step < size:
+            memset(y + s * step, 0, min(step, size - s * step) * sizeof(bits_t))
 
 
 cdef Py_ssize_t _max_unpool(const bits_t* x, const int64_t* idx, Py_ssize_t n, bits_t* y,
-                            Py_ssize_t size, Py_ssize_t blocks, Py_ssize_t part, bint fused,
+                            Py_ssize_t size, Py_ssize_t blocks, bint fused,
                             int n_threads) noexcept nogil:
     cdef Py_ssize_t in_block = n // blocks, out_block = size // blocks
-    cdef Py_ssize_t per_block = (in_block + part - 1) // part
-    cdef Py_ssize_t u, b, j0, j, s, slice_len
-    cdef int flags = 0
+    cdef Py_ssize_t b, j
+    cdef int outside = 0
 
-    # Check every index (in parallel, split like the input), before any write.
-    for u in prange(blocks * per_block, schedule="static", num_threads=n_threads):
-        b = u // per_block
-        j0 = b * in_block + (u - b * per_block) * part
-        flags |= _unpool_scan(idx + j0, min(part, (b + 1) * in_block - j0),
-                              b * out_block, out_block, size)
-    if flags & 1:
-        for j in range(n):  # error path only: report the first bad index in input order
-            if <uint64_t>idx[j] >= <uint64_t>size:
-                return j
-
-    if not (flags & 2) and fused:
-        # Each thread zeroes a plane and scatters into it while it is in cache.
-        for b in prange(blocks, schedule="static", num_threads=n_threads):
+    if not fused:
+        _zero(y, size, n_threads)
+    for b in prange(blocks, schedule="static", num_threads=n_threads):
+        if fused:  # zero the part just before scattering into it, while it is in cache
             memset(y + b * out_block, 0, out_block * sizeof(bits_t))
-            _unpool_scatter(x + b * in_block, idx + b * in_block, in_block, y)
+        outside |= _unpool_part(x + b * in_block, idx + b * in_block, in_block,
+                                y + b * out_block, b * out_block, out_block)
+    if not outside:
         return -1
-    # Too few planes for every thread (or a serial scatter): zero y in one
-    # slice per thread first.
-    slice_len = (size + n_threads - 1) // n_threads
-    for s in prange(n_threads, schedule="static", num_threads=n_threads):
-        if s * slice_len < size:
-            memset(y + s * slice_len, 0, min(slice_len, size - s * slice_len) * sizeof(bits_t))
-    if flags & 2:
-        _unpool_scatter(x, idx, n, y)
-    else:
-        for b in prange(blocks, schedule="static", num_threads=n_threads):
-            _unpool_scatter(x + b * in_block, idx + b * in_block, in_block, y)
+    for j in range(n):
+        if <uint64_t>idx[j] >= <uint64_t>size:
+            return j
+    _zero(y, size, n_threads)
+    _unpool_part(x, idx, n, y, 0, size)
     return -1
 
 
 def max_unpool(const bits_t[::1] x not None, const int64_t[::1] indices not None,
-               bits_t[::1] y not None, Py_ssize_t blocks, Py_ssize_t part, bint fused,
-               int n_threads):
+               bits_t[::1] y not None, Py_ssize_t blocks, bint fused, int n_threads):
     """Zero y, then y[indices[j]] = x[j] for j in order (all arrays flat).
 
-    blocks (>= 1): the equal parts x and y are cut into (planes); part (>= 1):
-    input elements per work item of the index check.  fused: when every part
-    is local, zero each part of y together with its scatter (pays when there
-    are enough parts to keep every thread busy); otherwise y is zeroed in one
-    slice per thread first.
+    blocks (>= 1): the equal parts x and y are cut into (planes).  fused: zero
+    each part of y together with its scatter (pays when there are enough parts
+    to keep every thread busy); otherwise y is zeroed in one slice per thread
+    first.
 
     Returns -1 once y is written, or the position in `indices` of the first
-    index outside [0, y.shape[0]), with y untouched (-2, also writing nothing,
-    when the arguments break this contract).
+    index outside [0, y.shape[0]); y is then partly written, but never outside
+    its bounds.  (-2, writing nothing: the arguments break this contract.)
     """
     cdef Py_ssize_t n = x.shape[0], size = y.shape[0], r
-    if (indices.shape[0] != n or blocks < 1 or n % blocks or size % blocks or part < 1
-            or n_threads < 1):
+    if indices.shape[0] != n or blocks < 1 or n % blocks or size % blocks or n_threads < 1:
         return -2
     if n == 0 and size == 0:
         return -1
     with nogil:
         r = _max_unpool(&x[0] if n else NULL, &indices[0] if n else NULL, n,
-                        &y[0] if size else NULL, size, blocks, part, fused, n_threads)
+                        &y[0] if size else NULL, size, blocks, fused, n_threads)
     return r

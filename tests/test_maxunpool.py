@@ -276,15 +276,18 @@ def test_empty_shapes():
     ({(1, 0, 0, 1): -2**63}, "[1, 0, 0, 1] = -9223372036854775808"),
 ])
 @pytest.mark.parametrize("order", ["C", "F"])
-def test_bad_index_is_named_and_nothing_is_written(bad, where, order):
+def test_bad_index_is_named_and_nothing_is_written_out_of_bounds(bad, where, order):
     x = np.arange(16, dtype=np.float32).reshape(2, 2, 2, 2)
-    idx = unpool_indices(np.random.default_rng(1), x.shape, (2, 2, 2, 2), "cross")
-    for pos, value in bad.items():
-        idx[pos] = value
-    out = np.full((2, 2, 2, 2), 7.0, np.float32)
-    with pytest.raises(ValueError, match=rf"^MaxUnpool: indices{re.escape(where)} is outside \[0, 16\)"):
-        pooling.max_unpool(x, np.asarray(idx, order=order), 1, out=out)
-    assert (out == 7.0).all()
+    for mode in ("local", "cross"):
+        idx = unpool_indices(np.random.default_rng(1), x.shape, (2, 2, 2, 2), mode)
+        for pos, value in bad.items():
+            idx[pos] = value
+        # out= sits inside a larger buffer whose rest must stay untouched.
+        buffer = np.full(64, 7.0, np.float32)
+        out = buffer[16:32].reshape(2, 2, 2, 2)
+        with pytest.raises(ValueError, match=rf"^MaxUnpool: indices{re.escape(where)} is outside \[0, 16\)"):
+            pooling.max_unpool(x, np.asarray(idx, order=order), 1, out=out)
+        assert (buffer[:16] == 7.0).all() and (buffer[32:] == 7.0).all()
 
 
 def test_first_bad_index_with_several_threads(rng):

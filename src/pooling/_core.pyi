@@ -19,5 +19,5 @@ def max_pool_axis(
 ) -> None: ...
 def max_unpool(
     x: npt.NDArray[np.unsignedinteger], indices: npt.NDArray[np.int64], y: npt.NDArray[np.unsignedinteger],
-    blocks: int, part: int, fused: bool, n_threads: int,
+    blocks: int, fused: bool, n_threads: int,
 ) -> int: ...

@@ -9,7 +9,6 @@ from ._attrs import INDEX_LIMIT, check_size, hashable, int_tuple, resolve_versio
 from ._dtypes import as_kernel_array, result_dtype
 from ._outputs import output_array
 from ._threads import resolve_n_threads
-from .maxpool import _split
 
 OP = "MaxUnpool"
 
@@ -70,11 +69,10 @@ def max_unpool(x, indices, kernel_shape, *, strides=None, pads=None, output_shap
     nt = resolve_n_threads(OP, n_threads, xk.size + y.size)
     if xk.size or y.size:
         bits = _BITS[xk.itemsize]
-        # Work items of the index check: planes, or blocks of planes when they are few.
-        part, _ = _split(plan.blocks, xk.size // plan.blocks, nt)
+        # Few planes: zero y on every thread first rather than one plane per thread.
         fused = nt == 1 or plan.blocks >= 4 * nt
         bad = _core.max_unpool(xk.reshape(-1).view(bits), ik.reshape(-1), y.reshape(-1).view(bits),
-                               plan.blocks, part, fused, nt)
+                               plan.blocks, fused, nt)
         if bad >= 0:
             where = tuple(int(i) for i in np.unravel_index(bad, idx.shape))
             raise ValueError(
