@@ -51,10 +51,11 @@ def max_unpool(x, indices, kernel_shape, *, strides=None, pads=None, output_shap
     Indices made with ``storage_order=1`` are column-major encodings, not
     row-major offsets, and do not round-trip.  When two elements share an
     index the last one in row-major order of x wins, for every n_threads.  An
-    index outside the output is a ValueError naming the first one; nothing is
-    written.  ``opset=K`` enforces exactly what version K allows; the default
-    is library mode (int8/uint8 data, any integer indices, any rank).  See
-    SPEC.md section 2 for every rule.
+    index outside the output is a ValueError naming the first one (nothing is
+    written outside the output; ``out`` may be partly written).  ``opset=K``
+    enforces exactly what version K allows; the default is library mode
+    (int8/uint8 data, any integer indices, any rank).  See SPEC.md section 2
+    for every rule.
     """
     arr = np.asarray(x)
     idx = np.asarray(indices)
