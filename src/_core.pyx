@@ -367,8 +367,8 @@ def max_pool_axis(const pool_t[:, :, ::1] x not None, const int64_t[:, :, ::1] p
 # and notes any index that is not.  Parts of y are disjoint, so with every
 # part local the result is the ordered one whatever the thread count.  If
 # any index left its part, every index is checked (the first bad one is
-# returned) and y is redone from zeros in one serial pass in input order:
-# the last write in row-major order of x wins, for every n_threads.
+# returned) and then all are written again in one serial pass in input
+# order: the last write in row-major order of x wins, for every n_threads.
 # ---------------------------------------------------------------------------
 
 from libc.stdint cimport uint32_t, uint64_t
@@ -427,7 +427,8 @@ cdef Py_ssize_t _max_unpool(const bits_t* x, const int64_t* idx, Py_ssize_t n, b
     for j in range(n):
         if <uint64_t>idx[j] >= <uint64_t>size:
             return j
-    _zero(y, size, n_threads)
+    # y is zeros plus some of the writes below, each of which is redone in
+    # order, so the ordered pass needs no fresh zeros.
     _unpool_part(x, idx, n, y, 0, size)
     return -1
 

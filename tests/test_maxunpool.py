@@ -79,6 +79,18 @@ def test_duplicates_last_in_row_major_order_wins():
     assert y.reshape(-1).tolist() == [5, 7, 6, 8, 0, 0, 0, 0]
 
 
+def test_plane_boundaries():
+    # An index one past its own plane is a write into the next plane, not a local one...
+    x = np.array([1, 2, 3, 4], np.float32).reshape(1, 2, 1, 2)
+    y = pooling.max_unpool(x, np.array([0, 2, 3, 3]).reshape(1, 2, 1, 2), 1)
+    assert y.reshape(-1).tolist() == [1, 0, 2, 4]
+    # ... one before it too, and one past the last plane is out of range.
+    y = pooling.max_unpool(x, np.array([0, 1, 1, 3]).reshape(1, 2, 1, 2), 1)
+    assert y.reshape(-1).tolist() == [1, 3, 0, 4]
+    with pytest.raises(ValueError, match=r"indices\[0, 1, 0, 1\] = 4 is outside \[0, 4\)"):
+        pooling.max_unpool(x, np.array([0, 1, 2, 4]).reshape(1, 2, 1, 2), 1)
+
+
 def test_only_bits_move(rng):
     # NaN payloads, -0.0, infinities and bfloat16 come back bit for bit; the fill is +0.0.
     for kind in ("float16", "bfloat16", "float32", "float64"):
