@@ -130,7 +130,10 @@ cdef struct Geom:
     Py_ssize_t D, H, W, OD, OH, OW          # one plane of X and of Y
     Py_ssize_t kd, kh, kw, sd, sh, sw, dd, dh, dw, pd, ph, pw
     Py_ssize_t ow_lo, ow_hi                 # output columns whose taps all lie inside a row
-    Py_ssize_t ring                         # cached horizontal rows per depth tap
+    Py_ssize_t ringd, ring                  # row cache: ringd x ring rows, slot of (d, h) is
+                                            # (d % ringd, h % ring); each ring is at least the
+                                            # dilated kernel or the input extent, so the rows
+                                            # one output row needs never share a slot
     uint16_t inf_bits
 
 
@@ -273,7 +276,7 @@ cdef void _pool_rows(const pool_t* xp, pool_t* yp, int64_t* ip, int64_t xoff, co
 
     xp, yp, ip: the plane in X, Y and Indices (ip NULL without Indices); xoff is
     the plane's flat offset in X.  hval/hpos/tags: this thread's row cache, one
-    ring of `g.ring` rows per depth tap, tagged with the input row it holds;
+    ring of g.ringd x g.ring rows, each tagged with the input row it holds;
     hpos also holds the running winner's row and column (2 * OW int32 after the ring).
     """
     cdef Py_ssize_t OW = g.OW
@@ -289,10 +292,10 @@ cdef void _pool_rows(const pool_t* xp, pool_t* yp, int64_t* ip, int64_t xoff, co
     cdef bint first, exact
     cdef pool_t empty = _empty_value(<pool_t>0, g.inf_bits)
     if hpos != NULL:
-        wrow = hpos + g.kd * g.ring * OW
+        wrow = hpos + g.ringd * g.ring * OW
         wcol = wrow + OW
 
-    for slot in range(g.kd * g.ring):
+    for slot in range(g.ringd * g.ring):
         tags[slot] = -2  # holds no row
     dbase = od * g.sd - g.pd
     _taps(dbase, g.dd, g.kd, g.D, &td0, &td1)
@@ -315,7 +318,7 @@ cdef void _pool_rows(const pool_t* xp, pool_t* yp, int64_t* ip, int64_t xoff, co
                 d = dbase + td * g.dd
                 for th in range(th0, th1):
                     h = hbase + th * g.dh
-                    slot = td * g.ring + h % g.ring
+                    slot = (d % g.ringd) * g.ring + h % g.ring
                     if tags[slot] // 2 != h:
                         hv = hval + slot * OW
                         hp = hpos + slot * OW if hpos != NULL else NULL
@@ -327,7 +330,7 @@ cdef void _pool_rows(const pool_t* xp, pool_t* yp, int64_t* ip, int64_t xoff, co
                 d = dbase + td * g.dd
                 for th in range(th0, th1):
                     h = hbase + th * g.dh
-                    slot = td * g.ring + h % g.ring
+                    slot = (d % g.ringd) * g.ring + h % g.ring
                     hv = hval + slot * OW
                     hp = hpos + slot * OW if hpos != NULL else NULL
                     row = <int32_t>(d * g.H + h)
@@ -354,7 +357,7 @@ cdef void _pool_rows(const pool_t* xp, pool_t* yp, int64_t* ip, int64_t xoff, co
 def max_pool_3d(const pool_t[:, :, :, ::1] x not None, pool_t[:, :, :, ::1] y not None,
                 int64_t[:, :, :, ::1] indices,
                 tuple kernel, tuple strides, tuple dilations, tuple pads_begin,
-                Py_ssize_t ring, Py_ssize_t rows_per_unit,
+                Py_ssize_t ringd, Py_ssize_t ring, Py_ssize_t rows_per_unit,
                 pool_t[:, ::1] hval not None, int32_t[:, ::1] hpos, Py_ssize_t[:, ::1] tags not None,
                 int act, pool_t lo, pool_t hi, uint16_t inf_bits, int n_threads):
     """MaxPool over planes: x (planes, D, H, W) -> y (planes, OD, OH, OW).
@@ -362,7 +365,8 @@ def max_pool_3d(const pool_t[:, :, :, ::1] x not None, pool_t[:, :, :, ::1] y no
     indices (or None): row-major flat offsets into x of each winner, -1 when
     the window is empty.  hval/hpos/tags: per-thread scratch (hpos holds
     columns as int32, so rows must be shorter than 2**31), shaped
-    (n_threads, kd*ring*OW), (n_threads, kd*ring*OW + 2*OW) and (n_threads, kd*ring);
+    (n_threads, ringd*ring*OW), (n_threads, ringd*ring*OW + 2*OW) and
+    (n_threads, ringd*ring);
     hpos None without indices.
     rows_per_unit: output rows per work item (the parallel split is over
     planes x depth x blocks of rows, so a few large planes still use every core).
@@ -375,6 +379,7 @@ def max_pool_3d(const pool_t[:, :, :, ::1] x not None, pool_t[:, :, :, ::1] y no
     g.sd, g.sh, g.sw = strides
     g.dd, g.dh, g.dw = dilations
     g.pd, g.ph, g.pw = pads_begin
+    g.ringd = ringd
     g.ring = ring
     g.inf_bits = inf_bits
     # Output columns ow with ow*sw - pw >= 0 and ow*sw - pw + (kw-1)*dw <= W-1.
@@ -391,7 +396,7 @@ def max_pool_3d(const pool_t[:, :, :, ::1] x not None, pool_t[:, :, :, ::1] y no
     cdef Py_ssize_t vscratch = hval.shape[1], pscratch = 0, ntags = tags.shape[1]
     cdef Py_ssize_t u, plane, r, od, oh0
     cdef int tid
-    cdef const pool_t* xb
+    cdef const pool_t* xb = NULL
     cdef pool_t* yb
     cdef int64_t* ib = NULL
     cdef pool_t* hvb = &hval[0, 0]
@@ -399,7 +404,8 @@ def max_pool_3d(const pool_t[:, :, :, ::1] x not None, pool_t[:, :, :, ::1] y no
     cdef Py_ssize_t* tgb = &tags[0, 0]
     if units == 0:
         return
-    xb = &x[0, 0, 0, 0]
+    if xplane:  # with an empty plane every window is empty and no tap reads x
+        xb = &x[0, 0, 0, 0]
     yb = &y[0, 0, 0, 0]
     if indices is not None:
         ib = &indices[0, 0, 0, 0]
@@ -516,13 +522,14 @@ def max_pool_nhwc(const pool_t[:, :, :, :, ::1] x not None, pool_t[:, :, :, :, :
     cdef Py_ssize_t ximage = g.D * g.H * g.W * C, yrow = g.OW * C
     cdef Py_ssize_t u, n, r
     cdef int tid
-    cdef const pool_t* xb
+    cdef const pool_t* xb = NULL
     cdef pool_t* yb
     cdef int64_t* ib = NULL
     cdef int32_t* wb = NULL
     if units == 0 or yrow == 0:
         return
-    xb = &x[0, 0, 0, 0, 0]
+    if ximage:  # with an empty image every window is empty and no tap reads x
+        xb = &x[0, 0, 0, 0, 0]
     yb = &y[0, 0, 0, 0, 0]
     if indices is not None:
         ib = &indices[0, 0, 0, 0, 0]
@@ -543,6 +550,35 @@ def max_pool_nhwc(const pool_t[:, :, :, :, ::1] x not None, pool_t[:, :, :, :, :
 # axis in the middle; positions travel alongside the values.
 # ---------------------------------------------------------------------------
 
+cdef void _axis_window(const pool_t* x, const int64_t* pos_in, pool_t* y, int64_t* pos_out,
+                       Py_ssize_t a, Py_ssize_t o, Py_ssize_t L, Py_ssize_t B,
+                       Py_ssize_t k, Py_ssize_t s, Py_ssize_t dil, Py_ssize_t pad,
+                       int act, pool_t lo, pool_t hi, uint16_t inf_bits) noexcept nogil:
+    """One output position o of row a: y[b] and pos_out[b] for every b (a function
+    of its own so that every variable is private to the thread running it)."""
+    cdef Py_ssize_t b, t, t0, t1, l, base = o * s - pad
+    cdef const pool_t* xrow
+    cdef pool_t v
+    _taps(base, dil, k, L, &t0, &t1)
+    if t0 >= t1:
+        for b in range(B):
+            y[b] = _empty_value(<pool_t>0, inf_bits)
+            if pos_out != NULL:
+                pos_out[b] = -1
+    for t in range(t0, t1):
+        l = base + t * dil
+        xrow = x + (a * L + l) * B
+        for b in range(B):
+            v = xrow[b]
+            if t == t0 or _gt(v, y[b], inf_bits):
+                y[b] = v
+                if pos_out != NULL:
+                    pos_out[b] = pos_in[(a * L + l) * B + b] if pos_in != NULL else (a * L + l) * B + b
+    if act:
+        for b in range(B):
+            y[b] = _clamp(y[b], lo, hi, act, inf_bits)
+
+
 def max_pool_axis(const pool_t[:, :, ::1] x not None, const int64_t[:, :, ::1] pos_in,
                   pool_t[:, :, ::1] y not None, int64_t[:, :, ::1] pos_out,
                   Py_ssize_t k, Py_ssize_t s, Py_ssize_t dil, Py_ssize_t pad,
@@ -554,35 +590,21 @@ def max_pool_axis(const pool_t[:, :, ::1] x not None, const int64_t[:, :, ::1] p
     act/lo/hi: fused activation, applied by the last stage only.
     """
     cdef Py_ssize_t A = x.shape[0], L = x.shape[1], B = x.shape[2], O = y.shape[1]
-    cdef Py_ssize_t u, a, o, b, t, t0, t1, l, base
-    cdef pool_t v
-    cdef pool_t empty = _empty_value(<pool_t>0, inf_bits)
-    cdef bint want_pos = pos_out is not None, have_pos = pos_in is not None
+    cdef Py_ssize_t u
+    cdef const int64_t* pin = NULL
+    cdef int64_t* pout = NULL
     if A * O * B == 0:
         return
+    if pos_in is not None:
+        pin = &pos_in[0, 0, 0]
+    if pos_out is not None:
+        pout = &pos_out[0, 0, 0]
+    cdef const pool_t* xb = &x[0, 0, 0] if A * L * B else NULL  # no tap can read an empty x
+    cdef pool_t* yb = &y[0, 0, 0]
     with nogil:
         for u in prange(A * O, schedule="static", num_threads=n_threads):
-            a = u // O
-            o = u - a * O
-            base = o * s - pad
-            _taps(base, dil, k, L, &t0, &t1)
-            if t0 >= t1:
-                for b in range(B):
-                    y[a, o, b] = empty
-                    if want_pos:
-                        pos_out[a, o, b] = -1
-            else:
-                for t in range(t0, t1):
-                    l = base + t * dil
-                    for b in range(B):
-                        v = x[a, l, b]
-                        if t == t0 or _gt(v, y[a, o, b], inf_bits):
-                            y[a, o, b] = v
-                            if want_pos:
-                                pos_out[a, o, b] = pos_in[a, l, b] if have_pos else (a * L + l) * B + b
-            if act:
-                for b in range(B):
-                    y[a, o, b] = _clamp(y[a, o, b], lo, hi, act, inf_bits)
+            _axis_window(xb, pin, yb + u * B, pout + u * B if pout != NULL else NULL,
+                         u // O, u % O, L, B, k, s, dil, pad, act, lo, hi, inf_bits)
 
 
 # ---------------------------------------------------------------------------

@@ -78,6 +78,23 @@ def flag(op, name, value, allowed=(0, 1)):
     return value
 
 
+def choice(op, name, value, allowed):
+    """A string attribute that must be one of `allowed` (case-sensitive)."""
+    if not isinstance(value, str):
+        raise TypeError(f"{op}: {name} must be a string, one of {list(allowed)}; got {value!r}")
+    if value not in allowed:
+        raise ValueError(f"{op}: {name} must be one of {list(allowed)}, got {value!r}")
+    return value
+
+
+def shape_tuple(op, name, shape):
+    """A shape as a tuple of non-negative Python ints (numpy integers are converted exactly)."""
+    dims = tuple(as_int(op, name, d) for d in shape)
+    if any(d < 0 for d in dims):
+        raise ValueError(f"{op}: {name} must have non-negative dimensions, got {dims}")
+    return dims
+
+
 def hashable(value, op=None, name=None):
     """A hashable key for an attribute value, so validated plans can be cached.
 

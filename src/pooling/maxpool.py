@@ -6,7 +6,8 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _core
-from ._attrs import INDEX_LIMIT, check_size, flag, hashable, int_tuple, resolve_version, unhash
+from ._attrs import (INDEX_LIMIT, check_size, choice, flag, hashable, int_tuple, resolve_version,
+                     shape_tuple, unhash)
 from ._dtypes import HALF_INF_BITS, as_kernel_array, float_to_half_bits, result_dtype
 from ._outputs import output_array
 from ._shapes import AUTO_PADS, pool_output
@@ -21,9 +22,9 @@ _DTYPE_SINCE = {"float16": 1, "float32": 1, "float64": 1, "int8": 12, "uint8": 1
 LAYOUTS = ("NCHW", "NHWC")
 ACTIVATIONS = ("Relu", "Clip")
 
-# Rows of horizontal maxima each thread may cache (elements); beyond it the
-# ring shrinks to the kernel height and rows are recomputed instead.
-_RING_ELEMENTS = 1 << 20
+# Horizontal maxima each thread may cache (elements); a call needing more
+# (huge dilated kernels over wide rows) takes the separable kernel instead.
+_RING_ELEMENTS = 1 << 22
 
 
 class _Plan(NamedTuple):
@@ -46,7 +47,8 @@ def max_pool_output_shape(x_shape, kernel_shape, *, strides=None, pads=None, dil
                           return_indices=False, layout="NCHW", activation=None,
                           activation_params=None, opset=None):
     """Output shape of max_pool for an input of shape `x_shape` (same validation, no data)."""
-    return _plan_for(tuple(x_shape), kernel_shape, strides, pads, dilations, auto_pad, ceil_mode,
+    return _plan_for(shape_tuple(OP, "x_shape", x_shape), kernel_shape, strides, pads, dilations,
+                     auto_pad, ceil_mode,
                      storage_order, return_indices, layout, activation, activation_params,
                      opset).out_shape
 
@@ -100,8 +102,7 @@ def _plan(x_shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode, 
           return_indices, layout, activation, activation_params, opset):
     version = resolve_version(OP, unhash(opset))
     layout, auto_pad, activation = unhash(layout), unhash(auto_pad), unhash(activation)
-    if not isinstance(layout, str) or layout not in LAYOUTS:
-        raise ValueError(f"{OP}: layout must be one of {list(LAYOUTS)}, got {layout!r}")
+    choice(OP, "layout", layout, LAYOUTS)
     if len(x_shape) < 3:
         raise ValueError(
             f"{OP}: x must have rank >= 3 (N, C and at least one spatial axis), got shape {x_shape}"
@@ -114,8 +115,7 @@ def _plan(x_shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode, 
     strides = int_tuple(OP, "strides", unhash(strides), n, 1, 1)
     dilations = int_tuple(OP, "dilations", unhash(dilations), n, 1, 1)
     pads = int_tuple(OP, "pads", unhash(pads), 2 * n, 0, 0)
-    if not isinstance(auto_pad, str) or auto_pad not in AUTO_PADS:
-        raise ValueError(f"{OP}: auto_pad must be one of {list(AUTO_PADS)}, got {auto_pad!r}")
+    choice(OP, "auto_pad", auto_pad, AUTO_PADS)
     if auto_pad != "NOTSET" and any(pads):
         raise ValueError(f"{OP}: pads {list(pads)} cannot be combined with auto_pad={auto_pad!r}")
     ceil_mode = flag(OP, "ceil_mode", unhash(ceil_mode))
@@ -167,8 +167,7 @@ def _activation(activation, params):
     """(activation, params as floats) per SPEC 1.4."""
     if activation is None:
         return None, ()
-    if not isinstance(activation, str) or activation not in ACTIVATIONS:
-        raise ValueError(f"{OP}: activation must be None, 'Relu' or 'Clip', got {activation!r}")
+    choice(OP, "activation", activation, ACTIVATIONS)
     if activation == "Relu":
         return activation, ()
     try:
@@ -223,7 +222,10 @@ def _launch(plan, kind, nt, with_indices):
     if plan.layout == "NHWC" and n <= 3 and _fits_int32((int(np.prod(plan.spatial)),)):
         return _launch_nhwc(plan, kind, nt, with_indices, act, inf_bits)
     if plan.layout == "NCHW" and n <= 3 and _fits_int32(plan.spatial):
-        return _launch_3d(plan, kind, nt, with_indices, act, inf_bits)
+        spatial, out, kernel, _, dilations, _ = _promote(plan)
+        rings = _rings(spatial, out, kernel, dilations)
+        if rings is not None:
+            return _launch_3d(plan, kind, nt, rings, act, inf_bits)
     rare = _run_nhwc_transposed if plan.layout == "NHWC" else _run_separable
     return lambda xk, y, indices: rare(plan, xk, y, indices, act, inf_bits, nt)
 
@@ -241,20 +243,19 @@ def _promote(plan):
     return spatial, out, kernel, strides, dilations, pads_begin
 
 
-def _launch_3d(plan, kind, nt, with_indices, act, inf_bits):
+def _launch_3d(plan, kind, nt, rings, act, inf_bits):
     """NCHW, ranks 1-3: the fused two-pass kernel over (N*C) planes."""
     planes = plan.out_shape[0] * plan.out_shape[1]
     spatial, out, kernel, strides, dilations, pads_begin = _promote(plan)
-    kd, kh, OW = kernel[0], kernel[1], out[2]
-    eh = (kh - 1) * dilations[1] + 1
-    ring = eh if kd * eh * OW <= _RING_ELEMENTS else kh
+    ringd, ring = rings
+    OW = out[2]
     rows, units = _split(planes * out[0], out[1], nt)
     nt = min(nt, units)
     kernel_fn = _core.max_pool_3d[_CTYPE[kind]]
     x_shape, y_shape = (planes,) + spatial, (planes,) + out
-    geometry = (kernel, strides, dilations, pads_begin, ring, rows)
+    geometry = (kernel, strides, dilations, pads_begin, ringd, ring, rows)
     tail = act + (inf_bits, nt)
-    vals, poss, tags = (nt, kd * ring * OW), (nt, (kd * ring + 2) * OW), (nt, kd * ring)
+    vals, poss, tags = (nt, ringd * ring * OW), (nt, (ringd * ring + 2) * OW), (nt, ringd * ring)
 
     def run(xk, y, indices):
         kernel_fn(xk.reshape(x_shape), y.reshape(y_shape),
@@ -326,6 +327,19 @@ def _run_separable(plan, xk, y, indices, act, inf_bits, nt):
             plan.pads_begin[axis], mode, lo, hi, inf_bits, nt,
         )
         cur, pos = nxt, nxt_pos
+
+
+def _rings(spatial, out, kernel, dilations):
+    """(ringd, ring): the fused kernel's row cache, or None when it would exceed its budget.
+
+    Rows one output row needs span at most the dilated kernel and lie inside
+    the input, so rings of min(dilated kernel, input extent) keep them apart.
+    """
+    ringd = min((kernel[0] - 1) * dilations[0] + 1, spatial[0])
+    ring = min((kernel[1] - 1) * dilations[1] + 1, spatial[1])
+    if max(ringd, 1) * max(ring, 1) * out[2] > _RING_ELEMENTS:
+        return None
+    return max(ringd, 1), max(ring, 1)
 
 
 def _fits_int32(spatial):

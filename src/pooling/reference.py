@@ -98,8 +98,11 @@ def max_pool(x, kernel_shape, strides=None, pads=None, dilations=None, auto_pad=
             pos = [int(coords[i][o[i], t[i]]) for i in range(n)]
             good = all(valid[i][o[i], t[i]] for i in range(n))
             ok[o_idx, t_idx] = good
-            flat[o_idx, t_idx] = np.ravel_multi_index(pos, spatial) if good else 0
+            flat[o_idx, t_idx] = np.ravel_multi_index(pos, spatial) if good else plane_size
 
+    # Invalid taps read a sentinel column, so gathering works even for an empty plane.
+    values = np.concatenate([values, np.zeros((planes, 1))], axis=1)
+    raw = np.concatenate([raw, np.zeros((planes, 1), raw.dtype)], axis=1)
     taps = values[:, flat]                                   # (planes, n_out, n_taps)
     nan = np.isnan(taps) & ok
     number = ok & ~nan
@@ -109,9 +112,10 @@ def max_pool(x, kernel_shape, strides=None, pads=None, dilations=None, auto_pad=
     empty = ~ok.any(axis=-1)
     offset = np.take_along_axis(np.broadcast_to(flat, taps.shape), winner[..., None], -1)[..., 0]
 
-    y = np.take_along_axis(raw, offset.reshape(planes, -1), axis=1).reshape(planes, n_out).copy()
+    y = np.take_along_axis(raw, offset.reshape(planes, n_out), axis=1)
     y[np.broadcast_to(empty, y.shape)] = _empty_value(raw.dtype, kind)
-    if storage_order == 1 and n > 1:
+    offset = np.where(empty, 0, offset)
+    if storage_order == 1 and n > 1 and plane_size:
         offset = np.ravel_multi_index(np.unravel_index(offset, spatial), spatial, order="F")
     indices = np.arange(planes)[:, None] * plane_size + offset
     indices[np.broadcast_to(empty, indices.shape)] = -1
