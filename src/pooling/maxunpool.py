@@ -5,7 +5,8 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _core
-from ._attrs import INDEX_LIMIT, check_size, hashable, int_tuple, resolve_version, unhash
+from ._attrs import (INDEX_LIMIT, check_size, choice, hashable, int_tuple, resolve_version,
+                     shape_tuple, unhash)
 from ._dtypes import as_kernel_array, result_dtype
 from ._outputs import output_array
 from ._threads import resolve_n_threads
@@ -34,8 +35,8 @@ class _Plan(NamedTuple):
 def max_unpool_output_shape(x_shape, kernel_shape, *, strides=None, pads=None, output_shape=None,
                             layout="NCHW", opset=None):
     """Output shape of max_unpool for an input of shape `x_shape` (same validation, no data)."""
-    return _plan_for(tuple(x_shape), kernel_shape, strides, pads, output_shape, layout,
-                     opset).out_shape
+    return _plan_for(shape_tuple(OP, "x_shape", x_shape), kernel_shape, strides, pads, output_shape,
+                     layout, opset).out_shape
 
 
 def max_unpool(x, indices, kernel_shape, *, strides=None, pads=None, output_shape=None,
@@ -85,15 +86,16 @@ def max_unpool(x, indices, kernel_shape, *, strides=None, pads=None, output_shap
 
 def _plan_for(x_shape, kernel_shape, strides, pads, output_shape, layout, opset):
     """Hashable stand-ins for the attributes, then the cached plan."""
-    return _plan(tuple(x_shape), hashable(kernel_shape), hashable(strides), hashable(pads),
-                 hashable(output_shape), hashable(layout), hashable(opset))
+    return _plan(tuple(x_shape), hashable(kernel_shape, OP, "kernel_shape"),
+                 hashable(strides, OP, "strides"), hashable(pads, OP, "pads"),
+                 hashable(output_shape, OP, "output_shape"), hashable(layout, OP, "layout"),
+                 hashable(opset, OP, "opset"))
 
 
 @functools.lru_cache(maxsize=512)
 def _plan(x_shape, kernel_shape, strides, pads, output_shape, layout, opset):
     version = resolve_version(OP, unhash(opset))
-    if unhash(layout) not in LAYOUTS:
-        raise ValueError(f"{OP}: layout must be one of {list(LAYOUTS)}, got {unhash(layout)!r}")
+    choice(OP, "layout", unhash(layout), LAYOUTS)
     if len(x_shape) < 3:
         raise ValueError(
             f"{OP}: x must have rank >= 3 (N, C and at least one spatial axis), got shape {x_shape}"
