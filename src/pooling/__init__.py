@@ -2,11 +2,14 @@
 from ._config import max_threads, openmp_enabled, show_config
 from ._version import __version__
 from .maxpool import max_pool, max_pool_output_shape
+from .maxunpool import max_unpool, max_unpool_output_shape
 
 __all__ = [
     "__version__",
     "max_pool",
     "max_pool_output_shape",
+    "max_unpool",
+    "max_unpool_output_shape",
     "max_threads",
     "openmp_enabled",
     "show_config",
