@@ -494,7 +494,10 @@ def max_pool_3d(const pool_t[:, :, :, ::1] x not None, pool_t[:, :, :, ::1] y no
         pscratch = hpos.shape[1]
 
     with nogil, parallel(num_threads=n_threads):
-        for u in prange(units, schedule="static"):
+        # Dynamic: on a busy machine a descheduled thread must not hold work
+        # the others could take.  Units write disjoint outputs and scratch is
+        # per thread, so results cannot depend on the schedule.
+        for u in prange(units, schedule="dynamic"):
             tid = threadid()
             plane = u // (g.OD * nblk)
             r = u - plane * (g.OD * nblk)
@@ -616,7 +619,7 @@ def max_pool_nhwc(const pool_t[:, :, :, :, ::1] x not None, pool_t[:, :, :, :, :
         ib = &indices[0, 0, 0, 0, 0]
         wb = &wpix[0, 0]
     with nogil, parallel(num_threads=n_threads):
-        for u in prange(units, schedule="static"):
+        for u in prange(units, schedule="dynamic"):  # see max_pool_3d
             tid = threadid()
             n = u // (g.OD * g.OH)
             r = u - n * (g.OD * g.OH)
