@@ -79,23 +79,44 @@ def flag(op, name, value, allowed=(0, 1)):
 
 
 def hashable(value):
-    """A hashable stand-in for an attribute value, so validated plans can be cached."""
+    """A hashable stand-in for an attribute value, so validated plans can be cached.
+
+    Scalars carry their type: 2.0 == 2 and True == 1, and without it they would
+    share a cached plan and skip the type checks.  An unhashable value (a set)
+    is keyed by identity, so that validation still sees and rejects it.
+    """
     if isinstance(value, np.ndarray):
         return ("ndarray", value.dtype.str, value.shape, tuple(value.ravel().tolist()))
     if isinstance(value, list):
         return ("list", tuple(hashable(v) for v in value))
     if isinstance(value, tuple):
         return ("tuple", tuple(hashable(v) for v in value))
-    return value
+    try:
+        hash(value)
+    except TypeError:
+        return ("opaque", _Opaque(value))
+    return ("scalar", type(value), value)
+
+
+class _Opaque:
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
 
 
 def unhash(value):
     """Inverse of hashable()."""
-    if isinstance(value, tuple) and value and value[0] in ("ndarray", "list", "tuple"):
-        if value[0] == "ndarray":
-            return np.array(value[3], dtype=value[1]).reshape(value[2])
+    tag = value[0] if isinstance(value, tuple) and value else None
+    if tag == "ndarray":
+        return np.array(value[3], dtype=value[1]).reshape(value[2])
+    if tag in ("list", "tuple"):
         items = [unhash(v) for v in value[1]]
-        return items if value[0] == "list" else tuple(items)
+        return items if tag == "list" else tuple(items)
+    if tag == "scalar":
+        return value[2]
+    if tag == "opaque":
+        return value[1].value
     return value
 
 
