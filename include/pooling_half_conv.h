@@ -41,9 +41,10 @@ static inline float pk_f16_to_f32(uint16_t h)
     uint32_t mag = h & 0x7fffu;
     /* Exponent and mantissa moved to float32's places read as a float32 equal
      * to the value times 2^-112 (subnormals included), so one exact product
-     * rebiases it.  inf and NaN get the all-ones exponent, payload kept. */
-    uint32_t finite = pk_f32_bits(pk_bits_f32(mag << 13) * 0x1p112f);
-    uint32_t bits = pk_select(mag >= 0x7c00u, 0x7f800000u | (mag << 13), finite);
+     * rebiases it.  For inf and NaN the product has exponent 143, whose bits
+     * all lie inside the all-ones exponent that is OR-ed in; the payload stays. */
+    uint32_t bits = pk_f32_bits(pk_bits_f32(mag << 13) * 0x1p112f);
+    bits |= pk_select(mag >= 0x7c00u, 0x7f800000u, 0);
     return pk_bits_f32(bits | ((uint32_t)(h & 0x8000u) << 16));
 }
 

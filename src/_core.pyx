@@ -415,6 +415,8 @@ cdef struct ColGeom:
 
 cdef inline Py_ssize_t _ceil_div(Py_ssize_t a, Py_ssize_t b) noexcept nogil:
     """ceil(a / b) for b > 0 and either sign of a (C division truncates toward zero)."""
+    if b == 1:  # the usual stride, and a division costs tens of cycles
+        return a
     return -((-a) // b) if a < 0 else (a + b - 1) // b
 
 
@@ -457,24 +459,34 @@ cdef void _col2im_item(const col_t* x, void* dst, const ColGeom* g, Py_ssize_t o
     """Add one plane's columns x (K, L) that land in positions [o0, o1) of axis 0.
 
     dst: that zeroed slab of the plane (or of the float32 accumulator).  Per
-    kernel offset, the blocks landing inside the slab form a box lo <= b < hi;
-    an odometer walks its outer axes, the last axis is one strided run.
+    kernel offset, the blocks landing inside the slab form a box lo <= b < hi:
+    its last axis is one strided run per row, the axis before it (the rows) a
+    counted loop, and an odometer walks any axes further out.
     """
+    cdef Py_ssize_t kap[PK_MAX_DIMS]
     cdef Py_ssize_t lo[PK_MAX_DIMS]
     cdef Py_ssize_t hi[PK_MAX_DIMS]
     cdef Py_ssize_t b[PK_MAX_DIMS]
-    cdef Py_ssize_t last = g.n - 1
-    cdef Py_ssize_t k, i, rem, off, first, end, xo, yo, count, span
+    cdef Py_ssize_t last = g.n - 1, row_axis = g.n - 2  # -1 in 1-D: a single run
+    cdef Py_ssize_t run_step = g.strides[last]
+    cdef Py_ssize_t k, i, r, off, first, end, xo, yo, count, rows, xrow, yrow, span
     cdef bint empty
+    for i in range(g.n):
+        kap[i] = 0
     for k in range(g.K):
-        rem = k
+        if k:  # the next kernel offset, row-major: the last axis moves fastest
+            i = last
+            kap[i] += 1
+            while kap[i] == g.block[i]:
+                kap[i] = 0
+                i -= 1
+                kap[i] += 1
         xo = k * g.L
         yo = -o0 * g.ystep[0]
         empty = False
-        for i in range(last, -1, -1):
+        for i in range(g.n):
             # Block b puts this kernel offset at b*s + off on axis i.
-            off = (rem % g.block[i]) * g.dilations[i] - g.pads[i]
-            rem = rem // g.block[i]
+            off = kap[i] * g.dilations[i] - g.pads[i]
             first, end = 0, g.image[i]
             if i == 0:
                 first, end = o0, o1
@@ -489,9 +501,15 @@ cdef void _col2im_item(const col_t* x, void* dst, const ColGeom* g, Py_ssize_t o
         if empty:
             continue
         count = hi[last] - lo[last]
+        rows, xrow, yrow = 1, 0, 0
+        if row_axis >= 0:
+            rows = hi[row_axis] - lo[row_axis]
+            xrow = g.xstep[row_axis]
+            yrow = g.strides[row_axis] * g.ystep[row_axis]
         while True:
-            _col_add_row(x + xo, dst, yo, count, g.strides[last], inf_bits)
-            i = last - 1
+            for r in range(rows):
+                _col_add_row(x + xo + r * xrow, dst, yo + r * yrow, count, run_step, inf_bits)
+            i = row_axis - 1
             while i >= 0:
                 b[i] += 1
                 xo = xo + g.xstep[i]
