@@ -18,10 +18,12 @@
 
 static inline uint16_t pk_half_key(uint16_t h, uint16_t inf_bits)
 {
+    /* Written as selects, not branches, so loops over it vectorise. */
     uint16_t mag = h & 0x7fffu;
-    if (mag > inf_bits) return 0xffffu;
-    if (mag == 0) return 0x8000u;
-    return (h & 0x8000u) ? (uint16_t)~h : (uint16_t)(h | 0x8000u);
+    uint16_t flip = (h & 0x8000u) ? 0xffffu : 0x8000u;
+    uint16_t key = h ^ flip;
+    key = mag > inf_bits ? 0xffffu : key;
+    return mag == 0 ? 0x8000u : key;
 }
 
 static inline int pk_half_isnan(uint16_t h, uint16_t inf_bits)

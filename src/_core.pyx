@@ -8,7 +8,7 @@ Python layer (``src/pooling``) decides every shape, pad and dtype question.
 """
 from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport INFINITY
-from libc.stdint cimport int8_t, int64_t, uint8_t, uint16_t
+from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint16_t
 
 cdef extern from "pooling_omp.h":
     int omp_get_max_threads() noexcept nogil
@@ -59,7 +59,7 @@ cdef inline bint _gt(pool_t v, pool_t m, uint16_t inf_bits) noexcept nogil:
     above every number and a NaN already held is never replaced.
     """
     if pool_t is float or pool_t is double:
-        return not (v <= m) and m == m
+        return (not (v <= m)) & (m == m)
     elif pool_t is uint16_t:
         return pk_half_key(v, inf_bits) > pk_half_key(m, inf_bits)
     else:
@@ -130,30 +130,23 @@ cdef struct Geom:
     Py_ssize_t D, H, W, OD, OH, OW          # one plane of X and of Y
     Py_ssize_t kd, kh, kw, sd, sh, sw, dd, dh, dw, pd, ph, pw
     Py_ssize_t ow_lo, ow_hi                 # output columns whose taps all lie inside a row
-    Py_ssize_t ring                         # cached horizontal rows per depth tap
+    Py_ssize_t ringd, ring                  # row cache: ringd x ring rows, slot of (d, h) is
+                                            # (d % ringd, h % ring); each ring is at least the
+                                            # dilated kernel or the input extent, so the rows
+                                            # one output row needs never share a slot
     uint16_t inf_bits
 
 
-cdef inline void _hrow(const pool_t* xr, pool_t* hv, int64_t* hp, const Geom* g) noexcept nogil:
-    """Pass 1 over one input row: hv[ow] = max of output column ow's taps, hp[ow] its column.
-
-    hp may be NULL (no Indices).  An empty window gives the empty value and -1.
-    """
-    cdef Py_ssize_t ow, t, t0, t1, w, best
+cdef inline void _hcol(const pool_t* xr, Py_ssize_t ow, pool_t* hv, int32_t* hp,
+                       const Geom* g) noexcept nogil:
+    """Pass 1 for one border column, whose window is cut by the row's ends."""
+    cdef Py_ssize_t t, t0, t1, w = ow * g.sw - g.pw, best
     cdef pool_t m, v
-    cdef pool_t empty = _empty_value(<pool_t>0, g.inf_bits)
-    for ow in range(g.OW):
-        w = ow * g.sw - g.pw
-        if g.ow_lo <= ow < g.ow_hi:
-            t0 = 0
-            t1 = g.kw
-        else:
-            _taps(w, g.dw, g.kw, g.W, &t0, &t1)
-            if t0 >= t1:
-                hv[ow] = empty
-                if hp != NULL:
-                    hp[ow] = -1
-                continue
+    _taps(w, g.dw, g.kw, g.W, &t0, &t1)
+    if t0 >= t1:
+        hv[ow] = _empty_value(<pool_t>0, g.inf_bits)
+        best = -1
+    else:
         w = w + t0 * g.dw
         m = xr[w]
         best = w
@@ -164,32 +157,192 @@ cdef inline void _hrow(const pool_t* xr, pool_t* hv, int64_t* hp, const Geom* g)
                 m = v
                 best = w
         hv[ow] = m
-        if hp != NULL:
-            hp[ow] = best
+    if hp != NULL:
+        hp[ow] = <int32_t>best
+
+
+cdef inline bint _keep(pool_t v, pool_t m, uint16_t inf_bits, bint exact) noexcept nogil:
+    """v replaces m.  exact: SPEC's rule (_gt).  Otherwise, for float and double,
+    plain v > m, which compiles to maxps and agrees with SPEC everywhere except
+    that a new NaN does not replace a number: callers then check for NaN."""
+    if (pool_t is float or pool_t is double) and not exact:
+        return v > m
+    return _gt(v, m, inf_bits)
+
+
+cdef inline bint _hrow_interior(const pool_t* xr, pool_t* hv, int32_t* hp, const Geom* g,
+                                bint exact) noexcept nogil:
+    """Pass 1 for the columns whose taps all lie inside the row; True if a NaN was read.
+
+    Taps loop outside and columns inside, with unconditional loads and
+    bit-mask selects, so gcc vectorises across output columns (an if-update
+    compiles to branches).  Called with a literal `exact`, which folds away.
+    """
+    cdef Py_ssize_t ow, t, lo = g.ow_lo, hi = g.ow_hi, sw = g.sw, tap
+    cdef const pool_t* src = xr - g.pw      # src[ow * sw] is column ow's first tap
+    cdef pool_t v, m
+    cdef int32_t old, mask
+    cdef bint nan = False
+    for ow in range(lo, hi):
+        v = src[ow * sw]
+        hv[ow] = v
+        if pool_t is float or pool_t is double:
+            nan |= v != v
+    if hp == NULL:
+        for t in range(1, g.kw):
+            src = src + g.dw
+            for ow in range(lo, hi):
+                v = src[ow * sw]
+                m = hv[ow]
+                if pool_t is float or pool_t is double:
+                    nan |= v != v
+                hv[ow] = v if _keep(v, m, g.inf_bits, exact) else m
+    else:
+        for ow in range(lo, hi):
+            hp[ow] = <int32_t>(ow * sw - g.pw)
+        for t in range(1, g.kw):
+            src = src + g.dw
+            tap = t * g.dw - g.pw
+            for ow in range(lo, hi):
+                v = src[ow * sw]
+                m = hv[ow]
+                old = hp[ow]
+                if pool_t is float or pool_t is double:
+                    nan |= v != v
+                mask = -<int32_t>_keep(v, m, g.inf_bits, exact)
+                hv[ow] = v if mask else m
+                hp[ow] = (old & ~mask) | (<int32_t>(ow * sw + tap) & mask)
+    return nan
+
+
+cdef inline bint _hrow_short(const pool_t* xr, pool_t* hv, int32_t* hp, const Geom* g,
+                             bint exact) noexcept nogil:
+    """Pass 1 for interior columns of a 2- or 3-tap kernel: every tap in one straight loop.
+
+    A 2-tap kernel reads its second tap twice: an equal value never replaces
+    the maximum, so the result is the same and one loop serves both.
+    """
+    cdef Py_ssize_t ow, lo = g.ow_lo, hi = g.ow_hi, sw = g.sw, pw = g.pw
+    cdef Py_ssize_t d1 = g.dw, d2 = g.dw * (g.kw - 1)
+    cdef const pool_t* src = xr - pw
+    cdef pool_t a, b, c, m
+    cdef int32_t col, mask
+    cdef bint nan = False
+    if hp == NULL:
+        for ow in range(lo, hi):
+            a = src[ow * sw]
+            b = src[ow * sw + d1]
+            c = src[ow * sw + d2]
+            if pool_t is float or pool_t is double:
+                nan |= (a != a) | (b != b) | (c != c)
+            m = b if _keep(b, a, g.inf_bits, exact) else a
+            hv[ow] = c if _keep(c, m, g.inf_bits, exact) else m
+    else:
+        for ow in range(lo, hi):
+            a = src[ow * sw]
+            b = src[ow * sw + d1]
+            c = src[ow * sw + d2]
+            if pool_t is float or pool_t is double:
+                nan |= (a != a) | (b != b) | (c != c)
+            col = <int32_t>(ow * sw - pw)
+            mask = -<int32_t>_keep(b, a, g.inf_bits, exact)
+            m = b if mask else a
+            col = (col & ~mask) | (<int32_t>(ow * sw - pw + d1) & mask)
+            mask = -<int32_t>_keep(c, m, g.inf_bits, exact)
+            hv[ow] = c if mask else m
+            hp[ow] = (col & ~mask) | (<int32_t>(ow * sw - pw + d2) & mask)
+    return nan
+
+
+cdef inline bint _hrow(const pool_t* xr, pool_t* hv, int32_t* hp, const Geom* g) noexcept nogil:
+    """Pass 1 over one input row: hv[ow] = max of output column ow's taps, hp[ow] its column.
+
+    hp may be NULL (no Indices).  An empty window gives the empty value and -1.
+    Returns True when the row's maxima include a NaN (the vertical pass must
+    then combine it exactly).
+    """
+    cdef Py_ssize_t ow
+    cdef bint nan = False
+    if g.ow_lo < g.ow_hi:
+        if g.kw == 2 or g.kw == 3:
+            if pool_t is float or pool_t is double:
+                nan = _hrow_short(xr, hv, hp, g, False)
+                if nan:  # rare: redo the row with SPEC's NaN rule
+                    _hrow_short(xr, hv, hp, g, True)
+            else:
+                _hrow_short(xr, hv, hp, g, True)
+        elif pool_t is float or pool_t is double:
+            nan = _hrow_interior(xr, hv, hp, g, False)
+            if nan:
+                _hrow_interior(xr, hv, hp, g, True)
+        else:
+            _hrow_interior(xr, hv, hp, g, True)
+    for ow in range(min(g.ow_lo, g.OW)):
+        _hcol(xr, ow, hv, hp, g)
+        nan |= _isnan(hv[ow], g.inf_bits)
+    for ow in range(max(g.ow_lo, g.ow_hi), g.OW):
+        _hcol(xr, ow, hv, hp, g)
+        nan |= _isnan(hv[ow], g.inf_bits)
+    return nan
+
+
+cdef inline void _vcombine(const pool_t* hv, const int32_t* hp, pool_t* yrow, int32_t* wrow,
+                           int32_t* wcol, int32_t row, Py_ssize_t OW, uint16_t inf_bits,
+                           bint exact) noexcept nogil:
+    """Pass 2, one later row: yrow[ow] = hv[ow] where it is greater; winners move along.
+
+    32-bit lanes and mask selects so float32 rows vectorise; `exact` is a
+    literal at each call site (see _keep).
+    """
+    cdef Py_ssize_t ow
+    cdef pool_t v, m
+    cdef int32_t r, col, mask
+    if hp == NULL:
+        for ow in range(OW):
+            v = hv[ow]
+            m = yrow[ow]
+            yrow[ow] = v if _keep(v, m, inf_bits, exact) else m
+    else:
+        for ow in range(OW):
+            v = hv[ow]
+            m = yrow[ow]
+            r = wrow[ow]
+            col = wcol[ow]
+            mask = -<int32_t>_keep(v, m, inf_bits, exact)
+            yrow[ow] = v if mask else m
+            wrow[ow] = (r & ~mask) | (row & mask)
+            wcol[ow] = (col & ~mask) | (hp[ow] & mask)
 
 
 cdef void _pool_rows(const pool_t* xp, pool_t* yp, int64_t* ip, int64_t xoff, const Geom* g,
                      Py_ssize_t od, Py_ssize_t oh0, Py_ssize_t oh1,
-                     pool_t* hval, int64_t* hpos, Py_ssize_t* tags,
+                     pool_t* hval, int32_t* hpos, Py_ssize_t* tags,
                      int act, pool_t lo, pool_t hi) noexcept nogil:
     """Output rows [oh0, oh1) of depth slice od of one plane.
 
     xp, yp, ip: the plane in X, Y and Indices (ip NULL without Indices); xoff is
     the plane's flat offset in X.  hval/hpos/tags: this thread's row cache, one
-    ring of `g.ring` rows per depth tap, tagged with the input row it holds.
+    ring of g.ringd x g.ring rows, each tagged with the input row it holds;
+    hpos also holds the running winner's row and column (2 * OW int32 after the ring).
     """
     cdef Py_ssize_t OW = g.OW
     cdef Py_ssize_t oh, ow, td, th, td0, td1, th0, th1, d, h, slot, dbase, hbase
-    cdef int64_t rowpos
+    cdef int32_t row, r, col, mask
+    cdef pool_t v, m
     cdef pool_t* yrow
     cdef int64_t* irow = NULL
     cdef pool_t* hv
-    cdef int64_t* hp = NULL
-    cdef bint first
+    cdef int32_t* hp = NULL
+    cdef int32_t* wrow = NULL      # winner's row (d*H + h) and column, per output column
+    cdef int32_t* wcol = NULL
+    cdef bint first, exact
     cdef pool_t empty = _empty_value(<pool_t>0, g.inf_bits)
+    if hpos != NULL:
+        wrow = hpos + g.ringd * g.ring * OW
+        wcol = wrow + OW
 
-    for slot in range(g.kd * g.ring):
-        tags[slot] = -1
+    for slot in range(g.ringd * g.ring):
+        tags[slot] = -2  # holds no row
     dbase = od * g.sd - g.pd
     _taps(dbase, g.dd, g.kd, g.D, &td0, &td1)
     for oh in range(oh0, oh1):
@@ -204,35 +357,44 @@ cdef void _pool_rows(const pool_t* xp, pool_t* yp, int64_t* ip, int64_t xoff, co
                 if irow != NULL:
                     irow[ow] = -1
         else:
+            # Reduce (or find in the ring) every input row this output row
+            # needs; a tag is 2*h + (row holds a NaN).
+            exact = False
+            for td in range(td0, td1):
+                d = dbase + td * g.dd
+                for th in range(th0, th1):
+                    h = hbase + th * g.dh
+                    slot = (d % g.ringd) * g.ring + h % g.ring
+                    if tags[slot] // 2 != h:
+                        hv = hval + slot * OW
+                        hp = hpos + slot * OW if hpos != NULL else NULL
+                        tags[slot] = 2 * h + _hrow(xp + (d * g.H + h) * g.W, hv, hp, g)
+                    exact |= tags[slot] % 2
+            # Combine them in tap order.
             first = True
             for td in range(td0, td1):
                 d = dbase + td * g.dd
                 for th in range(th0, th1):
                     h = hbase + th * g.dh
-                    slot = td * g.ring + h % g.ring
+                    slot = (d % g.ringd) * g.ring + h % g.ring
                     hv = hval + slot * OW
-                    if hpos != NULL:
-                        hp = hpos + slot * OW
-                    if tags[slot] != h:
-                        _hrow(xp + (d * g.H + h) * g.W, hv, hp, g)
-                        tags[slot] = h
-                    rowpos = xoff + (d * g.H + h) * g.W
+                    hp = hpos + slot * OW if hpos != NULL else NULL
+                    row = <int32_t>(d * g.H + h)
                     if first:
                         first = False
                         for ow in range(OW):
                             yrow[ow] = hv[ow]
-                        if irow != NULL:
+                        if hp != NULL:
                             for ow in range(OW):
-                                irow[ow] = rowpos + hp[ow] if hp[ow] >= 0 else -1
-                    elif irow != NULL:
-                        for ow in range(OW):
-                            if _gt(hv[ow], yrow[ow], g.inf_bits):
-                                yrow[ow] = hv[ow]
-                                irow[ow] = rowpos + hp[ow]
+                                wrow[ow] = row
+                                wcol[ow] = hp[ow]
+                    elif exact:
+                        _vcombine(hv, hp, yrow, wrow, wcol, row, OW, g.inf_bits, True)
                     else:
-                        for ow in range(OW):
-                            if _gt(hv[ow], yrow[ow], g.inf_bits):
-                                yrow[ow] = hv[ow]
+                        _vcombine(hv, hp, yrow, wrow, wcol, row, OW, g.inf_bits, False)
+            if irow != NULL:
+                for ow in range(OW):
+                    irow[ow] = xoff + <int64_t>wrow[ow] * g.W + wcol[ow] if wcol[ow] >= 0 else -1
         if act:
             for ow in range(OW):
                 yrow[ow] = _clamp(yrow[ow], lo, hi, act, g.inf_bits)
@@ -241,14 +403,17 @@ cdef void _pool_rows(const pool_t* xp, pool_t* yp, int64_t* ip, int64_t xoff, co
 def max_pool_3d(const pool_t[:, :, :, ::1] x not None, pool_t[:, :, :, ::1] y not None,
                 int64_t[:, :, :, ::1] indices,
                 tuple kernel, tuple strides, tuple dilations, tuple pads_begin,
-                Py_ssize_t ring, Py_ssize_t rows_per_unit,
-                pool_t[:, ::1] hval not None, int64_t[:, ::1] hpos, Py_ssize_t[:, ::1] tags not None,
+                Py_ssize_t ringd, Py_ssize_t ring, Py_ssize_t rows_per_unit,
+                pool_t[:, ::1] hval not None, int32_t[:, ::1] hpos, Py_ssize_t[:, ::1] tags not None,
                 int act, pool_t lo, pool_t hi, uint16_t inf_bits, int n_threads):
     """MaxPool over planes: x (planes, D, H, W) -> y (planes, OD, OH, OW).
 
     indices (or None): row-major flat offsets into x of each winner, -1 when
-    the window is empty.  hval/hpos/tags: per-thread scratch, shaped
-    (n_threads, kd*ring*OW) and (n_threads, kd*ring); hpos None without indices.
+    the window is empty.  hval/hpos/tags: per-thread scratch (hpos holds
+    columns as int32, so rows must be shorter than 2**31), shaped
+    (n_threads, ringd*ring*OW), (n_threads, ringd*ring*OW + 2*OW) and
+    (n_threads, ringd*ring);
+    hpos None without indices.
     rows_per_unit: output rows per work item (the parallel split is over
     planes x depth x blocks of rows, so a few large planes still use every core).
     act/lo/hi: fused activation (0 none, bit 1 lower bound, bit 2 upper bound).
@@ -260,6 +425,7 @@ def max_pool_3d(const pool_t[:, :, :, ::1] x not None, pool_t[:, :, :, ::1] y no
     g.sd, g.sh, g.sw = strides
     g.dd, g.dh, g.dw = dilations
     g.pd, g.ph, g.pw = pads_begin
+    g.ringd = ringd
     g.ring = ring
     g.inf_bits = inf_bits
     # Output columns ow with ow*sw - pw >= 0 and ow*sw - pw + (kw-1)*dw <= W-1.
@@ -273,22 +439,24 @@ def max_pool_3d(const pool_t[:, :, :, ::1] x not None, pool_t[:, :, :, ::1] y no
     cdef Py_ssize_t nblk = (g.OH + rows_per_unit - 1) // rows_per_unit
     cdef Py_ssize_t units = planes * g.OD * nblk
     cdef Py_ssize_t xplane = g.D * g.H * g.W, yplane = g.OD * g.OH * g.OW
-    cdef Py_ssize_t scratch = hval.shape[1], ntags = tags.shape[1]
+    cdef Py_ssize_t vscratch = hval.shape[1], pscratch = 0, ntags = tags.shape[1]
     cdef Py_ssize_t u, plane, r, od, oh0
     cdef int tid
-    cdef const pool_t* xb
+    cdef const pool_t* xb = NULL
     cdef pool_t* yb
     cdef int64_t* ib = NULL
     cdef pool_t* hvb = &hval[0, 0]
-    cdef int64_t* hpb = NULL
+    cdef int32_t* hpb = NULL
     cdef Py_ssize_t* tgb = &tags[0, 0]
     if units == 0:
         return
-    xb = &x[0, 0, 0, 0]
+    if xplane:  # with an empty plane every window is empty and no tap reads x
+        xb = &x[0, 0, 0, 0]
     yb = &y[0, 0, 0, 0]
     if indices is not None:
         ib = &indices[0, 0, 0, 0]
         hpb = &hpos[0, 0]
+        pscratch = hpos.shape[1]
 
     with nogil, parallel(num_threads=n_threads):
         for u in prange(units, schedule="static"):
@@ -300,8 +468,126 @@ def max_pool_3d(const pool_t[:, :, :, ::1] x not None, pool_t[:, :, :, ::1] y no
             _pool_rows(xb + plane * xplane, yb + plane * yplane,
                        ib + plane * yplane if ib != NULL else NULL,
                        plane * xplane, &g, od, oh0, min(oh0 + rows_per_unit, g.OH),
-                       hvb + tid * scratch, hpb + tid * scratch if hpb != NULL else NULL,
+                       hvb + tid * vscratch, hpb + tid * pscratch if hpb != NULL else NULL,
                        tgb + tid * ntags, act, lo, hi)
+
+
+# ---------------------------------------------------------------------------
+# MaxPool, channels last (com.ms.internal.nhwc), ranks 1-3 promoted to 3-D.
+#
+# The channel axis is contiguous, so each tap of a window is one vector
+# update over C; taps are visited in lexicographic order, so "strictly
+# greater replaces" again gives the first maximum.  Winners are tracked as
+# the int32 pixel number inside the image, widened once per output pixel.
+# ---------------------------------------------------------------------------
+
+cdef void _nhwc_row(const pool_t* xp, pool_t* yrow, int64_t* irow, int64_t xoff, Py_ssize_t C,
+                    const Geom* g, Py_ssize_t od, Py_ssize_t oh, int32_t* wpix,
+                    int act, pool_t lo, pool_t hi) noexcept nogil:
+    """Output row (od, oh) of one image: yrow/irow hold OW pixels of C channels.
+
+    xp: the image in X; xoff: its first pixel's number in the batch; wpix: this
+    thread's C int32 winners (NULL without Indices).
+    """
+    cdef Py_ssize_t ow, c, td, th, tw, td0, td1, th0, th1, tw0, tw1, dbase, hbase, wbase
+    cdef int32_t pix, mask, old
+    cdef const pool_t* xv
+    cdef pool_t* yv
+    cdef pool_t v, m
+    cdef bint first
+    cdef pool_t empty = _empty_value(<pool_t>0, g.inf_bits)
+    dbase = od * g.sd - g.pd
+    hbase = oh * g.sh - g.ph
+    _taps(dbase, g.dd, g.kd, g.D, &td0, &td1)
+    _taps(hbase, g.dh, g.kh, g.H, &th0, &th1)
+    for ow in range(g.OW):
+        yv = yrow + ow * C
+        wbase = ow * g.sw - g.pw
+        _taps(wbase, g.dw, g.kw, g.W, &tw0, &tw1)
+        first = True
+        if td0 >= td1 or th0 >= th1 or tw0 >= tw1:
+            for c in range(C):
+                yv[c] = empty
+                if wpix != NULL:
+                    wpix[c] = -1
+        for td in range(td0, td1):
+            for th in range(th0, th1):
+                for tw in range(tw0, tw1):
+                    pix = <int32_t>(((dbase + td * g.dd) * g.H + hbase + th * g.dh) * g.W
+                                    + wbase + tw * g.dw)
+                    xv = xp + pix * C
+                    if first:
+                        first = False
+                        for c in range(C):
+                            yv[c] = xv[c]
+                        if wpix != NULL:
+                            for c in range(C):
+                                wpix[c] = pix
+                    elif wpix != NULL:
+                        for c in range(C):
+                            v = xv[c]
+                            m = yv[c]
+                            old = wpix[c]
+                            mask = -<int32_t>_gt(v, m, g.inf_bits)
+                            yv[c] = v if mask else m
+                            wpix[c] = (old & ~mask) | (pix & mask)
+                    else:
+                        for c in range(C):
+                            v = xv[c]
+                            m = yv[c]
+                            yv[c] = v if _gt(v, m, g.inf_bits) else m
+        if irow != NULL:
+            for c in range(C):
+                irow[ow * C + c] = (xoff + wpix[c]) * C + c if wpix[c] >= 0 else -1
+        if act:
+            for c in range(C):
+                yv[c] = _clamp(yv[c], lo, hi, act, g.inf_bits)
+
+
+def max_pool_nhwc(const pool_t[:, :, :, :, ::1] x not None, pool_t[:, :, :, :, ::1] y not None,
+                  int64_t[:, :, :, :, ::1] indices,
+                  tuple kernel, tuple strides, tuple dilations, tuple pads_begin,
+                  int32_t[:, ::1] wpix, int act, pool_t lo, pool_t hi, uint16_t inf_bits,
+                  int n_threads):
+    """MaxPool channels-last: x (N, D, H, W, C) -> y (N, OD, OH, OW, C).
+
+    indices (or None): flat offsets into x's own NHWC memory, -1 for an empty
+    window.  wpix: (n_threads, C) int32 scratch, None without indices (pixels
+    per image must be fewer than 2**31).  Work items are output rows.
+    """
+    cdef Geom g
+    g.D, g.H, g.W = x.shape[1], x.shape[2], x.shape[3]
+    g.OD, g.OH, g.OW = y.shape[1], y.shape[2], y.shape[3]
+    g.kd, g.kh, g.kw = kernel
+    g.sd, g.sh, g.sw = strides
+    g.dd, g.dh, g.dw = dilations
+    g.pd, g.ph, g.pw = pads_begin
+    g.inf_bits = inf_bits
+    cdef Py_ssize_t N = x.shape[0], C = x.shape[4]
+    cdef Py_ssize_t units = N * g.OD * g.OH
+    cdef Py_ssize_t ximage = g.D * g.H * g.W * C, yrow = g.OW * C
+    cdef Py_ssize_t u, n, r
+    cdef int tid
+    cdef const pool_t* xb = NULL
+    cdef pool_t* yb
+    cdef int64_t* ib = NULL
+    cdef int32_t* wb = NULL
+    if units == 0 or yrow == 0:
+        return
+    if ximage:  # with an empty image every window is empty and no tap reads x
+        xb = &x[0, 0, 0, 0, 0]
+    yb = &y[0, 0, 0, 0, 0]
+    if indices is not None:
+        ib = &indices[0, 0, 0, 0, 0]
+        wb = &wpix[0, 0]
+    with nogil, parallel(num_threads=n_threads):
+        for u in prange(units, schedule="static"):
+            tid = threadid()
+            n = u // (g.OD * g.OH)
+            r = u - n * (g.OD * g.OH)
+            _nhwc_row(xb + n * ximage, yb + u * yrow, ib + u * yrow if ib != NULL else NULL,
+                      n * g.D * g.H * g.W, C, &g, r // g.OH, r % g.OH,
+                      wb + tid * C if wb != NULL else NULL, act, lo, hi)
 
 
 # ---------------------------------------------------------------------------
@@ -309,6 +595,35 @@ def max_pool_3d(const pool_t[:, :, :, ::1] x not None, pool_t[:, :, :, ::1] y no
 # (the same tie argument as above).  x is viewed as (A, L, B) with the pooled
 # axis in the middle; positions travel alongside the values.
 # ---------------------------------------------------------------------------
+
+cdef void _axis_window(const pool_t* x, const int64_t* pos_in, pool_t* y, int64_t* pos_out,
+                       Py_ssize_t a, Py_ssize_t o, Py_ssize_t L, Py_ssize_t B,
+                       Py_ssize_t k, Py_ssize_t s, Py_ssize_t dil, Py_ssize_t pad,
+                       int act, pool_t lo, pool_t hi, uint16_t inf_bits) noexcept nogil:
+    """One output position o of row a: y[b] and pos_out[b] for every b (a function
+    of its own so that every variable is private to the thread running it)."""
+    cdef Py_ssize_t b, t, t0, t1, l, base = o * s - pad
+    cdef const pool_t* xrow
+    cdef pool_t v
+    _taps(base, dil, k, L, &t0, &t1)
+    if t0 >= t1:
+        for b in range(B):
+            y[b] = _empty_value(<pool_t>0, inf_bits)
+            if pos_out != NULL:
+                pos_out[b] = -1
+    for t in range(t0, t1):
+        l = base + t * dil
+        xrow = x + (a * L + l) * B
+        for b in range(B):
+            v = xrow[b]
+            if t == t0 or _gt(v, y[b], inf_bits):
+                y[b] = v
+                if pos_out != NULL:
+                    pos_out[b] = pos_in[(a * L + l) * B + b] if pos_in != NULL else (a * L + l) * B + b
+    if act:
+        for b in range(B):
+            y[b] = _clamp(y[b], lo, hi, act, inf_bits)
+
 
 def max_pool_axis(const pool_t[:, :, ::1] x not None, const int64_t[:, :, ::1] pos_in,
                   pool_t[:, :, ::1] y not None, int64_t[:, :, ::1] pos_out,
@@ -321,35 +636,21 @@ def max_pool_axis(const pool_t[:, :, ::1] x not None, const int64_t[:, :, ::1] p
     act/lo/hi: fused activation, applied by the last stage only.
     """
     cdef Py_ssize_t A = x.shape[0], L = x.shape[1], B = x.shape[2], O = y.shape[1]
-    cdef Py_ssize_t u, a, o, b, t, t0, t1, l, base
-    cdef pool_t v
-    cdef pool_t empty = _empty_value(<pool_t>0, inf_bits)
-    cdef bint want_pos = pos_out is not None, have_pos = pos_in is not None
+    cdef Py_ssize_t u
+    cdef const int64_t* pin = NULL
+    cdef int64_t* pout = NULL
     if A * O * B == 0:
         return
+    if pos_in is not None:
+        pin = &pos_in[0, 0, 0]
+    if pos_out is not None:
+        pout = &pos_out[0, 0, 0]
+    cdef const pool_t* xb = &x[0, 0, 0] if A * L * B else NULL  # no tap can read an empty x
+    cdef pool_t* yb = &y[0, 0, 0]
     with nogil:
         for u in prange(A * O, schedule="static", num_threads=n_threads):
-            a = u // O
-            o = u - a * O
-            base = o * s - pad
-            _taps(base, dil, k, L, &t0, &t1)
-            if t0 >= t1:
-                for b in range(B):
-                    y[a, o, b] = empty
-                    if want_pos:
-                        pos_out[a, o, b] = -1
-            else:
-                for t in range(t0, t1):
-                    l = base + t * dil
-                    for b in range(B):
-                        v = x[a, l, b]
-                        if t == t0 or _gt(v, y[a, o, b], inf_bits):
-                            y[a, o, b] = v
-                            if want_pos:
-                                pos_out[a, o, b] = pos_in[a, l, b] if have_pos else (a * L + l) * B + b
-            if act:
-                for b in range(B):
-                    y[a, o, b] = _clamp(y[a, o, b], lo, hi, act, inf_bits)
+            _axis_window(xb, pin, yb + u * B, pout + u * B if pout != NULL else NULL,
+                         u // O, u % O, L, B, k, s, dil, pad, act, lo, hi, inf_bits)
 
 
 # ===========================================================================

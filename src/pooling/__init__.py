@@ -14,3 +14,13 @@ __all__ = [
     "openmp_enabled",
     "show_config",
 ]
+
+
+def __getattr__(name):
+    # pooling.onnx needs the optional onnx package: import it on first use only,
+    # so that `import pooling` never imports onnx.
+    if name == "onnx":
+        import importlib
+
+        return importlib.import_module(".onnx", __name__)
+    raise AttributeError(f"module 'pooling' has no attribute {name!r}")

@@ -6,7 +6,8 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _core
-from ._attrs import INDEX_LIMIT, as_int, check_size, hashable, int_tuple, resolve_version, unhash
+from ._attrs import (INDEX_LIMIT, check_size, hashable, int_tuple, resolve_version, shape_tuple,
+                     unhash)
 from ._dtypes import HALF_INF_BITS, as_kernel_array, result_dtype
 from ._outputs import output_array
 from ._threads import resolve_n_threads
@@ -47,10 +48,7 @@ class _Plan(NamedTuple):
 def col2im_output_shape(x_shape, image_shape, block_shape, *, strides=None, pads=None,
                         dilations=None, opset=None):
     """Output shape of col2im for an input of shape `x_shape` (same validation, no data)."""
-    x_shape = tuple(as_int(OP, "x_shape", d) for d in x_shape)
-    if any(d < 0 for d in x_shape):
-        raise ValueError(f"{OP}: x_shape must not have negative dimensions, got {x_shape}")
-    return _plan_for(x_shape, image_shape, block_shape, strides, pads, dilations, opset).out_shape
+    return _plan_for(shape_tuple(OP, "x_shape", x_shape), image_shape, block_shape, strides, pads, dilations, opset).out_shape
 
 
 def col2im(x, image_shape, block_shape, *, strides=None, pads=None, dilations=None, opset=None,
@@ -79,8 +77,10 @@ def col2im(x, image_shape, block_shape, *, strides=None, pads=None, dilations=No
 
 def _plan_for(x_shape, image_shape, block_shape, strides, pads, dilations, opset):
     """Hashable stand-ins for the arguments, then the cached plan."""
-    return _plan(tuple(x_shape), hashable(image_shape), hashable(block_shape), hashable(strides),
-                 hashable(pads), hashable(dilations), hashable(opset))
+    return _plan(tuple(x_shape), hashable(image_shape, OP, "image_shape"),
+                 hashable(block_shape, OP, "block_shape"), hashable(strides, OP, "strides"),
+                 hashable(pads, OP, "pads"), hashable(dilations, OP, "dilations"),
+                 hashable(opset, OP, "opset"))
 
 
 @functools.lru_cache(maxsize=512)

@@ -6,7 +6,8 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _core
-from ._attrs import INDEX_LIMIT, check_size, flag, hashable, int_tuple, resolve_version, unhash
+from ._attrs import (INDEX_LIMIT, check_size, choice, flag, hashable, int_tuple, resolve_version,
+                     shape_tuple, unhash)
 from ._dtypes import HALF_INF_BITS, as_kernel_array, float_to_half_bits, result_dtype
 from ._outputs import output_array
 from ._shapes import AUTO_PADS, pool_output
@@ -18,17 +19,18 @@ OP = "MaxPool"
 _ATTRIBUTE_SINCE = {"storage_order": 8, "ceil_mode": 10, "dilations": 10}
 _INDICES_SINCE = 8
 _DTYPE_SINCE = {"float16": 1, "float32": 1, "float64": 1, "int8": 12, "uint8": 12, "bfloat16": 22}
-LAYOUTS = ("NCHW",)
+LAYOUTS = ("NCHW", "NHWC")
 ACTIVATIONS = ("Relu", "Clip")
 
-# Rows of horizontal maxima each thread may cache (elements); beyond it the
-# ring shrinks to the kernel height and rows are recomputed instead.
-_RING_ELEMENTS = 1 << 20
+# Horizontal maxima each thread may cache (elements); a call needing more
+# (huge dilated kernels over wide rows) takes the separable kernel instead.
+_RING_ELEMENTS = 1 << 22
 
 
 class _Plan(NamedTuple):
     """Everything about a call that depends only on shapes and attributes."""
     out_shape: tuple          # full output shape
+    layout: str               # "NCHW" or "NHWC"
     spatial: tuple            # input spatial shape
     kernel: tuple
     strides: tuple
@@ -45,7 +47,8 @@ def max_pool_output_shape(x_shape, kernel_shape, *, strides=None, pads=None, dil
                           return_indices=False, layout="NCHW", activation=None,
                           activation_params=None, opset=None):
     """Output shape of max_pool for an input of shape `x_shape` (same validation, no data)."""
-    return _plan_for(tuple(x_shape), kernel_shape, strides, pads, dilations, auto_pad, ceil_mode,
+    return _plan_for(shape_tuple(OP, "x_shape", x_shape), kernel_shape, strides, pads, dilations,
+                     auto_pad, ceil_mode,
                      storage_order, return_indices, layout, activation, activation_params,
                      opset).out_shape
 
@@ -65,19 +68,18 @@ def max_pool(x, kernel_shape, *, strides=None, pads=None, dilations=None, auto_p
     storage_order=1 are column-major encodings, so they do not round-trip
     through max_unpool.  See SPEC.md section 1 for every rule.
     """
-    arr = np.asarray(x)
+    arr = x if type(x) is np.ndarray else np.asarray(x)
     plan = _plan_for(arr.shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode,
                      storage_order, return_indices, layout, activation, activation_params, opset)
     xk, kind = as_kernel_array(OP, "x", arr, plan.kinds)
     nt = resolve_n_threads(OP, n_threads, xk.size)
-    dtype = result_dtype(arr.dtype)
-    y = output_array(OP, "out", out, plan.out_shape, dtype, arr)
-    indices = (output_array(OP, "indices_out", indices_out, plan.out_shape, np.dtype(np.int64), arr)
-               if return_indices else None)
+    y = output_array(OP, "out", out, plan.out_shape, result_dtype(arr.dtype), arr)
     if indices_out is not None and not return_indices:
         raise ValueError(f"{OP}: indices_out is given but return_indices is False")
+    indices = (output_array(OP, "indices_out", indices_out, plan.out_shape, _INT64, arr)
+               if return_indices else None)
     if y.size:
-        _run(plan, xk, y.view(xk.dtype), indices, kind, nt)
+        _launch(plan, kind, nt, return_indices)(xk, y.view(xk.dtype), indices)
         if indices is not None and plan.storage_order == 1 and len(plan.spatial) > 1:
             _to_column_major(indices, plan.spatial)
     return (y, indices) if return_indices else y
@@ -86,23 +88,26 @@ def max_pool(x, kernel_shape, *, strides=None, pads=None, dilations=None, auto_p
 def _plan_for(x_shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode, storage_order,
               return_indices, layout, activation, activation_params, opset):
     """Hashable stand-ins for the attributes, then the cached plan."""
-    return _plan(tuple(x_shape), hashable(kernel_shape), hashable(strides), hashable(pads),
-                 hashable(dilations), auto_pad, hashable(ceil_mode), hashable(storage_order),
-                 bool(return_indices), layout, activation, hashable(activation_params),
-                 hashable(opset))
+    return _plan(tuple(x_shape), hashable(kernel_shape, OP, "kernel_shape"),
+                 hashable(strides, OP, "strides"), hashable(pads, OP, "pads"),
+                 hashable(dilations, OP, "dilations"), hashable(auto_pad, OP, "auto_pad"),
+                 hashable(ceil_mode, OP, "ceil_mode"), hashable(storage_order, OP, "storage_order"),
+                 bool(return_indices), hashable(layout, OP, "layout"),
+                 hashable(activation, OP, "activation"),
+                 hashable(activation_params, OP, "activation_params"), hashable(opset, OP, "opset"))
 
 
 @functools.lru_cache(maxsize=512)
 def _plan(x_shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode, storage_order,
           return_indices, layout, activation, activation_params, opset):
     version = resolve_version(OP, unhash(opset))
-    if layout not in LAYOUTS:
-        raise ValueError(f"{OP}: layout must be one of {list(LAYOUTS)}, got {layout!r}")
+    layout, auto_pad, activation = unhash(layout), unhash(auto_pad), unhash(activation)
+    choice(OP, "layout", layout, LAYOUTS)
     if len(x_shape) < 3:
         raise ValueError(
             f"{OP}: x must have rank >= 3 (N, C and at least one spatial axis), got shape {x_shape}"
         )
-    spatial = x_shape[2:]
+    spatial = x_shape[2:] if layout == "NCHW" else x_shape[1:-1]
     n = len(spatial)
     if unhash(kernel_shape) is None:
         raise ValueError(f"{OP}: kernel_shape is required")
@@ -110,12 +115,13 @@ def _plan(x_shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode, 
     strides = int_tuple(OP, "strides", unhash(strides), n, 1, 1)
     dilations = int_tuple(OP, "dilations", unhash(dilations), n, 1, 1)
     pads = int_tuple(OP, "pads", unhash(pads), 2 * n, 0, 0)
-    if not isinstance(auto_pad, str) or auto_pad not in AUTO_PADS:
-        raise ValueError(f"{OP}: auto_pad must be one of {list(AUTO_PADS)}, got {auto_pad!r}")
+    choice(OP, "auto_pad", auto_pad, AUTO_PADS)
     if auto_pad != "NOTSET" and any(pads):
         raise ValueError(f"{OP}: pads {list(pads)} cannot be combined with auto_pad={auto_pad!r}")
     ceil_mode = flag(OP, "ceil_mode", unhash(ceil_mode))
     storage_order = flag(OP, "storage_order", unhash(storage_order))
+    if storage_order == 1 and layout == "NHWC":
+        raise ValueError(f"{OP}: storage_order=1 is not defined for layout 'NHWC' (Indices are NHWC offsets)")
     activation, act_params = _activation(activation, unhash(activation_params))
 
     kinds = tuple(_DTYPE_SINCE)
@@ -133,7 +139,7 @@ def _plan(x_shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode, 
                 f"{OP}: output Indices is not in version {version} (opset {unhash(opset)}); "
                 f"it needs opset >= {_INDICES_SINCE}"
             )
-        if activation is not None:
+        if activation is not None and layout == "NCHW":
             raise ValueError(
                 f"{OP}: activation={activation!r} under opset={unhash(opset)} needs layout 'NHWC' "
                 "(the com.ms.internal.nhwc operator); NCHW allows it in library mode only"
@@ -142,7 +148,8 @@ def _plan(x_shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode, 
 
     out_spatial, begin, end = pool_output(OP, spatial, kernel, strides, dilations, pads,
                                           auto_pad, ceil_mode)
-    out_shape = x_shape[:2] + out_spatial
+    out_shape = (x_shape[:2] + out_spatial if layout == "NCHW"
+                 else x_shape[:1] + out_spatial + x_shape[-1:])
     check_size(OP, x_shape, "input")
     check_size(OP, out_shape)
     for i in range(n):
@@ -152,7 +159,7 @@ def _plan(x_shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode, 
             raise ValueError(
                 f"{OP}: strides/dilations/pads on axis {i} reach past 2**62; the call cannot be computed"
             )
-    return _Plan(out_shape, spatial, kernel, strides, dilations, begin, kinds, storage_order,
+    return _Plan(out_shape, layout, spatial, kernel, strides, dilations, begin, kinds, storage_order,
                  activation, act_params)
 
 
@@ -160,8 +167,7 @@ def _activation(activation, params):
     """(activation, params as floats) per SPEC 1.4."""
     if activation is None:
         return None, ()
-    if activation not in ACTIVATIONS:
-        raise ValueError(f"{OP}: activation must be None, 'Relu' or 'Clip', got {activation!r}")
+    choice(OP, "activation", activation, ACTIVATIONS)
     if activation == "Relu":
         return activation, ()
     try:
@@ -195,39 +201,112 @@ def _activation_bounds(activation, params, kind):
     return 3, lo, hi
 
 
-def _run(plan, xk, y, indices, kind, nt):
-    """Call the kernel for this rank: fused 3-D for n <= 3, separable stages beyond."""
+# The fused kernels' specialisation for each dtype kind, chosen explicitly:
+# float16 and bfloat16 share the uint16 one and differ only in inf_bits.
+_CTYPE = {"float32": "float", "float64": "double", "int8": "int8_t", "uint8": "uint8_t",
+          "float16": "uint16_t", "bfloat16": "uint16_t"}
+_INT64 = np.dtype(np.int64)
+
+
+@functools.lru_cache(maxsize=256)
+def _launch(plan, kind, nt, with_indices):
+    """run(xk, y, indices) for this plan, dtype kind and thread count.
+
+    Everything that depends only on those is computed once here (the kernel
+    specialisation, promoted geometry, work split, scratch shapes), so a call on
+    a small input costs little more than the kernel itself.
+    """
+    act = _activation_bounds(plan.activation, plan.activation_params, kind)
+    inf_bits = HALF_INF_BITS.get(kind, 0)
+    n = len(plan.spatial)
+    if plan.layout == "NHWC" and n <= 3 and _fits_int32((int(np.prod(plan.spatial)),)):
+        return _launch_nhwc(plan, kind, nt, with_indices, act, inf_bits)
+    if plan.layout == "NCHW" and n <= 3 and _fits_int32(plan.spatial):
+        spatial, out, kernel, _, dilations, _ = _promote(plan)
+        rings = _rings(spatial, out, kernel, dilations)
+        if rings is not None:
+            return _launch_3d(plan, kind, nt, rings, act, inf_bits)
+    rare = _run_nhwc_transposed if plan.layout == "NHWC" else _run_separable
+    return lambda xk, y, indices: rare(plan, xk, y, indices, act, inf_bits, nt)
+
+
+def _promote(plan):
+    """Spatial geometry padded to 3-D with singleton axes: (spatial, out, kernel, strides,
+    dilations, pads_begin).  A stride or dilation that never takes effect is passed as 1."""
+    pad = (1,) * (3 - len(plan.spatial))
+    spatial = pad + plan.spatial
+    out = pad + (plan.out_shape[2:] if plan.layout == "NCHW" else plan.out_shape[1:-1])
+    kernel = pad + plan.kernel
+    strides = tuple(s if o > 1 else 1 for s, o in zip(pad + plan.strides, out))
+    dilations = tuple(d if k > 1 else 1 for d, k in zip(pad + plan.dilations, kernel))
+    pads_begin = (0,) * len(pad) + plan.pads_begin
+    return spatial, out, kernel, strides, dilations, pads_begin
+
+
+def _launch_3d(plan, kind, nt, rings, act, inf_bits):
+    """NCHW, ranks 1-3: the fused two-pass kernel over (N*C) planes."""
+    planes = plan.out_shape[0] * plan.out_shape[1]
+    spatial, out, kernel, strides, dilations, pads_begin = _promote(plan)
+    ringd, ring = rings
+    OW = out[2]
+    rows, units = _split(planes * out[0], out[1], nt)
+    nt = min(nt, units)
+    kernel_fn = _core.max_pool_3d[_CTYPE[kind]]
+    x_shape, y_shape = (planes,) + spatial, (planes,) + out
+    geometry = (kernel, strides, dilations, pads_begin, ringd, ring, rows)
+    tail = act + (inf_bits, nt)
+    vals, poss, tags = (nt, ringd * ring * OW), (nt, (ringd * ring + 2) * OW), (nt, ringd * ring)
+
+    def run(xk, y, indices):
+        kernel_fn(xk.reshape(x_shape), y.reshape(y_shape),
+                  None if indices is None else indices.reshape(y_shape), *geometry,
+                  np.empty(vals, xk.dtype), None if indices is None else np.empty(poss, np.int32),
+                  np.empty(tags, np.intp), *tail)
+    return run
+
+
+def _launch_nhwc(plan, kind, nt, with_indices, act, inf_bits):
+    """NHWC, ranks 1-3: the channels-last kernel over output rows."""
+    n, c = plan.out_shape[0], plan.out_shape[-1]
+    spatial, out, kernel, strides, dilations, pads_begin = _promote(plan)
+    nt = max(1, min(nt, n * out[0] * out[1]))
+    kernel_fn = _core.max_pool_nhwc[_CTYPE[kind]]
+    x_shape, y_shape = (n,) + spatial + (c,), (n,) + out + (c,)
+    geometry = (kernel, strides, dilations, pads_begin)
+    tail = act + (inf_bits, nt)
+
+    def run(xk, y, indices):
+        kernel_fn(xk.reshape(x_shape), y.reshape(y_shape),
+                  None if indices is None else indices.reshape(y_shape), *geometry,
+                  None if indices is None else np.empty((nt, c), np.int32), *tail)
+    return run
+
+
+def _run_nhwc_transposed(plan, xk, y, indices, act, inf_bits, nt):
+    """NHWC beyond the channels-last kernel's reach (rank > 3, huge images):
+    pool the NCHW transpose and re-encode Indices as NHWC offsets."""
+    n = len(plan.spatial)
+    to_nchw = (0, n + 1) + tuple(range(1, n + 1))
+    to_nhwc = (0,) + tuple(range(2, n + 2)) + (1,)
+    x_nchw = np.ascontiguousarray(xk.transpose(to_nchw))
+    y_nchw = np.empty(tuple(y.shape[i] for i in to_nchw), dtype=y.dtype)
+    i_nchw = None if indices is None else np.empty(y_nchw.shape, dtype=np.int64)
+    nchw = plan._replace(layout="NCHW", out_shape=y_nchw.shape)
+    _run_separable(nchw, x_nchw, y_nchw, i_nchw, act, inf_bits, nt)
+    y[...] = y_nchw.transpose(to_nhwc)
+    if indices is not None:
+        channels, plane = x_nchw.shape[1], int(np.prod(plan.spatial))
+        image_channel, pixel = np.divmod(i_nchw, plane)
+        image, channel = np.divmod(image_channel, channels)
+        nhwc = (image * plane + pixel) * channels + channel
+        indices[...] = np.where(i_nchw < 0, -1, nhwc).transpose(to_nhwc)
+
+
+def _run_separable(plan, xk, y, indices, act, inf_bits, nt):
+    """NCHW, any rank: pool the last axis first, then each earlier one (SPEC's
+    tie order), carrying the winners' flat offsets from stage to stage."""
     n = len(plan.spatial)
     planes = plan.out_shape[0] * plan.out_shape[1]
-    mode, lo, hi = _activation_bounds(plan.activation, plan.activation_params, kind)
-    inf_bits = HALF_INF_BITS.get(kind, 0)
-    if n <= 3:
-        pad = (1,) * (3 - n)
-        fill = (0,) * (3 - n)
-        spatial = pad + plan.spatial
-        out = pad + plan.out_shape[2:]
-        kernel = pad + plan.kernel
-        dilations = pad + plan.dilations
-        # A stride or dilation that never takes effect is passed as 1.
-        strides = tuple(s if o > 1 else 1 for s, o in zip(pad + plan.strides, out))
-        dilations = tuple(d if k > 1 else 1 for d, k in zip(dilations, kernel))
-        kd, kh, OW = kernel[0], kernel[1], out[2]
-        eh = (kh - 1) * dilations[1] + 1
-        ring = eh if kd * eh * OW <= _RING_ELEMENTS else kh
-        rows, units = _split(planes * out[0], out[1], nt)
-        nt = min(nt, units)
-        hval = np.empty((nt, kd * ring * OW), dtype=xk.dtype)
-        hpos = np.empty((nt, kd * ring * OW), dtype=np.int64) if indices is not None else None
-        tags = np.empty((nt, kd * ring), dtype=np.intp)
-        _core.max_pool_3d(
-            xk.reshape((planes,) + spatial), y.reshape((planes,) + out),
-            None if indices is None else indices.reshape((planes,) + out),
-            kernel, strides, dilations, fill + plan.pads_begin, ring, rows,
-            hval, hpos, tags, mode, lo, hi, inf_bits, nt,
-        )
-        return
-    # Rank > 3: pool the last axis first, then each earlier one (SPEC's tie
-    # order), carrying the winners' flat offsets from stage to stage.
     cur, pos = xk, None
     shape = list((planes,) + plan.spatial)
     for axis in range(n - 1, -1, -1):
@@ -241,12 +320,32 @@ def _run(plan, xk, y, indices, kind, nt):
         nxt_pos = None
         if indices is not None:
             nxt_pos = indices.reshape(a, o, b) if last else np.empty((a, o, b), dtype=np.int64)
+        mode, lo, hi = act if last else (0, act[1], act[2])
         _core.max_pool_axis(
             cur.reshape(a, length, b), None if pos is None else pos.reshape(a, length, b),
             nxt, nxt_pos, plan.kernel[axis], plan.strides[axis], plan.dilations[axis],
-            plan.pads_begin[axis], mode if last else 0, lo, hi, inf_bits, nt,
+            plan.pads_begin[axis], mode, lo, hi, inf_bits, nt,
         )
         cur, pos = nxt, nxt_pos
+
+
+def _rings(spatial, out, kernel, dilations):
+    """(ringd, ring): the fused kernel's row cache, or None when it would exceed its budget.
+
+    Rows one output row needs span at most the dilated kernel and lie inside
+    the input, so rings of min(dilated kernel, input extent) keep them apart.
+    """
+    ringd = min((kernel[0] - 1) * dilations[0] + 1, spatial[0])
+    ring = min((kernel[1] - 1) * dilations[1] + 1, spatial[1])
+    if max(ringd, 1) * max(ring, 1) * out[2] > _RING_ELEMENTS:
+        return None
+    return max(ringd, 1), max(ring, 1)
+
+
+def _fits_int32(spatial):
+    """The fused kernel tracks winners as int32 (row within plane, column)."""
+    rows = int(np.prod(spatial[:-1]))
+    return rows < 1 << 31 and spatial[-1] < 1 << 31
 
 
 def _split(slices, rows, nt):

@@ -14,15 +14,19 @@ import numpy as np
 from ._dtypes import dtype_kind, float_to_half_bits
 
 
-def _comparable(x, kind):
-    """float64 values that order like SPEC 1.4 (NaN kept as NaN), and the raw storage."""
-    if kind == "bfloat16":
-        bits = np.ascontiguousarray(x).view(np.uint16)
-        return (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64), bits
+def _storage(x, kind):
+    """The raw storage of x: uint16 bit patterns for the 16-bit floats."""
     raw = np.ascontiguousarray(x)
+    return raw.view(np.uint16) if kind in ("float16", "bfloat16") else raw
+
+
+def _values(raw, kind):
+    """float64 values of raw storage, ordering like SPEC 1.4 (NaN kept as NaN)."""
+    if kind == "bfloat16":
+        return (raw.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
     if kind == "float16":
-        return raw.astype(np.float64), raw.view(np.uint16)
-    return raw.astype(np.float64), raw
+        return raw.view(np.float16).astype(np.float64)
+    return raw.astype(np.float64)
 
 
 def _empty_value(raw_dtype, kind):
@@ -73,9 +77,8 @@ def max_pool(x, kernel_shape, strides=None, pads=None, dilations=None, auto_pad=
                                    ceil_mode)
     planes = x.shape[0] * x.shape[1]
     plane_size = int(np.prod(spatial))
-    values, raw = _comparable(x, kind)
-    values = values.reshape(planes, plane_size)
-    raw = raw.reshape(planes, plane_size)
+    raw = _storage(x, kind).reshape(planes, plane_size)
+    values = _values(raw, kind)
 
     # Per axis: tap position and validity for every (output position, tap).
     coords, valid = [], []
@@ -95,8 +98,11 @@ def max_pool(x, kernel_shape, strides=None, pads=None, dilations=None, auto_pad=
             pos = [int(coords[i][o[i], t[i]]) for i in range(n)]
             good = all(valid[i][o[i], t[i]] for i in range(n))
             ok[o_idx, t_idx] = good
-            flat[o_idx, t_idx] = np.ravel_multi_index(pos, spatial) if good else 0
+            flat[o_idx, t_idx] = np.ravel_multi_index(pos, spatial) if good else plane_size
 
+    # Invalid taps read a sentinel column, so gathering works even for an empty plane.
+    values = np.concatenate([values, np.zeros((planes, 1))], axis=1)
+    raw = np.concatenate([raw, np.zeros((planes, 1), raw.dtype)], axis=1)
     taps = values[:, flat]                                   # (planes, n_out, n_taps)
     nan = np.isnan(taps) & ok
     number = ok & ~nan
@@ -106,9 +112,10 @@ def max_pool(x, kernel_shape, strides=None, pads=None, dilations=None, auto_pad=
     empty = ~ok.any(axis=-1)
     offset = np.take_along_axis(np.broadcast_to(flat, taps.shape), winner[..., None], -1)[..., 0]
 
-    y = np.take_along_axis(raw, offset.reshape(planes, -1), axis=1).reshape(planes, n_out).copy()
+    y = np.take_along_axis(raw, offset.reshape(planes, n_out), axis=1)
     y[np.broadcast_to(empty, y.shape)] = _empty_value(raw.dtype, kind)
-    if storage_order == 1 and n > 1:
+    offset = np.where(empty, 0, offset)
+    if storage_order == 1 and n > 1 and plane_size:
         offset = np.ravel_multi_index(np.unravel_index(offset, spatial), spatial, order="F")
     indices = np.arange(planes)[:, None] * plane_size + offset
     indices[np.broadcast_to(empty, indices.shape)] = -1
@@ -129,22 +136,15 @@ def _activate(y, kind, activation, params):
         return np.minimum(np.maximum(y, lo), hi).astype(y.dtype)
     if kind in ("float16", "bfloat16"):
         lo_raw, hi_raw = float_to_half_bits(lo, kind), float_to_half_bits(hi, kind)
-        lo_f, hi_f = _half_value(lo_raw, kind), _half_value(hi_raw, kind)
+        lo_f, hi_f = (float(_values(np.array([b], np.uint16), kind)[0]) for b in (lo_raw, hi_raw))
     else:
         lo_raw, hi_raw = np.array(lo, y.dtype), np.array(hi, y.dtype)
         lo_f, hi_f = float(lo_raw), float(hi_raw)
-    values, _ = _comparable(y, kind)
+    values = _values(y, kind)
     out = y.copy()
     out[values < lo_f] = lo_raw
     out[np.maximum(values, lo_f) > hi_f] = hi_raw  # NaN compares false: stays
     return out
-
-
-def _half_value(bits, kind):
-    arr = np.array([bits], dtype=np.uint16)
-    if kind == "float16":
-        return float(arr.view(np.float16)[0])
-    return float((arr.astype(np.uint32) << 16).view(np.float32)[0])
 
 
 def col2im(x, image_shape, block_shape, strides=None, pads=None, dilations=None):
