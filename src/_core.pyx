@@ -314,6 +314,26 @@ cdef inline void _vcombine(const pool_t* hv, const int32_t* hp, pool_t* yrow, in
             wcol[ow] = (col & ~mask) | (hp[ow] & mask)
 
 
+cdef inline void _vcombine3(pool_t** rv, pool_t* yrow, Py_ssize_t OW, uint16_t inf_bits,
+                            bint exact) noexcept nogil:
+    """Pass 2 without Indices for at most three rows (repeated to three): one loop into Y.
+
+    (With Indices the row-at-a-time _vcombine measured twice as fast: the
+    fused loop's six-way selects do not vectorise.)
+    """
+    cdef Py_ssize_t ow
+    cdef pool_t a, b, c, m
+    cdef pool_t* r0 = rv[0]
+    cdef pool_t* r1 = rv[1]
+    cdef pool_t* r2 = rv[2]
+    for ow in range(OW):
+        a = r0[ow]
+        b = r1[ow]
+        c = r2[ow]
+        m = b if _keep(b, a, inf_bits, exact) else a
+        yrow[ow] = c if _keep(c, m, inf_bits, exact) else m
+
+
 cdef void _pool_rows(const pool_t* xp, pool_t* yp, int64_t* ip, int64_t xoff, const Geom* g,
                      Py_ssize_t od, Py_ssize_t oh0, Py_ssize_t oh1,
                      pool_t* hval, int32_t* hpos, Py_ssize_t* tags,
@@ -336,6 +356,8 @@ cdef void _pool_rows(const pool_t* xp, pool_t* yp, int64_t* ip, int64_t xoff, co
     cdef int32_t* wrow = NULL      # winner's row (d*H + h) and column, per output column
     cdef int32_t* wcol = NULL
     cdef bint first, exact
+    cdef Py_ssize_t nrows, t
+    cdef pool_t* rv[3]             # the first three rows this output row combines
     cdef pool_t empty = _empty_value(<pool_t>0, g.inf_bits)
     if hpos != NULL:
         wrow = hpos + g.ringd * g.ring * OW
@@ -360,18 +382,7 @@ cdef void _pool_rows(const pool_t* xp, pool_t* yp, int64_t* ip, int64_t xoff, co
             # Reduce (or find in the ring) every input row this output row
             # needs; a tag is 2*h + (row holds a NaN).
             exact = False
-            for td in range(td0, td1):
-                d = dbase + td * g.dd
-                for th in range(th0, th1):
-                    h = hbase + th * g.dh
-                    slot = (d % g.ringd) * g.ring + h % g.ring
-                    if tags[slot] // 2 != h:
-                        hv = hval + slot * OW
-                        hp = hpos + slot * OW if hpos != NULL else NULL
-                        tags[slot] = 2 * h + _hrow(xp + (d * g.H + h) * g.W, hv, hp, g)
-                    exact |= tags[slot] % 2
-            # Combine them in tap order.
-            first = True
+            nrows = 0
             for td in range(td0, td1):
                 d = dbase + td * g.dd
                 for th in range(th0, th1):
@@ -379,19 +390,43 @@ cdef void _pool_rows(const pool_t* xp, pool_t* yp, int64_t* ip, int64_t xoff, co
                     slot = (d % g.ringd) * g.ring + h % g.ring
                     hv = hval + slot * OW
                     hp = hpos + slot * OW if hpos != NULL else NULL
-                    row = <int32_t>(d * g.H + h)
-                    if first:
-                        first = False
-                        for ow in range(OW):
-                            yrow[ow] = hv[ow]
-                        if hp != NULL:
+                    if tags[slot] // 2 != h:
+                        tags[slot] = 2 * h + _hrow(xp + (d * g.H + h) * g.W, hv, hp, g)
+                    exact |= tags[slot] % 2
+                    if nrows < 3:
+                        rv[nrows] = hv
+                    nrows += 1
+            # Combine them in tap order: without Indices, up to three rows in
+            # one loop (the last repeated, which never changes the winner).
+            if nrows <= 3 and hpos == NULL:
+                for t in range(nrows, 3):
+                    rv[t] = rv[nrows - 1]
+                if exact:
+                    _vcombine3(rv, yrow, OW, g.inf_bits, True)
+                else:
+                    _vcombine3(rv, yrow, OW, g.inf_bits, False)
+            else:
+                first = True
+                for td in range(td0, td1):
+                    d = dbase + td * g.dd
+                    for th in range(th0, th1):
+                        h = hbase + th * g.dh
+                        slot = (d % g.ringd) * g.ring + h % g.ring
+                        hv = hval + slot * OW
+                        hp = hpos + slot * OW if hpos != NULL else NULL
+                        row = <int32_t>(d * g.H + h)
+                        if first:
+                            first = False
                             for ow in range(OW):
-                                wrow[ow] = row
-                                wcol[ow] = hp[ow]
-                    elif exact:
-                        _vcombine(hv, hp, yrow, wrow, wcol, row, OW, g.inf_bits, True)
-                    else:
-                        _vcombine(hv, hp, yrow, wrow, wcol, row, OW, g.inf_bits, False)
+                                yrow[ow] = hv[ow]
+                            if hp != NULL:
+                                for ow in range(OW):
+                                    wrow[ow] = row
+                                    wcol[ow] = hp[ow]
+                        elif exact:
+                            _vcombine(hv, hp, yrow, wrow, wcol, row, OW, g.inf_bits, True)
+                        else:
+                            _vcombine(hv, hp, yrow, wrow, wcol, row, OW, g.inf_bits, False)
             if irow != NULL:
                 for ow in range(OW):
                     irow[ow] = xoff + <int64_t>wrow[ow] * g.W + wcol[ow] if wcol[ow] >= 0 else -1
@@ -651,6 +686,111 @@ def max_pool_axis(const pool_t[:, :, ::1] x not None, const int64_t[:, :, ::1] p
         for u in prange(A * O, schedule="static", num_threads=n_threads):
             _axis_window(xb, pin, yb + u * B, pout + u * B if pout != NULL else NULL,
                          u // O, u % O, L, B, k, s, dil, pad, act, lo, hi, inf_bits)
+
+
+# ---------------------------------------------------------------------------
+# MaxUnpool (SPEC 2): zeros, then y[indices[j]] = x[j] for every j of x in
+# row-major order.
+#
+# Only bits move, so one kernel over unsigned storage of each width serves
+# every dtype (the float16 / bfloat16 / uint16 question never arises).  The
+# arrays arrive flat, cut into `blocks` equal parts: the N*C planes for NCHW,
+# the N images for NHWC.  Part b of x is "local" when every index it holds
+# lands in part b of y, which is what MaxPool's Indices always do.
+#
+# One pass in the common case: each part is scattered by one thread with a
+# guard that writes only inside its own part of y (so never out of bounds)
+# and notes any index that is not.  Parts of y are disjoint, so with every
+# part local the result is the ordered one whatever the thread count.  If
+# any index left its part, every index is checked (the first bad one is
+# returned) and then all are written again in one serial pass in input
+# order: the last write in row-major order of x wins, for every n_threads.
+# ---------------------------------------------------------------------------
+
+from libc.stdint cimport uint32_t, uint64_t
+from libc.string cimport memset
+
+ctypedef fused bits_t:
+    uint8_t
+    uint16_t
+    uint32_t
+    uint64_t
+
+
+cdef inline int _unpool_part(const bits_t* x, const int64_t* idx, Py_ssize_t n, bits_t* y,
+                             uint64_t lo, uint64_t span) noexcept nogil:
+    """y[idx[j] - lo] = x[j] for the indices in [lo, lo + span); 1 if some index was not.
+
+    Unsigned arithmetic folds the range test into one comparison (and wraps
+    instead of overflowing); the branch is always taken for MaxPool's indices.
+    """
+    cdef Py_ssize_t j
+    cdef uint64_t d
+    cdef int outside = 0
+    for j in range(n):
+        d = <uint64_t>idx[j] - lo
+        if d < span:
+            y[d] = x[j]
+        else:
+            outside = 1
+    return outside
+
+
+cdef void _zero(bits_t* y, Py_ssize_t size, int n_threads) noexcept nogil:
+    """y[:size] = 0, one slice per thread."""
+    cdef Py_ssize_t s, step = (size + n_threads - 1) // n_threads
+    for s in prange(n_threads, schedule="static", num_threads=n_threads):
+        if s * step < size:
+            memset(y + s * step, 0, min(step, size - s * step) * sizeof(bits_t))
+
+
+cdef Py_ssize_t _max_unpool(const bits_t* x, const int64_t* idx, Py_ssize_t n, bits_t* y,
+                            Py_ssize_t size, Py_ssize_t blocks, bint fused,
+                            int n_threads) noexcept nogil:
+    cdef Py_ssize_t in_block = n // blocks, out_block = size // blocks
+    cdef Py_ssize_t b, j
+    cdef int outside = 0
+
+    if not fused:
+        _zero(y, size, n_threads)
+    for b in prange(blocks, schedule="static", num_threads=n_threads):
+        if fused:  # zero the part just before scattering into it, while it is in cache
+            memset(y + b * out_block, 0, out_block * sizeof(bits_t))
+        outside |= _unpool_part(x + b * in_block, idx + b * in_block, in_block,
+                                y + b * out_block, b * out_block, out_block)
+    if not outside:
+        return -1
+    for j in range(n):
+        if <uint64_t>idx[j] >= <uint64_t>size:
+            return j
+    # y is zeros plus some of the writes below, each of which is redone in
+    # order, so the ordered pass needs no fresh zeros.
+    _unpool_part(x, idx, n, y, 0, size)
+    return -1
+
+
+def max_unpool(const bits_t[::1] x not None, const int64_t[::1] indices not None,
+               bits_t[::1] y not None, Py_ssize_t blocks, bint fused, int n_threads):
+    """Zero y, then y[indices[j]] = x[j] for j in order (all arrays flat).
+
+    blocks (>= 1): the equal parts x and y are cut into (planes).  fused: zero
+    each part of y together with its scatter (pays when there are enough parts
+    to keep every thread busy); otherwise y is zeroed in one slice per thread
+    first.
+
+    Returns -1 once y is written, or the position in `indices` of the first
+    index outside [0, y.shape[0]); y is then partly written, but never outside
+    its bounds.  (-2, writing nothing: the arguments break this contract.)
+    """
+    cdef Py_ssize_t n = x.shape[0], size = y.shape[0], r
+    if indices.shape[0] != n or blocks < 1 or n % blocks or size % blocks or n_threads < 1:
+        return -2
+    if n == 0 and size == 0:
+        return -1
+    with nogil:
+        r = _max_unpool(&x[0] if n else NULL, &indices[0] if n else NULL, n,
+                        &y[0] if size else NULL, size, blocks, fused, n_threads)
+    return r
 
 
 # ===========================================================================

@@ -124,8 +124,13 @@ def test_run_node_max_unpool_optional_output_shape(rng):
     x = rng.standard_normal((2, 3, 6, 7)).astype(np.float32)
     y, i = pooling.max_pool(x, 2, strides=2, return_indices=True)
     node = helper.make_node("MaxUnpool", ["X", "I", ""], ["Y"], kernel_shape=[2, 2], strides=[2, 2])
-    (inferred,) = pooling.onnx.run_node(node, [y, i, None])
+    # Indices address the output (SPEC 2): those of a 6x7 input do not fit the inferred 6x6 one.
+    with pytest.raises(ValueError, match=r"MaxUnpool: indices\[.*\] = \d+ is outside \[0, 216\)"):
+        pooling.onnx.run_node(node, [y, i, None])
+    y6, i6 = pooling.max_pool(x[..., :6], 2, strides=2, return_indices=True)
+    (inferred,) = pooling.onnx.run_node(node, [y6, i6, None])
     assert inferred.shape == (2, 3, 6, 6)
+    assert_same(inferred, np.where(inferred != 0, x[..., :6], 0).astype(np.float32))
     node = helper.make_node("MaxUnpool", ["X", "I", "S"], ["Y"], kernel_shape=[2, 2], strides=[2, 2])
     (full,) = pooling.onnx.run_node(node, [y, i, np.array(x.shape, dtype=np.int64)])
     assert_same(full, np.where(full != 0, x, 0).astype(np.float32))

@@ -147,6 +147,31 @@ def _activate(y, kind, activation, params):
     return out
 
 
+def max_unpool(x, indices, kernel_shape, strides=None, pads=None, output_shape=None):
+    """Y of MaxUnpool on NCHW `x`, SPEC 2: zeros, then Y.flat[I.flat[j]] = X.flat[j] in order.
+
+    numpy leaves the winner of a repeated fancy-index assignment unspecified,
+    so the last j of each index is picked explicitly before one assignment.
+    """
+    x = np.asarray(x)
+    n = x.ndim - 2
+    if output_shape is None:
+        strides = strides or (1,) * n
+        pads = pads or (0,) * (2 * n)
+        output_shape = x.shape[:2] + tuple(
+            (x.shape[2 + i] - 1) * strides[i] - (pads[i] + pads[n + i]) + kernel_shape[i]
+            for i in range(n)
+        )
+    # Raw bits of every dtype (bfloat16 and NaN payloads included) as unsigned ints.
+    raw = np.ascontiguousarray(x).reshape(-1).view(f"u{x.dtype.itemsize}")
+    flat = np.asarray(indices).reshape(-1).astype(np.int64)
+    y = np.zeros(int(np.prod(output_shape)), dtype=raw.dtype)
+    targets, last_from_end = np.unique(flat[::-1], return_index=True)
+    y[targets] = raw[flat.size - 1 - last_from_end]
+    dtype = x.dtype.newbyteorder("=") if x.dtype.byteorder not in "=|" else x.dtype
+    return y.view(dtype).reshape(tuple(output_shape))
+
+
 def col2im(x, image_shape, block_shape, strides=None, pads=None, dilations=None):
     """Y of Col2Im on columns `x` (N, C*K, L), SPEC 3.
 
