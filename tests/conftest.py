@@ -1,4 +1,6 @@
-"""Shared helpers for every operator's tests: dtypes, array makers, memory orders."""
+"""Shared helpers for every operator's tests: dtypes, array makers, memory orders, fuzz settings."""
+import os
+
 import numpy as np
 import pytest
 
@@ -110,6 +112,8 @@ def memory_orders(x):
     view = big[tuple(slice(1, None, 2) for _ in x.shape)]
     view[...] = x
     yield "strided", view
+    flip = tuple(slice(None, None, -1) for _ in x.shape)
+    yield "reversed", np.ascontiguousarray(x[flip])[flip]  # every stride negative
     if x.dtype.fields is None and x.dtype.itemsize > 1 and x.dtype.name != "bfloat16":
         yield "byteswapped", x.astype(x.dtype.newbyteorder("S"))
     if x.dtype == np.float64:  # np.asarray of Python floats gives float64 back
@@ -194,3 +198,55 @@ def _parts(a):
     if a.dtype.itemsize == 2:
         return a.view(np.uint16)
     return a.view(a.real.dtype) if a.dtype.kind == "c" else a
+
+
+def to_nhwc(x):
+    """An NCHW array's channels-last copy."""
+    return np.ascontiguousarray(np.moveaxis(x, 1, -1))
+
+
+def nchw_indices_as_nhwc(indices, x_shape):
+    """Re-encode NCHW flat offsets (into x of x_shape) as offsets into the NHWC transpose of x."""
+    channels, plane = x_shape[1], int(np.prod(x_shape[2:]))
+    image_channel, pixel = np.divmod(indices, plane)
+    image, channel = np.divmod(image_channel, channels)
+    return np.moveaxis(np.where(indices < 0, -1, (image * plane + pixel) * channels + channel), 1, -1)
+
+
+# -- fuzzing (hypothesis) -------------------------------------------------------------------------
+# POOLING_FUZZ_EXAMPLES=N multiplies every fuzz test's example count by N;
+# `pytest --slow` is N = SLOW_FACTOR.  The default run is derandomized (the same
+# examples every time); a longer campaign draws fresh ones.
+
+SLOW_FACTOR = 20
+_fuzz = {"factor": None}
+
+
+def pytest_addoption(parser):
+    parser.addoption("--slow", action="store_true", default=False,
+                     help=f"long fuzz campaign: {SLOW_FACTOR}x the examples of every hypothesis "
+                          "test (POOLING_FUZZ_EXAMPLES=N sets the factor)")
+
+
+def pytest_configure(config):
+    _fuzz["factor"] = SLOW_FACTOR if config.getoption("--slow") else None
+
+
+def fuzz_factor():
+    """How many times its default number of examples each fuzz test runs."""
+    value = os.environ.get("POOLING_FUZZ_EXAMPLES")
+    if value:
+        factor = int(value)
+        if factor < 1:
+            raise ValueError(f"POOLING_FUZZ_EXAMPLES must be a positive integer, got {value!r}")
+        return factor
+    return _fuzz["factor"] or 1
+
+
+def fuzz_settings(max_examples):
+    """hypothesis settings for a fuzz test: `max_examples` times fuzz_factor(), no deadline."""
+    from hypothesis import HealthCheck, settings
+
+    factor = fuzz_factor()
+    return settings(max_examples=max_examples * factor, deadline=None, derandomize=factor == 1,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -5,7 +5,8 @@ import pytest
 import pooling
 from pooling import reference
 
-from conftest import FLOAT_KINDS, POOL_DTYPES, assert_same, make_array, memory_orders
+from conftest import (FLOAT_KINDS, POOL_DTYPES, assert_same, make_array, memory_orders,
+                      nchw_indices_as_nhwc, to_nhwc)
 
 SHAPES = {1: (2, 3, 11), 2: (2, 3, 9, 8), 3: (2, 3, 6, 5, 7), 4: (1, 2, 5, 4, 6, 5)}
 ATTRIBUTES = [
@@ -16,18 +17,6 @@ ATTRIBUTES = [
     dict(kernel_shape=3, strides=2, auto_pad="SAME_LOWER", dilations=2),
     dict(kernel_shape=3, auto_pad="VALID", strides=2),
 ]
-
-
-def to_nhwc(x):
-    return np.ascontiguousarray(np.moveaxis(x, 1, -1))
-
-
-def nchw_indices_as_nhwc(indices, x_shape):
-    """Re-encode NCHW flat offsets as offsets into the NHWC transpose of X."""
-    channels, plane = x_shape[1], int(np.prod(x_shape[2:]))
-    image_channel, pixel = np.divmod(indices, plane)
-    image, channel = np.divmod(image_channel, channels)
-    return np.moveaxis(np.where(indices < 0, -1, (image * plane + pixel) * channels + channel), 1, -1)
 
 
 @pytest.mark.parametrize("kind", list(POOL_DTYPES))

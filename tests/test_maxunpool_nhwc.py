@@ -4,11 +4,7 @@ import pytest
 
 import pooling
 
-from conftest import POOL_DTYPES, assert_same, make_array
-
-
-def to_nhwc(x):
-    return np.ascontiguousarray(np.moveaxis(x, 1, -1))
+from conftest import POOL_DTYPES, assert_same, make_array, to_nhwc
 
 
 @pytest.mark.parametrize("kind", list(POOL_DTYPES))
