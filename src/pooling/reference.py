@@ -14,6 +14,12 @@ import numpy as np
 from ._dtypes import dtype_kind, float_to_half_bits
 
 
+def _native(x):
+    """x as an array in native byte order, the order every result comes back in."""
+    x = np.asarray(x)
+    return x.astype(x.dtype.newbyteorder("=")) if x.dtype.byteorder not in "=|" else x
+
+
 def _storage(x, kind):
     """The raw storage of x: uint16 bit patterns for the 16-bit floats."""
     raw = np.ascontiguousarray(x)
@@ -66,7 +72,7 @@ def pool_output_shape(spatial, kernel, strides, dilations, pads, auto_pad="NOTSE
 def max_pool(x, kernel_shape, strides=None, pads=None, dilations=None, auto_pad="NOTSET",
              ceil_mode=0, storage_order=0, activation=None, activation_params=None):
     """(Y, Indices) of MaxPool on NCHW `x`, SPEC 1.3-1.5."""
-    x = np.asarray(x)
+    x = _native(x)
     kind = dtype_kind(x.dtype)
     n = x.ndim - 2
     spatial = x.shape[2:]
@@ -122,7 +128,7 @@ def max_pool(x, kernel_shape, strides=None, pads=None, dilations=None, auto_pad=
     if activation is not None:
         y = _activate(y, kind, activation, activation_params)
     shape = x.shape[:2] + tuple(out)
-    y = y.reshape(shape).view(x.dtype.newbyteorder("=") if x.dtype.byteorder not in "=|" else x.dtype)
+    y = y.reshape(shape).view(x.dtype)
     return y, indices.reshape(shape)
 
 
@@ -131,14 +137,16 @@ def _activate(y, kind, activation, params):
     lo, hi = (0.0, math.inf) if activation == "Relu" else (float(params[0]), float(params[1]))
     if kind in ("int8", "uint8"):
         info = np.iinfo(kind)
-        lo = info.min if lo == -math.inf else min(max(math.ceil(lo), info.min), info.max)
-        hi = info.max if hi == math.inf else min(max(math.floor(hi), info.min), info.max)
+        lo = max(min(lo, info.max), info.min)  # in range first: lo and hi may be +-inf
+        hi = max(min(hi, info.max), info.min)
+        lo, hi = math.ceil(lo), math.floor(hi)
         return np.minimum(np.maximum(y, lo), hi).astype(y.dtype)
     if kind in ("float16", "bfloat16"):
         lo_raw, hi_raw = float_to_half_bits(lo, kind), float_to_half_bits(hi, kind)
         lo_f, hi_f = (float(_values(np.array([b], np.uint16), kind)[0]) for b in (lo_raw, hi_raw))
     else:
-        lo_raw, hi_raw = np.array(lo, y.dtype), np.array(hi, y.dtype)
+        with np.errstate(over="ignore"):  # a bound past the type's range rounds to +-inf
+            lo_raw, hi_raw = np.array(lo, y.dtype), np.array(hi, y.dtype)
         lo_f, hi_f = float(lo_raw), float(hi_raw)
     values = _values(y, kind)
     out = y.copy()
@@ -153,7 +161,7 @@ def max_unpool(x, indices, kernel_shape, strides=None, pads=None, output_shape=N
     numpy leaves the winner of a repeated fancy-index assignment unspecified,
     so the last j of each index is picked explicitly before one assignment.
     """
-    x = np.asarray(x)
+    x = _native(x)
     n = x.ndim - 2
     if output_shape is None:
         strides = strides or (1,) * n
@@ -168,8 +176,7 @@ def max_unpool(x, indices, kernel_shape, strides=None, pads=None, output_shape=N
     y = np.zeros(int(np.prod(output_shape)), dtype=raw.dtype)
     targets, last_from_end = np.unique(flat[::-1], return_index=True)
     y[targets] = raw[flat.size - 1 - last_from_end]
-    dtype = x.dtype.newbyteorder("=") if x.dtype.byteorder not in "=|" else x.dtype
-    return y.view(dtype).reshape(tuple(output_shape))
+    return y.view(x.dtype).reshape(tuple(output_shape))
 
 
 def col2im(x, image_shape, block_shape, strides=None, pads=None, dilations=None):
@@ -181,7 +188,7 @@ def col2im(x, image_shape, block_shape, strides=None, pads=None, dilations=None)
     integers wrap around (numpy's own arithmetic), float16 and bfloat16 are
     summed in float32 and rounded once to nearest even.
     """
-    x = np.asarray(x)
+    x = _native(x)
     kind = dtype_kind(x.dtype)
     image = tuple(int(v) for v in image_shape)
     block = tuple(int(v) for v in block_shape)
@@ -192,7 +199,7 @@ def col2im(x, image_shape, block_shape, strides=None, pads=None, dilations=None)
     nblocks = [(image[i] + pads[i] + pads[i + n] - (block[i] - 1) * dilations[i] - 1)
                // strides[i, 0] + 1 for i in range(n)]
     batch = x.shape[0]
-    cols = _widen(x, kind).reshape(batch, -1, math.prod(block), x.shape[2])
+    cols = _widen(x, kind).reshape(batch, x.shape[1] // math.prod(block), math.prod(block), x.shape[2])
     y = np.zeros((batch, cols.shape[1], math.prod(image)), dtype=cols.dtype)
     beta = np.indices(nblocks).reshape(n, -1)  # block coordinates, lexicographic
     for k, kappa in enumerate(np.ndindex(*block)):
