@@ -192,9 +192,10 @@ def _activation_bounds(activation, params, kind):
         return 0, 0, 0
     lo, hi = (0.0, math.inf) if activation == "Relu" else params
     if kind in ("int8", "uint8"):
+        # Limit to the type's range before rounding: either bound may be +-inf.
         info = np.iinfo(kind)
-        lo = info.min if lo == -math.inf else min(max(math.ceil(lo), info.min), info.max)
-        hi = info.max if hi == math.inf else min(max(math.floor(hi), info.min), info.max)
+        lo = math.ceil(min(max(lo, info.min), info.max))
+        hi = math.floor(min(max(hi, info.min), info.max))
         return 3, lo, hi
     if kind in HALF_INF_BITS:
         return 3, float_to_half_bits(lo, kind), float_to_half_bits(hi, kind)
