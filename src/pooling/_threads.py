@@ -1,5 +1,6 @@
 """n_threads semantics shared by every operator (SPEC 4)."""
 import operator
+import os
 
 from . import _core
 
@@ -7,12 +8,19 @@ from . import _core
 # gains (measured on the ResNet-stem MaxPool: 1x64x16x16 is ~5 us serial).
 SERIAL_BELOW = 1 << 15
 
+# An explicit n_threads above this is lowered to it (results never depend on
+# n_threads).  Beyond a few threads per core a kernel only slows down, and
+# asking OpenMP for ~10**5 threads exhausts the process's thread limit: the
+# OpenMP runtime then crashes the process instead of failing cleanly.
+MAX_N_THREADS = max(64, 4 * (os.cpu_count() or 1))
+
 
 def resolve_n_threads(op, n_threads, work=None):
     """The thread count a kernel runs with.
 
     None: OpenMP's maximum now (honours OMP_NUM_THREADS and threadpoolctl);
-    -1: all of them; -k: max + 1 - k (at least 1); 0: ValueError.  `work`
+    -1: all of them; -k: max + 1 - k (at least 1); 0: ValueError; k > 0: k, at
+    most MAX_N_THREADS (or OpenMP's maximum, if that is larger).  `work`
     (elements touched) lets small calls run serial; results never depend on it.
     """
     if isinstance(n_threads, bool) or (n_threads is not None and not _is_int(n_threads)):
@@ -26,6 +34,8 @@ def resolve_n_threads(op, n_threads, work=None):
             raise ValueError(f"{op}: n_threads must be non-zero (None or -1 for all threads), got 0")
         if n < 0:
             n = max(maximum + 1 + n, 1)
+        else:
+            n = min(n, max(MAX_N_THREADS, maximum))
     if work is not None and work < SERIAL_BELOW:
         n = 1
     return n
