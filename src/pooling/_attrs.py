@@ -89,7 +89,11 @@ def choice(op, name, value, allowed):
 
 def shape_tuple(op, name, shape):
     """A shape as a tuple of non-negative Python ints (numpy integers are converted exactly)."""
-    dims = tuple(as_int(op, name, d) for d in shape)
+    try:
+        items = iter(shape)
+    except TypeError:
+        raise TypeError(f"{op}: {name} must be a sequence of integers, got {shape!r}") from None
+    dims = tuple(as_int(op, name, d) for d in items)
     if any(d < 0 for d in dims):
         raise ValueError(f"{op}: {name} must have non-negative dimensions, got {dims}")
     return dims

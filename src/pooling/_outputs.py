@@ -9,7 +9,14 @@ def output_array(op, name, out, shape, dtype, *inputs):
     the result's shape and dtype that overlaps none of the `inputs`.
     """
     if out is None:
-        return np.empty(shape, dtype=dtype)
+        try:
+            return np.empty(shape, dtype=dtype)
+        except ValueError:
+            # Fewer than 2**62 elements, but more bytes than an address holds.
+            raise ValueError(
+                f"{op}: the result of shape {tuple(shape)} and dtype {dtype} has more bytes "
+                "than memory can address"
+            ) from None
     if not isinstance(out, np.ndarray):
         raise ValueError(f"{op}: {name} must be a numpy array, got {type(out).__name__}")
     if out.shape != tuple(shape) or out.dtype != dtype:
