@@ -4,6 +4,7 @@ import os
 import numpy as np
 import pytest
 
+from pooling import reference
 from pooling._dtypes import LEGACY_BFLOAT16
 
 try:
@@ -89,18 +90,65 @@ def assert_same(actual, expected):
         )
 
 
+def full_attr(value, length=None, default=None):
+    """A valid sequence attribute in any form the API accepts (None, an int, a sequence, an array)
+    as the tuple of `length` ints it stands for (length None: as many as given)."""
+    if value is None:
+        return (default,) * length
+    values = tuple(int(v) for v in np.asarray(value).reshape(-1).tolist())
+    return values * length if len(values) == 1 and length is not None else values
+
+
 def reference_args(attrs, n):
     """pooling.reference.max_pool's explicit argument form of max_pool keyword `attrs` (n spatial axes)."""
     return dict(
-        kernel_shape=tuple(attrs["kernel_shape"]),
-        strides=tuple(attrs.get("strides", (1,) * n)),
-        pads=tuple(attrs.get("pads", (0,) * (2 * n))),
-        dilations=tuple(attrs.get("dilations", (1,) * n)),
+        kernel_shape=full_attr(attrs["kernel_shape"], n, 1),
+        strides=full_attr(attrs.get("strides"), n, 1),
+        pads=full_attr(attrs.get("pads"), 2 * n, 0),
+        dilations=full_attr(attrs.get("dilations"), n, 1),
         auto_pad=attrs.get("auto_pad", "NOTSET"),
-        ceil_mode=attrs.get("ceil_mode", 0),
+        ceil_mode=int(attrs.get("ceil_mode", 0)),
         activation=attrs.get("activation"),
         activation_params=attrs.get("activation_params"),
     )
+
+
+def reference_max_pool(x, attrs, storage_order=0):
+    """(Y, Indices) of pooling.reference.max_pool for max_pool keyword `attrs`, either layout
+    (NHWC through the NCHW transpose, Indices re-encoded as NHWC offsets)."""
+    x = np.asarray(x)
+    nhwc = attrs.get("layout") == "NHWC"
+    nchw = np.moveaxis(x, -1, 1) if nhwc else x
+    y, indices = reference.max_pool(nchw, storage_order=storage_order, **reference_args(attrs, x.ndim - 2))
+    if nhwc:
+        return to_nhwc(y), nchw_indices_as_nhwc(indices, nchw.shape)
+    return y, indices
+
+
+def unpool_output_shape(x_shape, attrs):
+    """max_unpool's output shape for keyword `attrs` straight from SPEC 2, or None where an inferred
+    dimension would be < 1 (a ValueError)."""
+    if attrs.get("output_shape") is not None:
+        return full_attr(attrs["output_shape"], len(x_shape), 0)
+    nhwc = attrs.get("layout") == "NHWC"
+    spatial = x_shape[1:-1] if nhwc else x_shape[2:]
+    n = len(spatial)
+    kernel, strides = full_attr(attrs["kernel_shape"], n, 1), full_attr(attrs.get("strides"), n, 1)
+    pads = full_attr(attrs.get("pads"), 2 * n, 0)
+    out = tuple((spatial[i] - 1) * strides[i] - pads[i] - pads[i + n] + kernel[i] for i in range(n))
+    if n == 0 or min(out) < 1:
+        return None
+    return (x_shape[0],) + out + (x_shape[-1],) if nhwc else tuple(x_shape[:2]) + out
+
+
+def reference_col2im(x, attrs):
+    """pooling.reference.col2im for col2im keyword `attrs` in any accepted form."""
+    image = full_attr(attrs["image_shape"])
+    n = len(image)
+    return reference.col2im(x, image, full_attr(attrs["block_shape"]),
+                            strides=full_attr(attrs.get("strides"), n, 1),
+                            pads=full_attr(attrs.get("pads"), 2 * n, 0),
+                            dilations=full_attr(attrs.get("dilations"), n, 1))
 
 
 def memory_orders(x):

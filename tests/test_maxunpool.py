@@ -401,27 +401,3 @@ def test_command_line_check():
     assert _same(fast(), ref())
     assert _same(fast(n_threads=1), ref())
 
-
-hypothesis = pytest.importorskip("hypothesis")
-st = hypothesis.strategies
-
-
-@hypothesis.settings(max_examples=60, deadline=None)
-@hypothesis.given(data=st.data())
-def test_random_calls_match_reference(data):
-    # Any rank, empty axes, any output_shape and any in-range indices (repeats, crossings).
-    rank = data.draw(st.integers(1, 4))
-    lead = data.draw(st.tuples(st.integers(0, 3), st.integers(1, 3)))
-    spatial = data.draw(st.tuples(*[st.integers(0, 4)] * rank))
-    kernel = data.draw(st.tuples(*[st.integers(1, 3)] * rank))
-    strides = data.draw(st.tuples(*[st.integers(1, 3)] * rank))
-    out_spatial = data.draw(st.tuples(*[st.integers(0, 6)] * rank))
-    x = np.arange(1, int(np.prod(lead + spatial)) + 1, dtype=np.float64).reshape(lead + spatial)
-    out_shape = lead + out_spatial
-    size = int(np.prod(out_shape))
-    if x.size and not size:
-        return
-    flat = data.draw(st.lists(st.integers(0, size - 1), min_size=x.size, max_size=x.size)) if x.size else []
-    idx = np.array(flat, dtype=np.int64).reshape(x.shape)
-    got = pooling.max_unpool(x, idx, kernel, strides=strides, output_shape=out_shape)
-    assert_same(got, reference.max_unpool(x, idx, kernel, strides=strides, output_shape=out_shape))
