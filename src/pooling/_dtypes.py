@@ -43,7 +43,12 @@ def dtype_kind(dtype):
     return _kind(np.dtype(dtype))
 
 
-@functools.lru_cache(maxsize=None)
+# Bounded: callers may pass ever new dtypes (structured ones are endless), and
+# a cache keyed on them must not grow the process without end.
+_DTYPE_CACHE = 256
+
+
+@functools.lru_cache(maxsize=_DTYPE_CACHE)
 def _kind(dtype):
     if dtype.fields is not None and dtype.itemsize == 2 and "bfloat16" in dtype.fields:
         return "bfloat16"  # ONNX's legacy structured bfloat16
@@ -83,7 +88,7 @@ def as_kernel_array(op, name, x, kinds):
     return view, kind
 
 
-@functools.lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=_DTYPE_CACHE)
 def result_dtype(x_dtype):
     """The dtype results are returned in: the input's own, in native byte order."""
     dtype = np.dtype(x_dtype)
