@@ -162,10 +162,20 @@ def memory_orders(x):
     yield "strided", view
     flip = tuple(slice(None, None, -1) for _ in x.shape)
     yield "reversed", np.ascontiguousarray(x[flip])[flip]  # every stride negative
+    if x.dtype.itemsize > 1 and not x.dtype.hasobject:
+        yield "unaligned", unaligned(x)
     if x.dtype.fields is None and x.dtype.itemsize > 1 and x.dtype.name != "bfloat16":
         yield "byteswapped", x.astype(x.dtype.newbyteorder("S"))
     if x.dtype == np.float64:  # np.asarray of Python floats gives float64 back
         yield "list", x.tolist()
+
+
+def unaligned(x):
+    """A C-contiguous copy of x one byte off its dtype's alignment."""
+    buf = np.zeros(x.nbytes + 1, np.uint8)
+    u = np.frombuffer(buf[1:].data, dtype=x.dtype).reshape(x.shape)
+    u[...] = x
+    return u
 
 
 def _readonly(x):

@@ -19,7 +19,7 @@ import pytest
 import pooling
 from conftest import (ALL_DTYPES, POOL_DTYPES, assert_same, assert_same_or_nan, full_attr, fuzz_settings,
                       make_any_array, make_array, memory_orders, reference_args, reference_col2im,
-                      reference_max_pool, to_dtype, unpool_output_shape)
+                      reference_max_pool, to_dtype, unaligned, unpool_output_shape)
 from pooling import reference
 
 hypothesis = pytest.importorskip("hypothesis")
@@ -32,7 +32,7 @@ HUGE = (2**62, 2**63 - 1, 2**63, 2**64 - 1, 2**64, 2**100)
 NOT_INTS = (1.0, 2.5, True, np.bool_(False), "2", None, 1j, np.float32(2), b"1")
 # Whole attributes of a type no integer sequence has.
 NOT_SEQUENCES = (2.5, "abc", {1: 2}, {1, 2}, b"ab", np.ones((1, 2), np.int64), np.array([1.0, 2.0]))
-ORDERS = ("C", "readonly", "fortran", "strided", "byteswapped", "reversed", "list")
+ORDERS = ("C", "readonly", "fortran", "strided", "byteswapped", "reversed", "unaligned", "list")
 
 
 def memory_order(x, name):
@@ -209,7 +209,7 @@ def max_pool_fault(draw, call, n):
         call["n_threads"] = draw(st.sampled_from([0, 1.5, "2", True]))
         return name, ValueError if type(call["n_threads"]) is int else TypeError
     if name == "out":
-        call["use_out"] = draw(st.sampled_from(["shape", "dtype", "strided", "readonly", "list"]))
+        call["use_out"] = draw(st.sampled_from(["shape", "dtype", "strided", "readonly", "unaligned", "list"]))
         return name, ValueError
     call["return_indices"], call["use_out"] = False, "indices_out"
     return name, ValueError
@@ -244,12 +244,14 @@ def max_pool_expected_errors(call):
 
 def bad_out(how, shape, dtype):
     """An out= buffer that breaks the one rule `how` names (API.md: exactly the result's shape and dtype,
-    writeable and C-contiguous)."""
+    writeable, aligned and C-contiguous)."""
     if how == "dtype":
         return np.empty(shape, np.int32 if dtype == np.int16 else np.int16)
     if how == "strided" and math.prod(shape) > 1:  # one element or none is contiguous however strided
         return np.empty(tuple(shape) + (2,), dtype)[..., 0]
-    if how in ("shape", "strided"):
+    if how == "unaligned" and np.dtype(dtype).itemsize > 1 and math.prod(shape):
+        return unaligned(np.empty(shape, dtype))
+    if how in ("shape", "strided", "unaligned"):
         return np.empty(tuple(shape) + (1,), dtype)
     if how == "readonly":
         out = np.empty(shape, dtype)
@@ -383,7 +385,7 @@ def max_unpool_fault(draw, call, n, lead):
     if name == "n_threads":
         call["n_threads"] = draw(st.sampled_from([0, 0.5, "1"]))
         return name, ValueError if call["n_threads"] == 0 else TypeError
-    call["use_out"] = draw(st.sampled_from(["shape", "dtype", "strided", "readonly", "list"]))
+    call["use_out"] = draw(st.sampled_from(["shape", "dtype", "strided", "readonly", "unaligned", "list"]))
     return name, ValueError
 
 
@@ -531,7 +533,7 @@ def col2im_fault(draw, call, n):
         call["n_threads"] = draw(st.sampled_from([0, 2.0, "1"]))
         return name, ValueError if call["n_threads"] == 0 else TypeError
     else:
-        call["use_out"] = draw(st.sampled_from(["shape", "dtype", "strided", "readonly", "list"]))
+        call["use_out"] = draw(st.sampled_from(["shape", "dtype", "strided", "readonly", "unaligned", "list"]))
         return name, ValueError
     call["shape"] = tuple(max(d, 0) for d in shape)
     return name, ValueError

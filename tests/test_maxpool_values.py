@@ -12,7 +12,7 @@ import pytest
 import pooling
 from conftest import (
     BFLOAT16, FLOAT_KINDS, POOL_DTYPES, assert_same, make_array, memory_orders, reference_args,
-    to_dtype,
+    to_dtype, unaligned,
 )
 from pooling import reference
 from pooling._dtypes import LEGACY_BFLOAT16
@@ -312,14 +312,6 @@ def test_larger_input_matches_reference():
         check_against_reference(x, attrs, orders=False)
 
 
-def _unaligned(x):
-    """x's values in memory one byte off the dtype's alignment."""
-    buf = np.zeros(x.nbytes + 1, np.uint8)
-    u = np.frombuffer(buf[1:].data, dtype=x.dtype).reshape(x.shape)
-    u[...] = x
-    return u
-
-
 @pytest.mark.parametrize("kind", list(POOL_DTYPES))
 def test_unusual_layouts(kind, rng):
     """Negative strides, transposes, zero strides and unaligned memory all give the C-order result."""
@@ -329,7 +321,7 @@ def test_unusual_layouts(kind, rng):
         "reversed_planes": x[::-1, ::-1, ::-2],
         "transposed": x.transpose(0, 1, 3, 2),
         "broadcast": np.broadcast_to(x[:, :, :1, :], x.shape),
-        "unaligned": _unaligned(x),
+        "unaligned": unaligned(x),
     }
     for name, xm in views.items():
         for attrs in (dict(kernel_shape=(2, 3), strides=(1, 2), pads=(1, 0, 0, 1)),

@@ -67,8 +67,9 @@ def as_kernel_array(op, name, x, kinds):
     """(array, kind): `x` as a native-order C-contiguous array the kernels can read.
 
     Raises TypeError naming op, parameter and dtype when the kind is not in
-    `kinds`.  The caller's array is never written: a copy is made when layout or
-    byte order must change, and the view handed back is read-only either way.
+    `kinds`.  The caller's array is never written: a copy is made when layout,
+    alignment or byte order must change, and the view handed back is read-only
+    either way.
     """
     arr = x if type(x) is np.ndarray else np.asarray(x)
     kind = _kind(arr.dtype)
@@ -77,13 +78,18 @@ def as_kernel_array(op, name, x, kinds):
             f"{op}: {name} has dtype {arr.dtype}, which is not supported; "
             f"supported: {', '.join(kinds)}"
         )
-    if kind in _AS_IS and arr.flags.c_contiguous and arr.dtype.isnative:
+    flags = arr.flags
+    if kind in _AS_IS and flags.c_contiguous and flags.aligned and arr.dtype.isnative:
         return arr, kind  # the common case: nothing to convert (kernels never write inputs)
     storage = arr.dtype.base if arr.dtype.fields is not None else arr.dtype
     if storage.byteorder not in "=|":
         # Byte-swapped: the legacy structured bfloat16 swaps its uint16 payload.
         arr = arr.view(storage).astype(storage.newbyteorder("="))
-    view = np.ascontiguousarray(arr).view(KERNEL_DTYPE.get(kind, storage.newbyteorder("=")))
+    # Aligned too: the kernels load whole elements, and a misaligned load is undefined
+    # behaviour in C (a fault on strict-alignment CPUs).  ascontiguousarray keeps a
+    # misaligned contiguous array as it is; a copy is aligned.
+    arr = np.ascontiguousarray(arr) if arr.flags.aligned else arr.copy()
+    view = arr.view(KERNEL_DTYPE.get(kind, storage.newbyteorder("=")))
     view.flags.writeable = False
     return view, kind
 

@@ -5,8 +5,9 @@ import numpy as np
 def output_array(op, name, out, shape, dtype, *inputs):
     """A C-contiguous array of `shape` and `dtype` to write a result into.
 
-    `out` (optional) must be exactly that: a writeable C-contiguous ndarray of
-    the result's shape and dtype that overlaps none of the `inputs`.
+    `out` (optional) must be exactly that: a writeable, aligned, C-contiguous
+    ndarray of the result's shape and dtype that overlaps none of the `inputs`
+    (the kernels store whole elements; a misaligned store is undefined in C).
     """
     if out is None:
         try:
@@ -24,8 +25,8 @@ def output_array(op, name, out, shape, dtype, *inputs):
             f"{op}: {name} must have shape {tuple(shape)} and dtype {dtype}, "
             f"got shape {out.shape} and dtype {out.dtype}"
         )
-    if not out.flags.c_contiguous or not out.flags.writeable:
-        raise ValueError(f"{op}: {name} must be a writeable C-contiguous array")
+    if not (out.flags.c_contiguous and out.flags.writeable and out.flags.aligned):
+        raise ValueError(f"{op}: {name} must be a writeable, aligned, C-contiguous array")
     if any(np.may_share_memory(out, x) for x in inputs):
         raise ValueError(f"{op}: {name} must not overlap the input")
     return out
