@@ -14,7 +14,8 @@ import pytest
 
 import pooling
 from conftest import (ALL_DTYPES, POOL_DTYPES, assert_same, assert_same_or_nan, make_any_array, make_array,
-                      memory_orders, reference_col2im, reference_max_pool, to_nhwc, unpool_output_shape)
+                      memory_orders, reference_col2im, reference_max_pool, to_nhwc, unaligned,
+                      unpool_output_shape)
 from pooling import reference
 from pooling._dtypes import LEGACY_BFLOAT16
 
@@ -371,6 +372,90 @@ def test_memory_variants_of_col2im(kind):
         assert_same_or_nan(pooling.col2im(variant, **attrs), want)
         assert_same(np.asarray(variant), before)
         assert_same_or_nan(reference_col2im(variant, attrs), want)  # the twin agrees on every variant
+
+
+class _AlignmentChecked:
+    """A kernel (or fused kernel family) that asserts every array it receives is aligned."""
+
+    def __init__(self, kernel, seen):
+        self.kernel, self.seen = kernel, seen
+
+    def __getitem__(self, key):
+        return _AlignmentChecked(self.kernel[key], self.seen)
+
+    def __call__(self, *args):
+        for a in args:
+            if isinstance(a, np.ndarray):
+                self.seen.append(a.flags.aligned)
+                assert a.flags.aligned, f"a kernel received a misaligned {a.dtype} array"
+        return self.kernel(*args)
+
+
+@pytest.fixture
+def alignment_checked(monkeypatch):
+    """Every kernel of pooling._core wrapped by _AlignmentChecked; yields the list of checks made."""
+    from pooling import _core, maxpool
+
+    seen = []
+    for name in ("max_pool_3d", "max_pool_nhwc", "max_pool_axis", "max_unpool", "col2im"):
+        monkeypatch.setattr(_core, name, _AlignmentChecked(getattr(_core, name), seen))
+    maxpool._launch.cache_clear()  # launchers hold the kernels they picked
+    yield seen
+    monkeypatch.undo()
+    maxpool._launch.cache_clear()
+
+
+@pytest.mark.parametrize("kind", ["float32", "float16", "bfloat16", "float64"])
+def test_kernels_only_see_aligned_arrays(kind, alignment_checked):
+    """Misaligned inputs (a C-contiguous view one byte off) are copied before a kernel reads them: a
+    misaligned load is undefined behaviour in C (UBSan reported it; strict-alignment CPUs fault)."""
+    rng = np.random.default_rng(11)
+    x = make_array(rng, (2, 3, 8, 7), kind)
+    calls = [lambda a: pooling.max_pool(a, 3, strides=2, pads=1, return_indices=True),
+             lambda a: pooling.max_pool(a, 2, layout="NHWC", return_indices=True),
+             lambda a: pooling.max_pool(a[..., None], (2, 2, 1), return_indices=True),
+             lambda a: pooling.max_pool(a[..., None, None], (2, 2, 1, 1)),
+             lambda a: pooling.max_unpool(a, np.arange(a.size).reshape(a.shape), 1),
+             lambda a: pooling.col2im(a.reshape(2, 12, 14), (4, 8), (2, 2), strides=(2, 1), pads=(0, 0, 1, 0))]
+    for call in calls:
+        want = call(x)
+        got = call(unaligned(x))
+        for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+            assert_same(g, w)
+    idx = unaligned(np.arange(x.size, dtype=np.int64).reshape(x.shape))
+    assert_same(pooling.max_unpool(x, idx, 1), pooling.max_unpool(x, np.ascontiguousarray(idx), 1))
+    assert alignment_checked and all(alignment_checked)
+
+
+@pytest.mark.parametrize("call", [
+    lambda out: pooling.max_pool(np.ones((1, 1, 4), np.float32), 2, out=out),
+    lambda out: pooling.max_pool(np.ones((1, 1, 4), np.float32), 2, return_indices=True,
+                                 indices_out=unaligned(np.empty((1, 1, 3), np.int64))),
+    lambda out: pooling.max_unpool(np.ones((1, 1, 3), np.float32), np.arange(3).reshape(1, 1, 3), 1, out=out),
+    lambda out: pooling.col2im(np.ones((1, 1, 3), np.float32), (3,), (1,), out=out),
+], ids=["max_pool", "max_pool-indices_out", "max_unpool", "col2im"])
+def test_misaligned_out_is_a_value_error(call):
+    with pytest.raises(ValueError, match=r"^(MaxPool|MaxUnpool|Col2Im): (indices_)?out must be a writeable, aligned"):
+        call(unaligned(np.empty((1, 1, 3), np.float32)))
+
+
+def test_max_unpool_kernel_with_an_empty_output():
+    """Kernel contract (src/_core.pyx, max_unpool): elements but an empty output must return 0, the
+    first bad index, without undefined behaviour.  The fused path memsets y + b*0 with y NULL:
+    memset(NULL, 0, 0) is undefined, and UBSan (tools/sanitize.sh) reports it, so under the
+    sanitizer build this subprocess dies.  The Python layer no longer makes this call (it names
+    indices[0] itself), so only the kernel is left to fix."""
+    code = textwrap.dedent("""
+        import numpy as np
+        from pooling import _core
+        x = np.ones(4, np.uint32)
+        for n_threads, fused in ((1, True), (2, False)):
+            r = _core.max_unpool(x, np.zeros(4, np.int64), np.empty(0, np.uint32), 1, fused, n_threads)
+            assert r == 0, r
+        print("ok")
+    """)
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and run.stdout.strip() == "ok", (run.returncode, run.stderr[-3000:])
 
 
 def test_legacy_bfloat16_byte_swapped():

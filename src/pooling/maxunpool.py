@@ -73,11 +73,16 @@ def max_unpool(x, indices, kernel_shape, *, strides=None, pads=None, output_shap
     y = output_array(OP, "out", out, plan.out_shape, result_dtype(arr.dtype), arr, idx)
     nt = resolve_n_threads(OP, n_threads, xk.size + y.size)
     if xk.size or y.size:
-        bits = _BITS[xk.itemsize]
-        # Few planes: zero y on every thread first rather than one plane per thread.
-        fused = nt == 1 or plan.blocks >= 4 * nt
-        bad = _core.max_unpool(xk.reshape(-1).view(bits), ik.reshape(-1), y.reshape(-1).view(bits),
-                               plan.blocks, fused, nt)
+        if not y.size:
+            # Nowhere to write: the very first index is outside [0, 0).  (The kernel is not
+            # handed an empty output: it would memset a null pointer, undefined behaviour.)
+            bad = 0
+        else:
+            bits = _BITS[xk.itemsize]
+            # Few planes: zero y on every thread first rather than one plane per thread.
+            fused = nt == 1 or plan.blocks >= 4 * nt
+            bad = _core.max_unpool(xk.reshape(-1).view(bits), ik.reshape(-1), y.reshape(-1).view(bits),
+                                   plan.blocks, fused, nt)
         if bad >= 0:
             where = tuple(int(i) for i in np.unravel_index(bad, idx.shape))
             raise ValueError(
