@@ -458,6 +458,20 @@ def test_max_unpool_kernel_with_an_empty_output():
     assert run.returncode == 0 and run.stdout.strip() == "ok", (run.returncode, run.stderr[-3000:])
 
 
+def test_max_pool_axis_kernel_with_an_empty_input():
+    """Kernel contract (src/_core.pyx, max_pool_axis): an empty stage input with positions to carry
+    gives every window empty (-inf, position -1) without raising.  The kernel takes &pos_in[0, 0, 0]
+    of the empty array: harmless in a release build, an IndexError with the bounds checks of
+    POOLING_DEBUG=1 (tools/sanitize.sh builds so).  The Python layer no longer passes positions for
+    an empty input, so only the kernel is left to fix."""
+    from pooling import _core
+
+    x = np.empty((1, 0, 1), np.float32)
+    y, pos_out = np.zeros((1, 2, 1), np.float32), np.zeros((1, 2, 1), np.int64)
+    _core.max_pool_axis(x, np.empty((1, 0, 1), np.int64), y, pos_out, 1, 1, 1, 1, 0, 0.0, 0.0, 0, 1)
+    assert (y == -np.inf).all() and (pos_out == -1).all()
+
+
 def test_legacy_bfloat16_byte_swapped():
     """ONNX's legacy structured bfloat16 with a big-endian payload: the same bits as the native one."""
     native = make_array(np.random.default_rng(9), (1, 2, 6, 5), "bfloat16").view(np.uint16).view(LEGACY_BFLOAT16)

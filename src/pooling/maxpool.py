@@ -322,8 +322,11 @@ def _run_separable(plan, xk, y, indices, act, inf_bits, nt):
         if indices is not None:
             nxt_pos = indices.reshape(a, o, b) if last else np.empty((a, o, b), dtype=np.int64)
         mode, lo, hi = act if last else (0, act[1], act[2])
+        # An empty stage input has no positions to carry (every window is empty), and the
+        # kernel would index element 0 of the empty array (an IndexError with bounds checks).
+        pos_in = None if pos is None or not cur.size else pos.reshape(a, length, b)
         _core.max_pool_axis(
-            cur.reshape(a, length, b), None if pos is None else pos.reshape(a, length, b),
+            cur.reshape(a, length, b), pos_in,
             nxt, nxt_pos, plan.kernel[axis], plan.strides[axis], plan.dilations[axis],
             plan.pads_begin[axis], mode, lo, hi, inf_bits, nt,
         )
