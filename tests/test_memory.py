@@ -22,7 +22,10 @@ RSS_BOUND = 8 * 1024 * 1024      # bytes of resident memory
 
 
 def _rss():
-    """Resident set size in bytes, or None without /proc."""
+    """Resident set size in bytes, or None without /proc or under AddressSanitizer (tools/sanitize.sh),
+    whose quarantine keeps freed memory resident on purpose."""
+    if "libasan" in os.environ.get("LD_PRELOAD", ""):
+        return None
     try:
         with open("/proc/self/statm") as f:
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
