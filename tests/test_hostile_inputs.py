@@ -239,6 +239,18 @@ def test_results_with_more_bytes_than_an_address_holds(call):
         call()
 
 
+def test_huge_padding_on_an_inner_axis_of_a_long_input():
+    """A 64 MiB input, a 4 MiB result: the staged kernel's intermediate would be 2**26 rows of 2**22
+    padded columns (2**48 bytes, a MemoryError).  The fused kernel computes it in a few MiB."""
+    x = np.broadcast_to(np.int8(5), (1, 1, 2**26, 1))
+    attrs = dict(kernel_shape=1, strides=(2**26, 1), pads=(0, 0, 0, 2**22 + 1))
+    y, i = pooling.max_pool(x, return_indices=True, n_threads=1, **attrs)
+    assert y.shape == i.shape == (1, 1, 1, 2**22 + 2)
+    assert y[0, 0, 0, 0] == 5 and i[0, 0, 0, 0] == 0
+    assert (y[..., 1:] == -128).all() and (i[..., 1:] == -1).all()  # windows wholly in the padding
+    assert_same(pooling.max_pool(x, **attrs), y)
+
+
 @pytest.mark.parametrize("fn", [pooling.max_pool_output_shape, pooling.max_unpool_output_shape])
 @pytest.mark.parametrize("x_shape", [5, None, 2.0])
 def test_shape_twins_take_sequences_only(fn, x_shape):

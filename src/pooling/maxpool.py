@@ -225,6 +225,14 @@ def _launch(plan, kind, nt, with_indices):
     if plan.layout == "NCHW" and n <= 3 and _fits_int32(plan.spatial):
         spatial, out, kernel, _, dilations, _ = _promote(plan)
         rings = _rings(spatial, out, kernel, dilations)
+        if rings is None:
+            # Past its budget the fused kernel is the slower one, but the staged one's
+            # intermediates can dwarf input and output (huge pads on an inner axis times a
+            # long outer axis: a MemoryError for a call whose result is small): take
+            # whichever needs less memory.
+            full = _rings(spatial, out, kernel, dilations, budget=None)
+            if nt * full[0] * full[1] * out[2] < _separable_peak(plan):
+                rings = full
         if rings is not None:
             return _launch_3d(plan, kind, nt, rings, act, inf_bits)
     rare = _run_nhwc_transposed if plan.layout == "NHWC" else _run_separable
@@ -333,17 +341,26 @@ def _run_separable(plan, xk, y, indices, act, inf_bits, nt):
         cur, pos = nxt, nxt_pos
 
 
-def _rings(spatial, out, kernel, dilations):
-    """(ringd, ring): the fused kernel's row cache, or None when it would exceed its budget.
+def _rings(spatial, out, kernel, dilations, budget=_RING_ELEMENTS):
+    """(ringd, ring): the fused kernel's row cache, or None when it would exceed `budget`
+    elements per thread (None: no budget).
 
     Rows one output row needs span at most the dilated kernel and lie inside
     the input, so rings of min(dilated kernel, input extent) keep them apart.
     """
     ringd = min((kernel[0] - 1) * dilations[0] + 1, spatial[0])
     ring = min((kernel[1] - 1) * dilations[1] + 1, spatial[1])
-    if max(ringd, 1) * max(ring, 1) * out[2] > _RING_ELEMENTS:
+    if budget is not None and max(ringd, 1) * max(ring, 1) * out[2] > budget:
         return None
     return max(ringd, 1), max(ring, 1)
+
+
+def _separable_peak(plan):
+    """Elements of the largest intermediate _run_separable allocates for an NCHW plan: the stage
+    pooling axis i (last to first) leaves (planes, D_0..D_{i-1}, O_i..O_{n-1})."""
+    planes, out = plan.out_shape[0] * plan.out_shape[1], plan.out_shape[2:]
+    return max((planes * math.prod(plan.spatial[:i]) * math.prod(out[i:]) for i in range(1, len(out))),
+               default=0)
 
 
 def _fits_int32(spatial):
