@@ -80,6 +80,21 @@ def broken_int_attr(draw, values, minimum, scalar_ok=True):
     return draw(st.sampled_from(NOT_SEQUENCES)), TypeError
 
 
+def maybe_attrs(draw, attrs, **values):
+    """Each of `values` into `attrs` (in a drawn form) or left out for its default, as drawn."""
+    for name, value in values.items():
+        if draw(st.booleans()):
+            attrs[name] = draw(int_attr(value))
+
+
+def break_sequence(draw, attrs, name, n, scalar_ok=True):
+    """(name, error) after breaking one rule of the integer sequence attribute `name` of n spatial
+    axes (pads: 2n values >= 0; the others n values >= 1)."""
+    length, minimum = (2 * n, 0) if name == "pads" else (n, 1)
+    attrs[name], error = draw(broken_int_attr([minimum] * length, minimum, scalar_ok))
+    return name, error
+
+
 def dims(draw, n, lo, hi):
     """n values in [lo, hi]; a lower bound of 0 draws 0 one time in eight (empty arrays stay the exception)."""
     if lo == 0:
@@ -102,6 +117,24 @@ def check_error(op, error, expected):
     assert expected, f"a valid call raised {error!r}"
     assert isinstance(error, tuple(expected)), f"expected {expected}, got {error!r}"
     assert op in str(error), f"the message does not name {op}: {error}"
+
+
+def settled(op, call, result, error, expected, shape_fn, extra, main=None):
+    """The common end of every fuzz test: True when `result` is to be compared with the reference.
+
+    An error must be one of `expected` and name `op`; a result must be expected; the shape twin
+    must agree either way; an out= buffer must be what came back.  `main`: the result's main
+    array (default: the result)."""
+    main = result if main is None else main
+    check_shape_twin(op, shape_fn, None if result is None else np.shape(main), error)
+    if error is not None:
+        check_error(op, error, expected)
+        return False
+    assert not expected, f"{call['fault']}: expected {expected}, got a result"
+    event("compared with the reference" + (" (empty)" if not np.size(main) else ""))
+    if "out" in extra:
+        assert main is extra["out"]
+    return True
 
 
 def check_shape_twin(op, shape_fn, result_shape, error):
@@ -130,10 +163,7 @@ def max_pool_calls(draw):
     kernel = dims(draw, n, 1, 4 if n < 3 else 3)
     strides, dilations, pads = dims(draw, n, 1, 3), dims(draw, n, 1, 3), dims(draw, 2 * n, 0, 4)
     attrs = dict(kernel_shape=draw(int_attr(kernel)))
-    if draw(st.booleans()):
-        attrs["strides"] = draw(int_attr(strides))
-    if draw(st.booleans()):
-        attrs["dilations"] = draw(int_attr(dilations))
+    maybe_attrs(draw, attrs, strides=strides, dilations=dilations)
     auto_pad = draw(st.sampled_from(["NOTSET", "NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"]))
     if auto_pad != "NOTSET":
         attrs["auto_pad"] = auto_pad
@@ -170,9 +200,7 @@ def max_pool_fault(draw, call, n):
     attrs = call["attrs"]
     name = draw(st.sampled_from(MAX_POOL_FAULTS))
     if name in ("kernel_shape", "strides", "dilations", "pads"):
-        length, minimum = (2 * n, 0) if name == "pads" else (n, 1)
-        attrs[name], error = draw(broken_int_attr([minimum] * length, minimum))
-        return name, error
+        return break_sequence(draw, attrs, name, n)
     if name == "kernel_missing":
         attrs["kernel_shape"] = None
         return name, ValueError
@@ -282,21 +310,14 @@ def test_max_pool(call):
     result, error = outcome(lambda: pooling.max_pool(x, return_indices=call["return_indices"],
                                                      n_threads=call["n_threads"], **attrs, **extra))
     assert_same(np.asarray(x), before)  # inputs are never modified
-    check_shape_twin("MaxPool", lambda: pooling.max_pool_output_shape(np.shape(x), **attrs),
-                     None if result is None else np.shape(result[0] if call["return_indices"] else result),
-                     error)
-    if error is not None:
-        check_error("MaxPool", error, expected_errors)
+    y, indices = result if call["return_indices"] and result is not None else (result, None)
+    if not settled("MaxPool", call, result, error, expected_errors,
+                   lambda: pooling.max_pool_output_shape(np.shape(x), **attrs), extra, y):
         return
-    assert not expected_errors, f"{call['fault']}: expected {expected_errors}, got a result"
-    event("compared with the reference" + (" (empty)" if not np.size(result) else ""))
-    y, indices = result if call["return_indices"] else (result, None)
     want_y, want_i = reference_max_pool(x, attrs, attrs.get("storage_order", 0))
     assert_same(y, want_y)
     if indices is not None:
         assert_same(indices, want_i)
-    if "out" in extra:
-        assert y is extra["out"]
 
 
 # --- MaxUnpool -------------------------------------------------------------------------------------
@@ -314,10 +335,7 @@ def max_unpool_calls(draw):
     spatial = dims(draw, n, 0, 4 if n < 4 else 2)
     kernel, strides, pads = dims(draw, n, 1, 3), dims(draw, n, 1, 3), dims(draw, 2 * n, 0, 2)
     attrs = dict(kernel_shape=draw(int_attr(kernel)))
-    if draw(st.booleans()):
-        attrs["strides"] = draw(int_attr(strides))
-    if draw(st.booleans()):
-        attrs["pads"] = draw(int_attr(pads))
+    maybe_attrs(draw, attrs, strides=strides, pads=pads)
     if layout == "NHWC":
         attrs["layout"] = "NHWC"
     if draw(st.booleans()):
@@ -343,9 +361,7 @@ def max_unpool_fault(draw, call, n, lead):
     attrs = call["attrs"]
     name = draw(st.sampled_from(UNPOOL_FAULTS))
     if name in ("kernel_shape", "strides", "pads"):
-        length, minimum = (2 * n, 0) if name == "pads" else (n, 1)
-        attrs[name], error = draw(broken_int_attr([minimum] * length, minimum))
-        return name, error
+        return break_sequence(draw, attrs, name, n)
     if name == "kernel_missing":
         attrs["kernel_shape"] = None
         return name, ValueError
@@ -462,17 +478,9 @@ def test_max_unpool(call):
     result, error = outcome(lambda: pooling.max_unpool(x, indices, n_threads=call["n_threads"], **attrs, **extra))
     assert_same(np.asarray(x), x_before)
     assert_same(np.asarray(indices), i_before)
-    check_shape_twin("MaxUnpool", lambda: pooling.max_unpool_output_shape(np.shape(x), **attrs),
-                     None if result is None else result.shape, error)
-    if error is not None:
-        check_error("MaxUnpool", error, expected_errors)
-        return
-    assert not expected_errors, f"{call['fault']}: expected {expected_errors}, got a result"
-    event("compared with the reference" + (" (empty)" if not np.size(result) else ""))
-    want = reference.max_unpool(x, indices, None, output_shape=out_shape)
-    assert_same(result, want)
-    if "out" in extra:
-        assert result is extra["out"]
+    if settled("MaxUnpool", call, result, error, expected_errors,
+               lambda: pooling.max_unpool_output_shape(np.shape(x), **attrs), extra):
+        assert_same(result, reference.max_unpool(x, indices, None, output_shape=out_shape))
 
 
 # --- Col2Im ----------------------------------------------------------------------------------------
@@ -488,9 +496,7 @@ def col2im_calls(draw):
     strides, dilations, pads = dims(draw, n, 1, 3), dims(draw, n, 1, 2), dims(draw, 2 * n, 0, 2)
     attrs = dict(image_shape=draw(int_attr(image, scalar_ok=False)),
                  block_shape=draw(int_attr(block, scalar_ok=False)))
-    for name, values in (("strides", strides), ("dilations", dilations), ("pads", pads)):
-        if draw(st.booleans()):
-            attrs[name] = draw(int_attr(values))
+    maybe_attrs(draw, attrs, strides=strides, dilations=dilations, pads=pads)
     call = dict(attrs=attrs, n=n, batch=dims(draw, 1, 0, 2)[0], channels=draw(st.integers(1, 3)),
                 kind=draw(st.sampled_from(sorted(ALL_DTYPES))), order=draw(st.sampled_from(ORDERS)),
                 n_threads=draw(st.sampled_from([None, 1, 2])), use_out=draw(st.booleans()),
@@ -511,10 +517,7 @@ def col2im_fault(draw, call, n):
     attrs, shape = call["attrs"], list(call["shape"])
     name = draw(st.sampled_from(COL2IM_FAULTS))
     if name in ("image_shape", "block_shape", "strides", "dilations", "pads"):
-        length, minimum = (2 * n, 0) if name == "pads" else (n, 1)
-        scalar_ok = name not in ("image_shape", "block_shape")
-        attrs[name], error = draw(broken_int_attr([minimum] * length, minimum, scalar_ok))
-        return name, error
+        return break_sequence(draw, attrs, name, n, scalar_ok=name not in ("image_shape", "block_shape"))
     if name == "lengths":  # image_shape and block_shape of different lengths
         attrs["block_shape"] = [1] * (n + 1)
         return name, ValueError
@@ -568,13 +571,6 @@ def test_col2im(call):
     before = np.array(x, copy=True)
     result, error = outcome(lambda: pooling.col2im(x, n_threads=call["n_threads"], **attrs, **extra))
     assert_same(np.asarray(x), before)
-    check_shape_twin("Col2Im", lambda: pooling.col2im_output_shape(np.shape(x), **attrs),
-                     None if result is None else result.shape, error)
-    if error is not None:
-        check_error("Col2Im", error, expected_errors)
-        return
-    assert not expected_errors, f"{call['fault']}: expected {expected_errors}, got a result"
-    event("compared with the reference" + (" (empty)" if not np.size(result) else ""))
-    assert_same_or_nan(result, reference_col2im(x, attrs))
-    if "out" in extra:
-        assert result is extra["out"]
+    if settled("Col2Im", call, result, error, expected_errors,
+               lambda: pooling.col2im_output_shape(np.shape(x), **attrs), extra):
+        assert_same_or_nan(result, reference_col2im(x, attrs))
