@@ -590,7 +590,7 @@ def test_huge_n_threads_neither_crashes_nor_overflows():
                 pooling.col2im(cols, (200, 200), (2, 2), n_threads=1),
                 pooling.max_pool(x[..., None, None], (2, 2, 1, 1), n_threads=1),
                 pooling.max_pool(x, 2, layout="NHWC", n_threads=1))
-        for nt in (10**5, 2**31, 2**63 - 1, 2**70):
+        for nt in (10**5, 2**31, 2**63 - 1, 2**70, np.uint64(2**64 - 1), -2**63, -2**70):
             got = (pooling.max_pool(x, 2, n_threads=nt), pooling.max_unpool(x, idx, 1, n_threads=nt),
                    pooling.col2im(cols, (200, 200), (2, 2), n_threads=nt),
                    pooling.max_pool(x[..., None, None], (2, 2, 1, 1), n_threads=nt),
