@@ -11,7 +11,7 @@ from ._attrs import (INDEX_LIMIT, check_size, choice, flag, hashable, int_tuple,
 from ._dtypes import HALF_INF_BITS, as_kernel_array, float_to_half_bits, result_dtype
 from ._outputs import output_array
 from ._shapes import AUTO_PADS, pool_output
-from ._threads import resolve_n_threads
+from ._threads import resolve_n_threads, split_rows
 
 OP = "MaxPool"
 
@@ -249,7 +249,7 @@ def _launch_3d(plan, kind, nt, rings, act, inf_bits):
     spatial, out, kernel, strides, dilations, pads_begin = _promote(plan)
     ringd, ring = rings
     OW = out[2]
-    rows, units = _split(planes * out[0], out[1], nt)
+    rows, units = split_rows(planes * out[0], out[1], nt)
     nt = min(nt, units)
     kernel_fn = _core.max_pool_3d[_CTYPE[kind]]
     x_shape, y_shape = (planes,) + spatial, (planes,) + out
@@ -346,19 +346,6 @@ def _fits_int32(spatial):
     """The fused kernel tracks winners as int32 (row within plane, column)."""
     rows = int(np.prod(spatial[:-1]))
     return rows < 1 << 31 and spatial[-1] < 1 << 31
-
-
-def _split(slices, rows, nt):
-    """(rows per work item, work items): enough items to keep nt threads busy.
-
-    The split is over (plane x depth slice) x blocks of output rows, so that a
-    few large planes still use every core; a longer block reuses more cached rows.
-    """
-    if nt <= 1 or slices >= 8 * nt:
-        return max(rows, 1), slices
-    blocks = -(-8 * nt // slices)
-    per = max(1, -(-rows // blocks))
-    return per, slices * -(-rows // per)
 
 
 def _to_column_major(indices, spatial):
