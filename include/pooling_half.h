@@ -31,4 +31,7 @@ static inline int pk_half_isnan(uint16_t h, uint16_t inf_bits)
     return (h & 0x7fffu) > inf_bits;
 }
 
+/* True when a or b is NaN: one unordered compare tests two elements. */
+#define PK_UNORDERED(a, b) __builtin_isunordered((a), (b))
+
 #endif

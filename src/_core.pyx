@@ -15,6 +15,7 @@ cdef extern from "pooling_omp.h":
     int PK_OPENMP
 
 cdef extern from "pooling_half.h":
+    bint PK_UNORDERED(double a, double b) noexcept nogil
     uint16_t pk_half_key(uint16_t h, uint16_t inf_bits) noexcept nogil
     bint pk_half_isnan(uint16_t h, uint16_t inf_bits) noexcept nogil
 
@@ -130,6 +131,9 @@ cdef struct Geom:
     Py_ssize_t D, H, W, OD, OH, OW          # one plane of X and of Y
     Py_ssize_t kd, kh, kw, sd, sh, sw, dd, dh, dw, pd, ph, pw
     Py_ssize_t ow_lo, ow_hi                 # output columns whose taps all lie inside a row
+    const Py_ssize_t* tdr                   # valid taps [t0, t1) of each output position, as
+    const Py_ssize_t* thr                   # pairs (2*o, 2*o + 1), per axis: precomputed once
+    const Py_ssize_t* twr                   # per call plan instead of dividing on every row
     Py_ssize_t ringd, ring                  # row cache: ringd x ring rows, slot of (d, h) is
                                             # (d % ringd, h % ring); each ring is at least the
                                             # dilated kernel or the input extent, so the rows
@@ -140,9 +144,8 @@ cdef struct Geom:
 cdef inline void _hcol(const pool_t* xr, Py_ssize_t ow, pool_t* hv, int32_t* hp,
                        const Geom* g) noexcept nogil:
     """Pass 1 for one border column, whose window is cut by the row's ends."""
-    cdef Py_ssize_t t, t0, t1, w = ow * g.sw - g.pw, best
+    cdef Py_ssize_t t, t0 = g.twr[2 * ow], t1 = g.twr[2 * ow + 1], w = ow * g.sw - g.pw, best
     cdef pool_t m, v
-    _taps(w, g.dw, g.kw, g.W, &t0, &t1)
     if t0 >= t1:
         hv[ow] = _empty_value(<pool_t>0, g.inf_bits)
         best = -1
@@ -170,9 +173,9 @@ cdef inline bint _keep(pool_t v, pool_t m, uint16_t inf_bits, bint exact) noexce
     return _gt(v, m, inf_bits)
 
 
-cdef inline bint _hrow_interior(const pool_t* xr, pool_t* hv, int32_t* hp, const Geom* g,
+cdef inline void _hrow_interior(const pool_t* xr, pool_t* hv, int32_t* hp, const Geom* g,
                                 bint exact) noexcept nogil:
-    """Pass 1 for the columns whose taps all lie inside the row; True if a NaN was read.
+    """Pass 1 for the columns whose taps all lie inside the row.
 
     Taps loop outside and columns inside, with unconditional loads and
     bit-mask selects, so gcc vectorises across output columns (an if-update
@@ -182,20 +185,14 @@ cdef inline bint _hrow_interior(const pool_t* xr, pool_t* hv, int32_t* hp, const
     cdef const pool_t* src = xr - g.pw      # src[ow * sw] is column ow's first tap
     cdef pool_t v, m
     cdef int32_t old, mask
-    cdef bint nan = False
     for ow in range(lo, hi):
-        v = src[ow * sw]
-        hv[ow] = v
-        if pool_t is float or pool_t is double:
-            nan |= v != v
+        hv[ow] = src[ow * sw]
     if hp == NULL:
         for t in range(1, g.kw):
             src = src + g.dw
             for ow in range(lo, hi):
                 v = src[ow * sw]
                 m = hv[ow]
-                if pool_t is float or pool_t is double:
-                    nan |= v != v
                 hv[ow] = v if _keep(v, m, g.inf_bits, exact) else m
     else:
         for ow in range(lo, hi):
@@ -207,34 +204,30 @@ cdef inline bint _hrow_interior(const pool_t* xr, pool_t* hv, int32_t* hp, const
                 v = src[ow * sw]
                 m = hv[ow]
                 old = hp[ow]
-                if pool_t is float or pool_t is double:
-                    nan |= v != v
                 mask = -<int32_t>_keep(v, m, g.inf_bits, exact)
                 hv[ow] = v if mask else m
                 hp[ow] = (old & ~mask) | (<int32_t>(ow * sw + tap) & mask)
-    return nan
 
 
-cdef inline bint _hrow_short(const pool_t* xr, pool_t* hv, int32_t* hp, const Geom* g,
-                             bint exact) noexcept nogil:
+cdef inline void _hrow_short(const pool_t* xr, pool_t* hv, int32_t* hp, const Geom* g,
+                             Py_ssize_t sw, Py_ssize_t d1, Py_ssize_t d2, bint exact) noexcept nogil:
     """Pass 1 for interior columns of a 2- or 3-tap kernel: every tap in one straight loop.
 
-    A 2-tap kernel reads its second tap twice: an equal value never replaces
-    the maximum, so the result is the same and one loop serves both.
+    sw: the stride; d1, d2: the second and third taps' offsets.  A 2-tap
+    kernel reads its second tap twice: an equal value never replaces the
+    maximum, so one loop serves both.  Callers pass literals for the common
+    shapes: with a constant stride gcc loads whole vectors and shuffles, with
+    a run-time one it assembles each vector from scalar loads (3x the work).
     """
-    cdef Py_ssize_t ow, lo = g.ow_lo, hi = g.ow_hi, sw = g.sw, pw = g.pw
-    cdef Py_ssize_t d1 = g.dw, d2 = g.dw * (g.kw - 1)
+    cdef Py_ssize_t ow, lo = g.ow_lo, hi = g.ow_hi, pw = g.pw
     cdef const pool_t* src = xr - pw
     cdef pool_t a, b, c, m
     cdef int32_t col, mask
-    cdef bint nan = False
     if hp == NULL:
         for ow in range(lo, hi):
             a = src[ow * sw]
             b = src[ow * sw + d1]
             c = src[ow * sw + d2]
-            if pool_t is float or pool_t is double:
-                nan |= (a != a) | (b != b) | (c != c)
             m = b if _keep(b, a, g.inf_bits, exact) else a
             hv[ow] = c if _keep(c, m, g.inf_bits, exact) else m
     else:
@@ -242,8 +235,6 @@ cdef inline bint _hrow_short(const pool_t* xr, pool_t* hv, int32_t* hp, const Ge
             a = src[ow * sw]
             b = src[ow * sw + d1]
             c = src[ow * sw + d2]
-            if pool_t is float or pool_t is double:
-                nan |= (a != a) | (b != b) | (c != c)
             col = <int32_t>(ow * sw - pw)
             mask = -<int32_t>_keep(b, a, g.inf_bits, exact)
             m = b if mask else a
@@ -251,6 +242,17 @@ cdef inline bint _hrow_short(const pool_t* xr, pool_t* hv, int32_t* hp, const Ge
             mask = -<int32_t>_keep(c, m, g.inf_bits, exact)
             hv[ow] = c if mask else m
             hp[ow] = (col & ~mask) | (<int32_t>(ow * sw - pw + d2) & mask)
+
+
+cdef inline bint _has_nan(const pool_t* xr, Py_ssize_t n) noexcept nogil:
+    """Whether a float row holds a NaN: one unordered compare tests two elements."""
+    cdef Py_ssize_t i, half = n // 2
+    cdef bint nan = False
+    if pool_t is float or pool_t is double:
+        for i in range(half):
+            nan |= PK_UNORDERED(xr[i], xr[i + half])
+        if n % 2:
+            nan |= xr[n - 1] != xr[n - 1]
     return nan
 
 
@@ -258,31 +260,37 @@ cdef inline bint _hrow(const pool_t* xr, pool_t* hv, int32_t* hp, const Geom* g)
     """Pass 1 over one input row: hv[ow] = max of output column ow's taps, hp[ow] its column.
 
     hp may be NULL (no Indices).  An empty window gives the empty value and -1.
-    Returns True when the row's maxima include a NaN (the vertical pass must
-    then combine it exactly).
+    float and double rows are first checked for NaN in one cheap pass: rows
+    without one (nearly all) use the maxps compare (_keep), the others SPEC's
+    exact rule.  Returns True when the row holds a NaN, so the vertical pass
+    combines it exactly too.
     """
     cdef Py_ssize_t ow
-    cdef bint nan = False
+    cdef bint nan = _has_nan(xr, g.W)
     if g.ow_lo < g.ow_hi:
-        if g.kw == 2 or g.kw == 3:
-            if pool_t is float or pool_t is double:
-                nan = _hrow_short(xr, hv, hp, g, False)
-                if nan:  # rare: redo the row with SPEC's NaN rule
-                    _hrow_short(xr, hv, hp, g, True)
+        if (g.kw == 2 or g.kw == 3) and g.dw == 1 and (g.sw == 1 or g.sw == 2) and not nan:
+            # The ResNet-like shapes, with literal strides and offsets.
+            if g.sw == 2 and g.kw == 3:
+                _hrow_short(xr, hv, hp, g, 2, 1, 2, False)
+            elif g.sw == 2:
+                _hrow_short(xr, hv, hp, g, 2, 1, 1, False)
+            elif g.kw == 3:
+                _hrow_short(xr, hv, hp, g, 1, 1, 2, False)
             else:
-                _hrow_short(xr, hv, hp, g, True)
-        elif pool_t is float or pool_t is double:
-            nan = _hrow_interior(xr, hv, hp, g, False)
+                _hrow_short(xr, hv, hp, g, 1, 1, 1, False)
+        elif g.kw == 2 or g.kw == 3:
             if nan:
-                _hrow_interior(xr, hv, hp, g, True)
-        else:
+                _hrow_short(xr, hv, hp, g, g.sw, g.dw, g.dw * (g.kw - 1), True)
+            else:
+                _hrow_short(xr, hv, hp, g, g.sw, g.dw, g.dw * (g.kw - 1), False)
+        elif nan:
             _hrow_interior(xr, hv, hp, g, True)
+        else:
+            _hrow_interior(xr, hv, hp, g, False)
     for ow in range(min(g.ow_lo, g.OW)):
         _hcol(xr, ow, hv, hp, g)
-        nan |= _isnan(hv[ow], g.inf_bits)
     for ow in range(max(g.ow_lo, g.ow_hi), g.OW):
         _hcol(xr, ow, hv, hp, g)
-        nan |= _isnan(hv[ow], g.inf_bits)
     return nan
 
 
@@ -366,13 +374,13 @@ cdef void _pool_rows(const pool_t* xp, pool_t* yp, int64_t* ip, int64_t xoff, co
     for slot in range(g.ringd * g.ring):
         tags[slot] = -2  # holds no row
     dbase = od * g.sd - g.pd
-    _taps(dbase, g.dd, g.kd, g.D, &td0, &td1)
+    td0, td1 = g.tdr[2 * od], g.tdr[2 * od + 1]
     for oh in range(oh0, oh1):
         yrow = yp + (od * g.OH + oh) * OW
         if ip != NULL:
             irow = ip + (od * g.OH + oh) * OW
         hbase = oh * g.sh - g.ph
-        _taps(hbase, g.dh, g.kh, g.H, &th0, &th1)
+        th0, th1 = g.thr[2 * oh], g.thr[2 * oh + 1]
         if td0 >= td1 or th0 >= th1:
             for ow in range(OW):
                 yrow[ow] = empty
@@ -438,6 +446,7 @@ cdef void _pool_rows(const pool_t* xp, pool_t* yp, int64_t* ip, int64_t xoff, co
 def max_pool_3d(const pool_t[:, :, :, ::1] x not None, pool_t[:, :, :, ::1] y not None,
                 int64_t[:, :, :, ::1] indices,
                 tuple kernel, tuple strides, tuple dilations, tuple pads_begin,
+                const Py_ssize_t[:, ::1] taps not None,
                 Py_ssize_t ringd, Py_ssize_t ring, Py_ssize_t rows_per_unit,
                 pool_t[:, ::1] hval not None, int32_t[:, ::1] hpos, Py_ssize_t[:, ::1] tags not None,
                 int act, pool_t lo, pool_t hi, uint16_t inf_bits, int n_threads):
@@ -460,6 +469,10 @@ def max_pool_3d(const pool_t[:, :, :, ::1] x not None, pool_t[:, :, :, ::1] y no
     g.sd, g.sh, g.sw = strides
     g.dd, g.dh, g.dw = dilations
     g.pd, g.ph, g.pw = pads_begin
+    # taps: (OD + OH + OW, 2), the valid tap range of each output position per axis
+    g.tdr = &taps[0, 0]
+    g.thr = g.tdr + 2 * g.OD
+    g.twr = g.thr + 2 * g.OH
     g.ringd = ringd
     g.ring = ring
     g.inf_bits = inf_bits
@@ -536,12 +549,12 @@ cdef void _nhwc_row(const pool_t* xp, pool_t* yrow, int64_t* irow, int64_t xoff,
     cdef pool_t empty = _empty_value(<pool_t>0, g.inf_bits)
     dbase = od * g.sd - g.pd
     hbase = oh * g.sh - g.ph
-    _taps(dbase, g.dd, g.kd, g.D, &td0, &td1)
-    _taps(hbase, g.dh, g.kh, g.H, &th0, &th1)
+    td0, td1 = g.tdr[2 * od], g.tdr[2 * od + 1]
+    th0, th1 = g.thr[2 * oh], g.thr[2 * oh + 1]
     for ow in range(g.OW):
         yv = yrow + ow * C
         wbase = ow * g.sw - g.pw
-        _taps(wbase, g.dw, g.kw, g.W, &tw0, &tw1)
+        tw0, tw1 = g.twr[2 * ow], g.twr[2 * ow + 1]
         first = True
         if td0 >= td1 or th0 >= th1 or tw0 >= tw1:
             for c in range(C):
@@ -585,7 +598,7 @@ cdef void _nhwc_row(const pool_t* xp, pool_t* yrow, int64_t* irow, int64_t xoff,
 def max_pool_nhwc(const pool_t[:, :, :, :, ::1] x not None, pool_t[:, :, :, :, ::1] y not None,
                   int64_t[:, :, :, :, ::1] indices,
                   tuple kernel, tuple strides, tuple dilations, tuple pads_begin,
-                  int32_t[:, ::1] wpix, int act, pool_t lo, pool_t hi, uint16_t inf_bits,
+                  const Py_ssize_t[:, ::1] taps not None, int32_t[:, ::1] wpix, int act, pool_t lo, pool_t hi, uint16_t inf_bits,
                   int n_threads):
     """MaxPool channels-last: x (N, D, H, W, C) -> y (N, OD, OH, OW, C).
 
@@ -600,6 +613,10 @@ def max_pool_nhwc(const pool_t[:, :, :, :, ::1] x not None, pool_t[:, :, :, :, :
     g.sd, g.sh, g.sw = strides
     g.dd, g.dh, g.dw = dilations
     g.pd, g.ph, g.pw = pads_begin
+    # taps: (OD + OH + OW, 2), the valid tap range of each output position per axis
+    g.tdr = &taps[0, 0]
+    g.thr = g.tdr + 2 * g.OD
+    g.twr = g.thr + 2 * g.OH
     g.inf_bits = inf_bits
     cdef Py_ssize_t N = x.shape[0], C = x.shape[4]
     cdef Py_ssize_t units = N * g.OD * g.OH

@@ -253,7 +253,8 @@ def _launch_3d(plan, kind, nt, rings, act, inf_bits):
     nt = min(nt, units)
     kernel_fn = _core.max_pool_3d[_CTYPE[kind]]
     x_shape, y_shape = (planes,) + spatial, (planes,) + out
-    geometry = (kernel, strides, dilations, pads_begin, ringd, ring, rows)
+    taps = _tap_ranges(spatial, out, kernel, strides, dilations, pads_begin)
+    geometry = (kernel, strides, dilations, pads_begin, taps, ringd, ring, rows)
     tail = act + (inf_bits, nt)
     vals, poss, tags = (nt, ringd * ring * OW), (nt, (ringd * ring + 2) * OW), (nt, ringd * ring)
 
@@ -272,7 +273,8 @@ def _launch_nhwc(plan, kind, nt, with_indices, act, inf_bits):
     nt = max(1, min(nt, n * out[0] * out[1]))
     kernel_fn = _core.max_pool_nhwc[_CTYPE[kind]]
     x_shape, y_shape = (n,) + spatial + (c,), (n,) + out + (c,)
-    geometry = (kernel, strides, dilations, pads_begin)
+    taps = _tap_ranges(spatial, out, kernel, strides, dilations, pads_begin)
+    geometry = (kernel, strides, dilations, pads_begin, taps)
     tail = act + (inf_bits, nt)
 
     def run(xk, y, indices):
@@ -327,6 +329,21 @@ def _run_separable(plan, xk, y, indices, act, inf_bits, nt):
             plan.pads_begin[axis], mode, lo, hi, inf_bits, nt,
         )
         cur, pos = nxt, nxt_pos
+
+
+def _tap_ranges(spatial, out, kernel, strides, dilations, pads_begin):
+    """(sum(out), 2) intp: the valid taps [t0, t1) of each output position, axis by axis.
+
+    Tap t of output o reads position o*s - pb + t*d, valid inside [0, size):
+    an interval of t because positions grow with t (t0 >= t1: empty window).
+    """
+    parts = []
+    for size, o, k, s, d, p in zip(spatial, out, kernel, strides, dilations, pads_begin):
+        base = np.arange(o, dtype=np.int64) * s - p
+        t0 = np.where(base >= 0, 0, (-base + d - 1) // d)
+        t1 = np.where(base >= size, 0, np.minimum(k, (size - 1 - base) // d + 1))
+        parts.append(np.stack([t0, t1], axis=1))
+    return np.ascontiguousarray(np.concatenate(parts), dtype=np.intp)
 
 
 def _rings(spatial, out, kernel, dilations):
