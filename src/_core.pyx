@@ -8,7 +8,7 @@ Python layer (``src/pooling``) decides every shape, pad and dtype question.
 """
 from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport INFINITY
-from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint16_t
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t
 
 cdef extern from "pooling_omp.h":
     int omp_get_max_threads() noexcept nogil
@@ -18,6 +18,8 @@ cdef extern from "pooling_half.h":
     bint PK_UNORDERED(double a, double b) noexcept nogil
     uint16_t pk_half_key(uint16_t h, uint16_t inf_bits) noexcept nogil
     bint pk_half_isnan(uint16_t h, uint16_t inf_bits) noexcept nogil
+    int16_t pk_half_fast_key(uint16_t h) noexcept nogil
+    bint pk_half_special(uint16_t h, uint16_t inf_bits) noexcept nogil
 
 cdef extern from "pooling_config.h":
     const char* PK_COMPILER
@@ -165,11 +167,14 @@ cdef inline void _hcol(const pool_t* xr, Py_ssize_t ow, pool_t* hv, int32_t* hp,
 
 
 cdef inline bint _keep(pool_t v, pool_t m, uint16_t inf_bits, bint exact) noexcept nogil:
-    """v replaces m.  exact: SPEC's rule (_gt).  Otherwise, for float and double,
-    plain v > m, which compiles to maxps and agrees with SPEC everywhere except
-    that a new NaN does not replace a number: callers then check for NaN."""
+    """v replaces m.  exact: SPEC's rule (_gt).  Otherwise a cheaper compare that
+    agrees with it on rows _special() passed: for float and double plain v > m
+    (maxps: wrong only when a new NaN arrives), for 16-bit floats the fast key
+    (wrong only for NaN and -0.0)."""
     if (pool_t is float or pool_t is double) and not exact:
         return v > m
+    if pool_t is uint16_t and not exact:
+        return pk_half_fast_key(v) > pk_half_fast_key(m)
     return _gt(v, m, inf_bits)
 
 
@@ -244,29 +249,34 @@ cdef inline void _hrow_short(const pool_t* xr, pool_t* hv, int32_t* hp, const Ge
             hp[ow] = (col & ~mask) | (<int32_t>(ow * sw - pw + d2) & mask)
 
 
-cdef inline bint _has_nan(const pool_t* xr, Py_ssize_t n) noexcept nogil:
-    """Whether a float row holds a NaN: one unordered compare tests two elements."""
+cdef inline bint _special(const pool_t* xr, Py_ssize_t n, uint16_t inf_bits) noexcept nogil:
+    """Whether a row holds what the cheap compare of _keep gets wrong: a NaN
+    (float, double; one unordered compare tests two elements), or a NaN or
+    -0.0 (16-bit floats).  Integer rows never do."""
     cdef Py_ssize_t i, half = n // 2
-    cdef bint nan = False
+    cdef bint special = False
     if pool_t is float or pool_t is double:
         for i in range(half):
-            nan |= PK_UNORDERED(xr[i], xr[i + half])
+            special |= PK_UNORDERED(xr[i], xr[i + half])
         if n % 2:
-            nan |= xr[n - 1] != xr[n - 1]
-    return nan
+            special |= xr[n - 1] != xr[n - 1]
+    elif pool_t is uint16_t:
+        for i in range(n):
+            special |= pk_half_special(xr[i], inf_bits)
+    return special
 
 
 cdef inline bint _hrow(const pool_t* xr, pool_t* hv, int32_t* hp, const Geom* g) noexcept nogil:
     """Pass 1 over one input row: hv[ow] = max of output column ow's taps, hp[ow] its column.
 
     hp may be NULL (no Indices).  An empty window gives the empty value and -1.
-    float and double rows are first checked for NaN in one cheap pass: rows
-    without one (nearly all) use the maxps compare (_keep), the others SPEC's
-    exact rule.  Returns True when the row holds a NaN, so the vertical pass
-    combines it exactly too.
+    Float rows are first checked in one cheap pass (_special): rows without a
+    NaN (or -0.0 for 16-bit floats), nearly all, use the cheap compare of
+    _keep, the others SPEC's exact rule.  Returns True for such a row, so the
+    vertical pass combines it exactly too.
     """
     cdef Py_ssize_t ow
-    cdef bint nan = _has_nan(xr, g.W)
+    cdef bint nan = _special(xr, g.W, g.inf_bits)
     if g.ow_lo < g.ow_hi:
         if (g.kw == 2 or g.kw == 3) and g.dw == 1 and (g.sw == 1 or g.sw == 2) and not nan:
             # The ResNet-like shapes, with literal strides and offsets.
