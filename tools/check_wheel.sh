@@ -16,7 +16,8 @@
 # Usage: bash tools/check_wheel.sh   (Linux; PYTHON=python3.12 picks the interpreter;
 #        CHECK_WHEEL_KEEP=1 keeps the temporary folder). Needs PyPI for the tools and the test
 #        extras. Exit status: 0 passed, 77 skipped (the tools could not be installed), other = failed.
-set -euo pipefail
+set -Eeuo pipefail
+trap 'echo "check_wheel: FAILED (status $?) at line $LINENO: $BASH_COMMAND" >&2' ERR
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PYTHON=${PYTHON:-python3}
