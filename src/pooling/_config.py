@@ -89,12 +89,12 @@ def config_lines():
         f"python          {sys.version.split()[0]} ({platform.machine()}, {platform.system()})",
         f"numpy           {np.__version__}",
         f"compiler        {info['compiler']}",
-        f"c flags         {' '.join(flags) if flags is not None else 'not recorded by this build'}",
-        f"cython          {BUILD_INFO.get('cython', 'not recorded by this build')}",
         f"openmp          {'yes' if openmp_enabled() else 'no (serial build)'}",
         f"openmp runtime  {runtime_line}",
         f"max threads     {max_threads()}",
         f"simd            baseline {info['simd_baseline']}; no run-time dispatch yet",
+        f"c flags         {' '.join(flags) if flags is not None else 'not recorded by this build'}",
+        f"cython          {BUILD_INFO.get('cython', 'not recorded by this build')}",
     ]
 
 
