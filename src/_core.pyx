@@ -130,7 +130,10 @@ cdef struct Geom:
     Py_ssize_t D, H, W, OD, OH, OW          # one plane of X and of Y
     Py_ssize_t kd, kh, kw, sd, sh, sw, dd, dh, dw, pd, ph, pw
     Py_ssize_t ow_lo, ow_hi                 # output columns whose taps all lie inside a row
-    Py_ssize_t ring                         # cached horizontal rows per depth tap
+    Py_ssize_t ringd, ring                  # row cache: ringd x ring rows, slot of (d, h) is
+                                            # (d % ringd, h % ring); each ring is at least the
+                                            # dilated kernel or the input extent, so the rows
+                                            # one output row needs never share a slot
     uint16_t inf_bits
 
 
@@ -158,48 +161,177 @@ cdef inline void _hcol(const pool_t* xr, Py_ssize_t ow, pool_t* hv, int32_t* hp,
         hp[ow] = <int32_t>best
 
 
-cdef inline void _hrow(const pool_t* xr, pool_t* hv, int32_t* hp, const Geom* g) noexcept nogil:
+cdef inline bint _keep(pool_t v, pool_t m, uint16_t inf_bits, bint exact) noexcept nogil:
+    """v replaces m.  exact: SPEC's rule (_gt).  Otherwise, for float and double,
+    plain v > m, which compiles to maxps and agrees with SPEC everywhere except
+    that a new NaN does not replace a number: callers then check for NaN."""
+    if (pool_t is float or pool_t is double) and not exact:
+        return v > m
+    return _gt(v, m, inf_bits)
+
+
+cdef inline bint _hrow_interior(const pool_t* xr, pool_t* hv, int32_t* hp, const Geom* g,
+                                bint exact) noexcept nogil:
+    """Pass 1 for the columns whose taps all lie inside the row; True if a NaN was read.
+
+    Taps loop outside and columns inside, with unconditional loads and
+    bit-mask selects, so gcc vectorises across output columns (an if-update
+    compiles to branches).  Called with a literal `exact`, which folds away.
+    """
+    cdef Py_ssize_t ow, t, lo = g.ow_lo, hi = g.ow_hi, sw = g.sw, tap
+    cdef const pool_t* src = xr - g.pw      # src[ow * sw] is column ow's first tap
+    cdef pool_t v, m
+    cdef int32_t old, mask
+    cdef bint nan = False
+    for ow in range(lo, hi):
+        v = src[ow * sw]
+        hv[ow] = v
+        if pool_t is float or pool_t is double:
+            nan |= v != v
+    if hp == NULL:
+        for t in range(1, g.kw):
+            src = src + g.dw
+            for ow in range(lo, hi):
+                v = src[ow * sw]
+                m = hv[ow]
+                if pool_t is float or pool_t is double:
+                    nan |= v != v
+                hv[ow] = v if _keep(v, m, g.inf_bits, exact) else m
+    else:
+        for ow in range(lo, hi):
+            hp[ow] = <int32_t>(ow * sw - g.pw)
+        for t in range(1, g.kw):
+            src = src + g.dw
+            tap = t * g.dw - g.pw
+            for ow in range(lo, hi):
+                v = src[ow * sw]
+                m = hv[ow]
+                old = hp[ow]
+                if pool_t is float or pool_t is double:
+                    nan |= v != v
+                mask = -<int32_t>_keep(v, m, g.inf_bits, exact)
+                hv[ow] = v if mask else m
+                hp[ow] = (old & ~mask) | (<int32_t>(ow * sw + tap) & mask)
+    return nan
+
+
+cdef inline bint _hrow_short(const pool_t* xr, pool_t* hv, int32_t* hp, const Geom* g,
+                             bint exact) noexcept nogil:
+    """Pass 1 for interior columns of a 2- or 3-tap kernel: every tap in one straight loop.
+
+    A 2-tap kernel reads its second tap twice: an equal value never replaces
+    the maximum, so the result is the same and one loop serves both.
+    """
+    cdef Py_ssize_t ow, lo = g.ow_lo, hi = g.ow_hi, sw = g.sw, pw = g.pw
+    cdef Py_ssize_t d1 = g.dw, d2 = g.dw * (g.kw - 1)
+    cdef const pool_t* src = xr - pw
+    cdef pool_t a, b, c, m
+    cdef int32_t col, mask
+    cdef bint nan = False
+    if hp == NULL:
+        for ow in range(lo, hi):
+            a = src[ow * sw]
+            b = src[ow * sw + d1]
+            c = src[ow * sw + d2]
+            if pool_t is float or pool_t is double:
+                nan |= (a != a) | (b != b) | (c != c)
+            m = b if _keep(b, a, g.inf_bits, exact) else a
+            hv[ow] = c if _keep(c, m, g.inf_bits, exact) else m
+    else:
+        for ow in range(lo, hi):
+            a = src[ow * sw]
+            b = src[ow * sw + d1]
+            c = src[ow * sw + d2]
+            if pool_t is float or pool_t is double:
+                nan |= (a != a) | (b != b) | (c != c)
+            col = <int32_t>(ow * sw - pw)
+            mask = -<int32_t>_keep(b, a, g.inf_bits, exact)
+            m = b if mask else a
+            col = (col & ~mask) | (<int32_t>(ow * sw - pw + d1) & mask)
+            mask = -<int32_t>_keep(c, m, g.inf_bits, exact)
+            hv[ow] = c if mask else m
+            hp[ow] = (col & ~mask) | (<int32_t>(ow * sw - pw + d2) & mask)
+    return nan
+
+
+cdef inline bint _hrow(const pool_t* xr, pool_t* hv, int32_t* hp, const Geom* g) noexcept nogil:
     """Pass 1 over one input row: hv[ow] = max of output column ow's taps, hp[ow] its column.
 
     hp may be NULL (no Indices).  An empty window gives the empty value and -1.
-    Interior columns loop taps outside and columns inside, with the update
-    written as a select, so the compiler vectorises across output columns.
+    Returns True when the row's maxima include a NaN (the vertical pass must
+    then combine it exactly).
     """
-    cdef Py_ssize_t ow, t, lo = g.ow_lo, hi = g.ow_hi, sw = g.sw
-    cdef Py_ssize_t first = lo * sw - g.pw, tap
-    cdef const pool_t* src
-    cdef pool_t v, m
-    cdef int32_t old, mask
-    if lo < hi:
-        src = xr + first - lo * sw           # src[ow * sw] is column ow's first tap
-        for ow in range(lo, hi):
-            hv[ow] = src[ow * sw]
-        if hp == NULL:
-            for t in range(1, g.kw):
-                src = src + g.dw
-                for ow in range(lo, hi):
-                    v = src[ow * sw]
-                    m = hv[ow]
-                    hv[ow] = v if _gt(v, m, g.inf_bits) else m
+    cdef Py_ssize_t ow
+    cdef bint nan = False
+    if g.ow_lo < g.ow_hi:
+        if g.kw == 2 or g.kw == 3:
+            if pool_t is float or pool_t is double:
+                nan = _hrow_short(xr, hv, hp, g, False)
+                if nan:  # rare: redo the row with SPEC's NaN rule
+                    _hrow_short(xr, hv, hp, g, True)
+            else:
+                _hrow_short(xr, hv, hp, g, True)
+        elif pool_t is float or pool_t is double:
+            nan = _hrow_interior(xr, hv, hp, g, False)
+            if nan:
+                _hrow_interior(xr, hv, hp, g, True)
         else:
-            for ow in range(lo, hi):
-                hp[ow] = <int32_t>(ow * sw - g.pw)
-            for t in range(1, g.kw):
-                src = src + g.dw
-                tap = t * g.dw - g.pw
-                for ow in range(lo, hi):
-                    # Unconditional loads and a bit-mask select: gcc vectorises
-                    # this form, not an if (which it sees as control flow).
-                    v = src[ow * sw]
-                    m = hv[ow]
-                    old = hp[ow]
-                    mask = -<int32_t>_gt(v, m, g.inf_bits)
-                    hv[ow] = v if mask else m
-                    hp[ow] = (old & ~mask) | (<int32_t>(ow * sw + tap) & mask)
-    for ow in range(min(lo, g.OW)):
+            _hrow_interior(xr, hv, hp, g, True)
+    for ow in range(min(g.ow_lo, g.OW)):
         _hcol(xr, ow, hv, hp, g)
-    for ow in range(max(lo, hi), g.OW):
+        nan |= _isnan(hv[ow], g.inf_bits)
+    for ow in range(max(g.ow_lo, g.ow_hi), g.OW):
         _hcol(xr, ow, hv, hp, g)
+        nan |= _isnan(hv[ow], g.inf_bits)
+    return nan
+
+
+cdef inline void _vcombine(const pool_t* hv, const int32_t* hp, pool_t* yrow, int32_t* wrow,
+                           int32_t* wcol, int32_t row, Py_ssize_t OW, uint16_t inf_bits,
+                           bint exact) noexcept nogil:
+    """Pass 2, one later row: yrow[ow] = hv[ow] where it is greater; winners move along.
+
+    32-bit lanes and mask selects so float32 rows vectorise; `exact` is a
+    literal at each call site (see _keep).
+    """
+    cdef Py_ssize_t ow
+    cdef pool_t v, m
+    cdef int32_t r, col, mask
+    if hp == NULL:
+        for ow in range(OW):
+            v = hv[ow]
+            m = yrow[ow]
+            yrow[ow] = v if _keep(v, m, inf_bits, exact) else m
+    else:
+        for ow in range(OW):
+            v = hv[ow]
+            m = yrow[ow]
+            r = wrow[ow]
+            col = wcol[ow]
+            mask = -<int32_t>_keep(v, m, inf_bits, exact)
+            yrow[ow] = v if mask else m
+            wrow[ow] = (r & ~mask) | (row & mask)
+            wcol[ow] = (col & ~mask) | (hp[ow] & mask)
+
+
+cdef inline void _vcombine3(pool_t** rv, pool_t* yrow, Py_ssize_t OW, uint16_t inf_bits,
+                            bint exact) noexcept nogil:
+    """Pass 2 without Indices for at most three rows (repeated to three): one loop into Y.
+
+    (With Indices the row-at-a-time _vcombine measured twice as fast: the
+    fused loop's six-way selects do not vectorise.)
+    """
+    cdef Py_ssize_t ow
+    cdef pool_t a, b, c, m
+    cdef pool_t* r0 = rv[0]
+    cdef pool_t* r1 = rv[1]
+    cdef pool_t* r2 = rv[2]
+    for ow in range(OW):
+        a = r0[ow]
+        b = r1[ow]
+        c = r2[ow]
+        m = b if _keep(b, a, inf_bits, exact) else a
+        yrow[ow] = c if _keep(c, m, inf_bits, exact) else m
 
 
 cdef void _pool_rows(const pool_t* xp, pool_t* yp, int64_t* ip, int64_t xoff, const Geom* g,
@@ -210,7 +342,7 @@ cdef void _pool_rows(const pool_t* xp, pool_t* yp, int64_t* ip, int64_t xoff, co
 
     xp, yp, ip: the plane in X, Y and Indices (ip NULL without Indices); xoff is
     the plane's flat offset in X.  hval/hpos/tags: this thread's row cache, one
-    ring of `g.ring` rows per depth tap, tagged with the input row it holds;
+    ring of g.ringd x g.ring rows, each tagged with the input row it holds;
     hpos also holds the running winner's row and column (2 * OW int32 after the ring).
     """
     cdef Py_ssize_t OW = g.OW
@@ -223,14 +355,16 @@ cdef void _pool_rows(const pool_t* xp, pool_t* yp, int64_t* ip, int64_t xoff, co
     cdef int32_t* hp = NULL
     cdef int32_t* wrow = NULL      # winner's row (d*H + h) and column, per output column
     cdef int32_t* wcol = NULL
-    cdef bint first
+    cdef bint first, exact
+    cdef Py_ssize_t nrows, t
+    cdef pool_t* rv[3]             # the first three rows this output row combines
     cdef pool_t empty = _empty_value(<pool_t>0, g.inf_bits)
     if hpos != NULL:
-        wrow = hpos + g.kd * g.ring * OW
+        wrow = hpos + g.ringd * g.ring * OW
         wcol = wrow + OW
 
-    for slot in range(g.kd * g.ring):
-        tags[slot] = -1
+    for slot in range(g.ringd * g.ring):
+        tags[slot] = -2  # holds no row
     dbase = od * g.sd - g.pd
     _taps(dbase, g.dd, g.kd, g.D, &td0, &td1)
     for oh in range(oh0, oh1):
@@ -245,43 +379,54 @@ cdef void _pool_rows(const pool_t* xp, pool_t* yp, int64_t* ip, int64_t xoff, co
                 if irow != NULL:
                     irow[ow] = -1
         else:
-            first = True
+            # Reduce (or find in the ring) every input row this output row
+            # needs; a tag is 2*h + (row holds a NaN).
+            exact = False
+            nrows = 0
             for td in range(td0, td1):
                 d = dbase + td * g.dd
                 for th in range(th0, th1):
                     h = hbase + th * g.dh
-                    slot = td * g.ring + h % g.ring
+                    slot = (d % g.ringd) * g.ring + h % g.ring
                     hv = hval + slot * OW
-                    if hpos != NULL:
-                        hp = hpos + slot * OW
-                    if tags[slot] != h:
-                        _hrow(xp + (d * g.H + h) * g.W, hv, hp, g)
-                        tags[slot] = h
-                    row = <int32_t>(d * g.H + h)
-                    if first:
-                        first = False
-                        for ow in range(OW):
-                            yrow[ow] = hv[ow]
-                        if hp != NULL:
+                    hp = hpos + slot * OW if hpos != NULL else NULL
+                    if tags[slot] // 2 != h:
+                        tags[slot] = 2 * h + _hrow(xp + (d * g.H + h) * g.W, hv, hp, g)
+                    exact |= tags[slot] % 2
+                    if nrows < 3:
+                        rv[nrows] = hv
+                    nrows += 1
+            # Combine them in tap order: without Indices, up to three rows in
+            # one loop (the last repeated, which never changes the winner).
+            if nrows <= 3 and hpos == NULL:
+                for t in range(nrows, 3):
+                    rv[t] = rv[nrows - 1]
+                if exact:
+                    _vcombine3(rv, yrow, OW, g.inf_bits, True)
+                else:
+                    _vcombine3(rv, yrow, OW, g.inf_bits, False)
+            else:
+                first = True
+                for td in range(td0, td1):
+                    d = dbase + td * g.dd
+                    for th in range(th0, th1):
+                        h = hbase + th * g.dh
+                        slot = (d % g.ringd) * g.ring + h % g.ring
+                        hv = hval + slot * OW
+                        hp = hpos + slot * OW if hpos != NULL else NULL
+                        row = <int32_t>(d * g.H + h)
+                        if first:
+                            first = False
                             for ow in range(OW):
-                                wrow[ow] = row
-                                wcol[ow] = hp[ow]
-                    elif hp != NULL:
-                        # 32-bit lanes and mask selects so float32 rows vectorise.
-                        for ow in range(OW):
-                            v = hv[ow]
-                            m = yrow[ow]
-                            r = wrow[ow]
-                            col = wcol[ow]
-                            mask = -<int32_t>_gt(v, m, g.inf_bits)
-                            yrow[ow] = v if mask else m
-                            wrow[ow] = (r & ~mask) | (row & mask)
-                            wcol[ow] = (col & ~mask) | (hp[ow] & mask)
-                    else:
-                        for ow in range(OW):
-                            v = hv[ow]
-                            m = yrow[ow]
-                            yrow[ow] = v if _gt(v, m, g.inf_bits) else m
+                                yrow[ow] = hv[ow]
+                            if hp != NULL:
+                                for ow in range(OW):
+                                    wrow[ow] = row
+                                    wcol[ow] = hp[ow]
+                        elif exact:
+                            _vcombine(hv, hp, yrow, wrow, wcol, row, OW, g.inf_bits, True)
+                        else:
+                            _vcombine(hv, hp, yrow, wrow, wcol, row, OW, g.inf_bits, False)
             if irow != NULL:
                 for ow in range(OW):
                     irow[ow] = xoff + <int64_t>wrow[ow] * g.W + wcol[ow] if wcol[ow] >= 0 else -1
@@ -293,7 +438,7 @@ cdef void _pool_rows(const pool_t* xp, pool_t* yp, int64_t* ip, int64_t xoff, co
 def max_pool_3d(const pool_t[:, :, :, ::1] x not None, pool_t[:, :, :, ::1] y not None,
                 int64_t[:, :, :, ::1] indices,
                 tuple kernel, tuple strides, tuple dilations, tuple pads_begin,
-                Py_ssize_t ring, Py_ssize_t rows_per_unit,
+                Py_ssize_t ringd, Py_ssize_t ring, Py_ssize_t rows_per_unit,
                 pool_t[:, ::1] hval not None, int32_t[:, ::1] hpos, Py_ssize_t[:, ::1] tags not None,
                 int act, pool_t lo, pool_t hi, uint16_t inf_bits, int n_threads):
     """MaxPool over planes: x (planes, D, H, W) -> y (planes, OD, OH, OW).
@@ -301,7 +446,8 @@ def max_pool_3d(const pool_t[:, :, :, ::1] x not None, pool_t[:, :, :, ::1] y no
     indices (or None): row-major flat offsets into x of each winner, -1 when
     the window is empty.  hval/hpos/tags: per-thread scratch (hpos holds
     columns as int32, so rows must be shorter than 2**31), shaped
-    (n_threads, kd*ring*OW), (n_threads, kd*ring*OW + 2*OW) and (n_threads, kd*ring);
+    (n_threads, ringd*ring*OW), (n_threads, ringd*ring*OW + 2*OW) and
+    (n_threads, ringd*ring);
     hpos None without indices.
     rows_per_unit: output rows per work item (the parallel split is over
     planes x depth x blocks of rows, so a few large planes still use every core).
@@ -314,6 +460,7 @@ def max_pool_3d(const pool_t[:, :, :, ::1] x not None, pool_t[:, :, :, ::1] y no
     g.sd, g.sh, g.sw = strides
     g.dd, g.dh, g.dw = dilations
     g.pd, g.ph, g.pw = pads_begin
+    g.ringd = ringd
     g.ring = ring
     g.inf_bits = inf_bits
     # Output columns ow with ow*sw - pw >= 0 and ow*sw - pw + (kw-1)*dw <= W-1.
@@ -330,7 +477,7 @@ def max_pool_3d(const pool_t[:, :, :, ::1] x not None, pool_t[:, :, :, ::1] y no
     cdef Py_ssize_t vscratch = hval.shape[1], pscratch = 0, ntags = tags.shape[1]
     cdef Py_ssize_t u, plane, r, od, oh0
     cdef int tid
-    cdef const pool_t* xb
+    cdef const pool_t* xb = NULL
     cdef pool_t* yb
     cdef int64_t* ib = NULL
     cdef pool_t* hvb = &hval[0, 0]
@@ -338,7 +485,8 @@ def max_pool_3d(const pool_t[:, :, :, ::1] x not None, pool_t[:, :, :, ::1] y no
     cdef Py_ssize_t* tgb = &tags[0, 0]
     if units == 0:
         return
-    xb = &x[0, 0, 0, 0]
+    if xplane:  # with an empty plane every window is empty and no tap reads x
+        xb = &x[0, 0, 0, 0]
     yb = &y[0, 0, 0, 0]
     if indices is not None:
         ib = &indices[0, 0, 0, 0]
@@ -455,13 +603,14 @@ def max_pool_nhwc(const pool_t[:, :, :, :, ::1] x not None, pool_t[:, :, :, :, :
     cdef Py_ssize_t ximage = g.D * g.H * g.W * C, yrow = g.OW * C
     cdef Py_ssize_t u, n, r
     cdef int tid
-    cdef const pool_t* xb
+    cdef const pool_t* xb = NULL
     cdef pool_t* yb
     cdef int64_t* ib = NULL
     cdef int32_t* wb = NULL
     if units == 0 or yrow == 0:
         return
-    xb = &x[0, 0, 0, 0, 0]
+    if ximage:  # with an empty image every window is empty and no tap reads x
+        xb = &x[0, 0, 0, 0, 0]
     yb = &y[0, 0, 0, 0, 0]
     if indices is not None:
         ib = &indices[0, 0, 0, 0, 0]
@@ -482,6 +631,35 @@ def max_pool_nhwc(const pool_t[:, :, :, :, ::1] x not None, pool_t[:, :, :, :, :
 # axis in the middle; positions travel alongside the values.
 # ---------------------------------------------------------------------------
 
+cdef void _axis_window(const pool_t* x, const int64_t* pos_in, pool_t* y, int64_t* pos_out,
+                       Py_ssize_t a, Py_ssize_t o, Py_ssize_t L, Py_ssize_t B,
+                       Py_ssize_t k, Py_ssize_t s, Py_ssize_t dil, Py_ssize_t pad,
+                       int act, pool_t lo, pool_t hi, uint16_t inf_bits) noexcept nogil:
+    """One output position o of row a: y[b] and pos_out[b] for every b (a function
+    of its own so that every variable is private to the thread running it)."""
+    cdef Py_ssize_t b, t, t0, t1, l, base = o * s - pad
+    cdef const pool_t* xrow
+    cdef pool_t v
+    _taps(base, dil, k, L, &t0, &t1)
+    if t0 >= t1:
+        for b in range(B):
+            y[b] = _empty_value(<pool_t>0, inf_bits)
+            if pos_out != NULL:
+                pos_out[b] = -1
+    for t in range(t0, t1):
+        l = base + t * dil
+        xrow = x + (a * L + l) * B
+        for b in range(B):
+            v = xrow[b]
+            if t == t0 or _gt(v, y[b], inf_bits):
+                y[b] = v
+                if pos_out != NULL:
+                    pos_out[b] = pos_in[(a * L + l) * B + b] if pos_in != NULL else (a * L + l) * B + b
+    if act:
+        for b in range(B):
+            y[b] = _clamp(y[b], lo, hi, act, inf_bits)
+
+
 def max_pool_axis(const pool_t[:, :, ::1] x not None, const int64_t[:, :, ::1] pos_in,
                   pool_t[:, :, ::1] y not None, int64_t[:, :, ::1] pos_out,
                   Py_ssize_t k, Py_ssize_t s, Py_ssize_t dil, Py_ssize_t pad,
@@ -493,32 +671,123 @@ def max_pool_axis(const pool_t[:, :, ::1] x not None, const int64_t[:, :, ::1] p
     act/lo/hi: fused activation, applied by the last stage only.
     """
     cdef Py_ssize_t A = x.shape[0], L = x.shape[1], B = x.shape[2], O = y.shape[1]
-    cdef Py_ssize_t u, a, o, b, t, t0, t1, l, base
-    cdef pool_t v
-    cdef pool_t empty = _empty_value(<pool_t>0, inf_bits)
-    cdef bint want_pos = pos_out is not None, have_pos = pos_in is not None
+    cdef Py_ssize_t u
+    cdef const int64_t* pin = NULL
+    cdef int64_t* pout = NULL
     if A * O * B == 0:
         return
+    if pos_in is not None:
+        pin = &pos_in[0, 0, 0]
+    if pos_out is not None:
+        pout = &pos_out[0, 0, 0]
+    cdef const pool_t* xb = &x[0, 0, 0] if A * L * B else NULL  # no tap can read an empty x
+    cdef pool_t* yb = &y[0, 0, 0]
     with nogil:
         for u in prange(A * O, schedule="static", num_threads=n_threads):
-            a = u // O
-            o = u - a * O
-            base = o * s - pad
-            _taps(base, dil, k, L, &t0, &t1)
-            if t0 >= t1:
-                for b in range(B):
-                    y[a, o, b] = empty
-                    if want_pos:
-                        pos_out[a, o, b] = -1
-            else:
-                for t in range(t0, t1):
-                    l = base + t * dil
-                    for b in range(B):
-                        v = x[a, l, b]
-                        if t == t0 or _gt(v, y[a, o, b], inf_bits):
-                            y[a, o, b] = v
-                            if want_pos:
-                                pos_out[a, o, b] = pos_in[a, l, b] if have_pos else (a * L + l) * B + b
-            if act:
-                for b in range(B):
-                    y[a, o, b] = _clamp(y[a, o, b], lo, hi, act, inf_bits)
+            _axis_window(xb, pin, yb + u * B, pout + u * B if pout != NULL else NULL,
+                         u // O, u % O, L, B, k, s, dil, pad, act, lo, hi, inf_bits)
+
+
+# ---------------------------------------------------------------------------
+# MaxUnpool (SPEC 2): zeros, then y[indices[j]] = x[j] for every j of x in
+# row-major order.
+#
+# Only bits move, so one kernel over unsigned storage of each width serves
+# every dtype (the float16 / bfloat16 / uint16 question never arises).  The
+# arrays arrive flat, cut into `blocks` equal parts: the N*C planes for NCHW,
+# the N images for NHWC.  Part b of x is "local" when every index it holds
+# lands in part b of y, which is what MaxPool's Indices always do.
+#
+# One pass in the common case: each part is scattered by one thread with a
+# guard that writes only inside its own part of y (so never out of bounds)
+# and notes any index that is not.  Parts of y are disjoint, so with every
+# part local the result is the ordered one whatever the thread count.  If
+# any index left its part, every index is checked (the first bad one is
+# returned) and then all are written again in one serial pass in input
+# order: the last write in row-major order of x wins, for every n_threads.
+# ---------------------------------------------------------------------------
+
+from libc.stdint cimport uint32_t, uint64_t
+from libc.string cimport memset
+
+ctypedef fused bits_t:
+    uint8_t
+    uint16_t
+    uint32_t
+    uint64_t
+
+
+cdef inline int _unpool_part(const bits_t* x, const int64_t* idx, Py_ssize_t n, bits_t* y,
+                             uint64_t lo, uint64_t span) noexcept nogil:
+    """y[idx[j] - lo] = x[j] for the indices in [lo, lo + span); 1 if some index was not.
+
+    Unsigned arithmetic folds the range test into one comparison (and wraps
+    instead of overflowing); the branch is always taken for MaxPool's indices.
+    """
+    cdef Py_ssize_t j
+    cdef uint64_t d
+    cdef int outside = 0
+    for j in range(n):
+        d = <uint64_t>idx[j] - lo
+        if d < span:
+            y[d] = x[j]
+        else:
+            outside = 1
+    return outside
+
+
+cdef void _zero(bits_t* y, Py_ssize_t size, int n_threads) noexcept nogil:
+    """y[:size] = 0, one slice per thread."""
+    cdef Py_ssize_t s, step = (size + n_threads - 1) // n_threads
+    for s in prange(n_threads, schedule="static", num_threads=n_threads):
+        if s * step < size:
+            memset(y + s * step, 0, min(step, size - s * step) * sizeof(bits_t))
+
+
+cdef Py_ssize_t _max_unpool(const bits_t* x, const int64_t* idx, Py_ssize_t n, bits_t* y,
+                            Py_ssize_t size, Py_ssize_t blocks, bint fused,
+                            int n_threads) noexcept nogil:
+    cdef Py_ssize_t in_block = n // blocks, out_block = size // blocks
+    cdef Py_ssize_t b, j
+    cdef int outside = 0
+
+    if not fused:
+        _zero(y, size, n_threads)
+    for b in prange(blocks, schedule="static", num_threads=n_threads):
+        if fused:  # zero the part just before scattering into it, while it is in cache
+            memset(y + b * out_block, 0, out_block * sizeof(bits_t))
+        outside |= _unpool_part(x + b * in_block, idx + b * in_block, in_block,
+                                y + b * out_block, b * out_block, out_block)
+    if not outside:
+        return -1
+    for j in range(n):
+        if <uint64_t>idx[j] >= <uint64_t>size:
+            return j
+    # y is zeros plus some of the writes below, each of which is redone in
+    # order, so the ordered pass needs no fresh zeros.
+    _unpool_part(x, idx, n, y, 0, size)
+    return -1
+
+
+def max_unpool(const bits_t[::1] x not None, const int64_t[::1] indices not None,
+               bits_t[::1] y not None, Py_ssize_t blocks, bint fused, int n_threads):
+    """Zero y, then y[indices[j]] = x[j] for j in order (all arrays flat).
+
+    blocks (>= 1): the equal parts x and y are cut into (planes).  fused: zero
+    each part of y together with its scatter (pays when there are enough parts
+    to keep every thread busy); otherwise y is zeroed in one slice per thread
+    first.
+
+    Returns -1 once y is written, or the position in `indices` of the first
+    index outside [0, y.shape[0]); y is then partly written, but never outside
+    its bounds.  (-2, writing nothing: the arguments break this contract.)
+    """
+    cdef Py_ssize_t n = x.shape[0], size = y.shape[0], r
+    if indices.shape[0] != n or blocks < 1 or n % blocks or size % blocks or n_threads < 1:
+        return -2
+    if n == 0 and size == 0:
+        return -1
+    with nogil:
+        r = _max_unpool(&x[0] if n else NULL, &indices[0] if n else NULL, n,
+                        &y[0] if size else NULL, size, blocks, fused, n_threads)
+    return r

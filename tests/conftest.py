@@ -28,11 +28,27 @@ def to_dtype(values, kind):
     """float64 `values` in the dtype of `kind` (bfloat16 rounded to nearest even, NaN kept)."""
     values = np.asarray(values, dtype=np.float64)
     if kind == "bfloat16":
-        from pooling._dtypes import float_to_half_bits
-
-        bits = np.vectorize(lambda v: float_to_half_bits(v, "bfloat16"), otypes=[np.uint16])(values)
-        return bits.view(BFLOAT16)
+        return _bfloat16_bits(values).view(BFLOAT16)
     return values.astype(POOL_DTYPES[kind])
+
+
+def _bfloat16_bits(values):
+    """bfloat16 bit patterns of float64 `values`: via float32, round to nearest even, NaN kept quiet."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        bits = values.astype(np.float32).view(np.uint32).astype(np.uint64)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    nan = (bits & 0x7FFFFFFF) > 0x7F800000
+    rounded[nan] = (bits[nan] >> 16) | 0x0040
+    return rounded.astype(np.uint16)
+
+
+def as_float64(x):
+    """float64 values of any MaxPool dtype (either bfloat16 dtype included), exact, NaN kept."""
+    x = np.asarray(x)
+    if x.dtype.itemsize == 2 and (x.dtype.fields is not None or x.dtype.name == "bfloat16"):
+        bits = np.ascontiguousarray(x).view(np.uint16).astype(np.uint32) << 16
+        return bits.view(np.float32).astype(np.float64)
+    return x.astype(np.float64)
 
 
 def make_array(rng, shape, kind, special=True):
@@ -69,6 +85,20 @@ def assert_same(actual, expected):
             f"{len(bad)} of {actual.size} elements differ; first at {tuple(bad[0])}: "
             f"{actual[tuple(bad[0])]!r} != {expected[tuple(bad[0])]!r}"
         )
+
+
+def reference_args(attrs, n):
+    """pooling.reference.max_pool's explicit argument form of max_pool keyword `attrs` (n spatial axes)."""
+    return dict(
+        kernel_shape=tuple(attrs["kernel_shape"]),
+        strides=tuple(attrs.get("strides", (1,) * n)),
+        pads=tuple(attrs.get("pads", (0,) * (2 * n))),
+        dilations=tuple(attrs.get("dilations", (1,) * n)),
+        auto_pad=attrs.get("auto_pad", "NOTSET"),
+        ceil_mode=attrs.get("ceil_mode", 0),
+        activation=attrs.get("activation"),
+        activation_params=attrs.get("activation_params"),
+    )
 
 
 def memory_orders(x):

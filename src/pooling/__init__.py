@@ -2,12 +2,25 @@
 from ._config import max_threads, openmp_enabled, show_config
 from ._version import __version__
 from .maxpool import max_pool, max_pool_output_shape
+from .maxunpool import max_unpool, max_unpool_output_shape
 
 __all__ = [
     "__version__",
     "max_pool",
     "max_pool_output_shape",
+    "max_unpool",
+    "max_unpool_output_shape",
     "max_threads",
     "openmp_enabled",
     "show_config",
 ]
+
+
+def __getattr__(name):
+    # pooling.onnx needs the optional onnx package: import it on first use only,
+    # so that `import pooling` never imports onnx.
+    if name == "onnx":
+        import importlib
+
+        return importlib.import_module(".onnx", __name__)
+    raise AttributeError(f"module 'pooling' has no attribute {name!r}")

@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 
-from . import max_pool, reference, show_config
+from . import max_pool, max_unpool, reference, show_config
 
 # The ResNet stem MaxPool: 3x3 windows, stride 2, pad 1, on 64 channels of 112x112.
 STEM = dict(kernel_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1))
@@ -43,10 +43,16 @@ def cases():
     rng = np.random.default_rng(0)
     x = rng.standard_normal((1, 64, 112, 112)).astype(np.float32)
     ref_y, ref_i = reference.max_pool(x, **STEM)
+    # MaxUnpool of a k2 s2 MaxPool result back to 8x64x56x56.
+    pooled, where = max_pool(rng.standard_normal((8, 64, 56, 56)).astype(np.float32), 2, strides=2,
+                             return_indices=True)
+    ref_up = reference.max_unpool(pooled, where, (2, 2), strides=(2, 2))
     return [
         ("MaxPool 1x64x112x112 k3 s2 p1", lambda **kw: max_pool(x, **STEM, **kw), lambda: ref_y),
         ("MaxPool 1x64x112x112 k3 s2 p1 +Indices",
          lambda **kw: max_pool(x, **STEM, return_indices=True, **kw), lambda: (ref_y, ref_i)),
+        ("MaxUnpool 8x64x28x28 -> 8x64x56x56 k2 s2",
+         lambda **kw: max_unpool(pooled, where, 2, strides=2, **kw), lambda: ref_up),
     ]
 
 

@@ -78,25 +78,63 @@ def flag(op, name, value, allowed=(0, 1)):
     return value
 
 
-def hashable(value):
-    """A hashable stand-in for an attribute value, so validated plans can be cached."""
+def choice(op, name, value, allowed):
+    """A string attribute that must be one of `allowed` (case-sensitive)."""
+    if not isinstance(value, str):
+        raise TypeError(f"{op}: {name} must be a string, one of {list(allowed)}; got {value!r}")
+    if value not in allowed:
+        raise ValueError(f"{op}: {name} must be one of {list(allowed)}, got {value!r}")
+    return value
+
+
+def shape_tuple(op, name, shape):
+    """A shape as a tuple of non-negative Python ints (numpy integers are converted exactly)."""
+    dims = tuple(as_int(op, name, d) for d in shape)
+    if any(d < 0 for d in dims):
+        raise ValueError(f"{op}: {name} must have non-negative dimensions, got {dims}")
+    return dims
+
+
+def hashable(value, op=None, name=None):
+    """A hashable key for an attribute value, so validated plans can be cached.
+
+    Keys keep element types apart: (2, 2), (2.0, 2.0) and (True, True) must not
+    share a cached plan, since only the first is valid.  Plain ints and
+    sequences of plain ints (the common case) take a fast path.
+    """
+    kind = type(value)
+    if value is None or kind is int or kind is str:
+        return value
+    if (kind is tuple or kind is list) and all(type(v) is int for v in value):
+        return ("ints", tuple(value))
+    return ("tagged", _tag(value, op, name))
+
+
+def _tag(value, op, name):
     if isinstance(value, np.ndarray):
         return ("ndarray", value.dtype.str, value.shape, tuple(value.ravel().tolist()))
-    if isinstance(value, list):
-        return ("list", tuple(hashable(v) for v in value))
-    if isinstance(value, tuple):
-        return ("tuple", tuple(hashable(v) for v in value))
-    return value
+    if isinstance(value, (list, tuple)):
+        return ("seq", tuple(_tag(v, op, name) for v in value))
+    try:
+        hash(value)
+    except TypeError:
+        raise TypeError(f"{op}: {name} has unsupported type {type(value).__name__}: {value!r}") from None
+    return ("scalar", type(value), value)
 
 
-def unhash(value):
-    """Inverse of hashable()."""
-    if isinstance(value, tuple) and value and value[0] in ("ndarray", "list", "tuple"):
-        if value[0] == "ndarray":
-            return np.array(value[3], dtype=value[1]).reshape(value[2])
-        items = [unhash(v) for v in value[1]]
-        return items if value[0] == "list" else tuple(items)
-    return value
+def unhash(key):
+    """The attribute value a hashable() key stands for (sequences come back as tuples or lists)."""
+    if type(key) is not tuple:
+        return key
+    return key[1] if key[0] == "ints" else _untag(key[1])
+
+
+def _untag(tag):
+    if tag[0] == "ndarray":
+        return np.array(tag[3], dtype=tag[1]).reshape(tag[2])
+    if tag[0] == "seq":
+        return [_untag(t) for t in tag[1]]
+    return tag[2]
 
 
 def check_size(op, shape, what="output"):

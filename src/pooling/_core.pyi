@@ -17,3 +17,7 @@ def max_pool_axis(
     y: npt.NDArray[np.generic], pos_out: npt.NDArray[np.int64] | None,
     k: int, s: int, dil: int, pad: int, act: int, lo: float, hi: float, inf_bits: int, n_threads: int,
 ) -> None: ...
+def max_unpool(
+    x: npt.NDArray[np.unsignedinteger], indices: npt.NDArray[np.int64], y: npt.NDArray[np.unsignedinteger],
+    blocks: int, fused: bool, n_threads: int,
+) -> int: ...

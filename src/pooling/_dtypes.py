@@ -5,6 +5,8 @@ kernel cannot tell them from each other, or from a real uint16); bool travels
 as uint8.  bfloat16 is ml_dtypes.bfloat16 or ONNX's legacy structured dtype
 ``np.dtype((np.uint16, {"bfloat16": (np.uint16, 0)}))``; ml_dtypes is optional.
 """
+import functools
+
 import numpy as np
 
 # The +inf bit pattern of each 16-bit float format: what the kernels need to
@@ -38,13 +40,20 @@ KERNEL_DTYPE = {
 
 def dtype_kind(dtype):
     """The SPEC name of a dtype ('float32', 'bfloat16', ...), or None if unsupported."""
-    dtype = np.dtype(dtype)
+    return _kind(np.dtype(dtype))
+
+
+@functools.lru_cache(maxsize=None)
+def _kind(dtype):
     if dtype.fields is not None and dtype.itemsize == 2 and "bfloat16" in dtype.fields:
         return "bfloat16"  # ONNX's legacy structured bfloat16
     if dtype.name == "bfloat16" and dtype.itemsize == 2:
         return "bfloat16"  # ml_dtypes.bfloat16
     return _PLAIN.get(dtype.newbyteorder("=") if dtype.byteorder not in "=|" else dtype)
 
+
+# Kinds whose native arrays the kernels read as they are.
+_AS_IS = frozenset(k for k in _PLAIN.values() if k not in KERNEL_DTYPE)
 
 LEGACY_BFLOAT16 = np.dtype((np.uint16, {"bfloat16": (np.uint16, 0)}))
 
@@ -56,13 +65,15 @@ def as_kernel_array(op, name, x, kinds):
     `kinds`.  The caller's array is never written: a copy is made when layout or
     byte order must change, and the view handed back is read-only either way.
     """
-    arr = np.asarray(x)
-    kind = dtype_kind(arr.dtype)
+    arr = x if type(x) is np.ndarray else np.asarray(x)
+    kind = _kind(arr.dtype)
     if kind not in kinds:
         raise TypeError(
             f"{op}: {name} has dtype {arr.dtype}, which is not supported; "
             f"supported: {', '.join(kinds)}"
         )
+    if kind in _AS_IS and arr.flags.c_contiguous and arr.dtype.isnative:
+        return arr, kind  # the common case: nothing to convert (kernels never write inputs)
     storage = arr.dtype.base if arr.dtype.fields is not None else arr.dtype
     if storage.byteorder not in "=|":
         # Byte-swapped: the legacy structured bfloat16 swaps its uint16 payload.
@@ -72,6 +83,7 @@ def as_kernel_array(op, name, x, kinds):
     return view, kind
 
 
+@functools.lru_cache(maxsize=None)
 def result_dtype(x_dtype):
     """The dtype results are returned in: the input's own, in native byte order."""
     dtype = np.dtype(x_dtype)

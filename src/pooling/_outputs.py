@@ -2,11 +2,11 @@
 import numpy as np
 
 
-def output_array(op, name, out, shape, dtype, x):
+def output_array(op, name, out, shape, dtype, *inputs):
     """A C-contiguous array of `shape` and `dtype` to write a result into.
 
     `out` (optional) must be exactly that: a writeable C-contiguous ndarray of
-    the result's shape and dtype that does not overlap the input `x`.
+    the result's shape and dtype that overlaps none of the `inputs`.
     """
     if out is None:
         return np.empty(shape, dtype=dtype)
@@ -19,6 +19,6 @@ def output_array(op, name, out, shape, dtype, x):
         )
     if not out.flags.c_contiguous or not out.flags.writeable:
         raise ValueError(f"{op}: {name} must be a writeable C-contiguous array")
-    if np.may_share_memory(out, x):
+    if any(np.may_share_memory(out, x) for x in inputs):
         raise ValueError(f"{op}: {name} must not overlap the input")
     return out

@@ -6,7 +6,8 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _core
-from ._attrs import INDEX_LIMIT, check_size, flag, hashable, int_tuple, resolve_version, unhash
+from ._attrs import (INDEX_LIMIT, check_size, choice, flag, hashable, int_tuple, resolve_version,
+                     shape_tuple, unhash)
 from ._dtypes import HALF_INF_BITS, as_kernel_array, float_to_half_bits, result_dtype
 from ._outputs import output_array
 from ._shapes import AUTO_PADS, pool_output
@@ -21,9 +22,9 @@ _DTYPE_SINCE = {"float16": 1, "float32": 1, "float64": 1, "int8": 12, "uint8": 1
 LAYOUTS = ("NCHW", "NHWC")
 ACTIVATIONS = ("Relu", "Clip")
 
-# Rows of horizontal maxima each thread may cache (elements); beyond it the
-# ring shrinks to the kernel height and rows are recomputed instead.
-_RING_ELEMENTS = 1 << 20
+# Horizontal maxima each thread may cache (elements); a call needing more
+# (huge dilated kernels over wide rows) takes the separable kernel instead.
+_RING_ELEMENTS = 1 << 22
 
 
 class _Plan(NamedTuple):
@@ -46,7 +47,8 @@ def max_pool_output_shape(x_shape, kernel_shape, *, strides=None, pads=None, dil
                           return_indices=False, layout="NCHW", activation=None,
                           activation_params=None, opset=None):
     """Output shape of max_pool for an input of shape `x_shape` (same validation, no data)."""
-    return _plan_for(tuple(x_shape), kernel_shape, strides, pads, dilations, auto_pad, ceil_mode,
+    return _plan_for(shape_tuple(OP, "x_shape", x_shape), kernel_shape, strides, pads, dilations,
+                     auto_pad, ceil_mode,
                      storage_order, return_indices, layout, activation, activation_params,
                      opset).out_shape
 
@@ -66,19 +68,18 @@ def max_pool(x, kernel_shape, *, strides=None, pads=None, dilations=None, auto_p
     storage_order=1 are column-major encodings, so they do not round-trip
     through max_unpool.  See SPEC.md section 1 for every rule.
     """
-    arr = np.asarray(x)
+    arr = x if type(x) is np.ndarray else np.asarray(x)
     plan = _plan_for(arr.shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode,
                      storage_order, return_indices, layout, activation, activation_params, opset)
     xk, kind = as_kernel_array(OP, "x", arr, plan.kinds)
     nt = resolve_n_threads(OP, n_threads, xk.size)
-    dtype = result_dtype(arr.dtype)
-    y = output_array(OP, "out", out, plan.out_shape, dtype, arr)
-    indices = (output_array(OP, "indices_out", indices_out, plan.out_shape, np.dtype(np.int64), arr)
-               if return_indices else None)
+    y = output_array(OP, "out", out, plan.out_shape, result_dtype(arr.dtype), arr)
     if indices_out is not None and not return_indices:
         raise ValueError(f"{OP}: indices_out is given but return_indices is False")
+    indices = (output_array(OP, "indices_out", indices_out, plan.out_shape, _INT64, arr)
+               if return_indices else None)
     if y.size:
-        _run(plan, xk, y.view(xk.dtype), indices, kind, nt)
+        _launch(plan, kind, nt, return_indices)(xk, y.view(xk.dtype), indices)
         if indices is not None and plan.storage_order == 1 and len(plan.spatial) > 1:
             _to_column_major(indices, plan.spatial)
     return (y, indices) if return_indices else y
@@ -87,18 +88,21 @@ def max_pool(x, kernel_shape, *, strides=None, pads=None, dilations=None, auto_p
 def _plan_for(x_shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode, storage_order,
               return_indices, layout, activation, activation_params, opset):
     """Hashable stand-ins for the attributes, then the cached plan."""
-    return _plan(tuple(x_shape), hashable(kernel_shape), hashable(strides), hashable(pads),
-                 hashable(dilations), auto_pad, hashable(ceil_mode), hashable(storage_order),
-                 bool(return_indices), layout, activation, hashable(activation_params),
-                 hashable(opset))
+    return _plan(tuple(x_shape), hashable(kernel_shape, OP, "kernel_shape"),
+                 hashable(strides, OP, "strides"), hashable(pads, OP, "pads"),
+                 hashable(dilations, OP, "dilations"), hashable(auto_pad, OP, "auto_pad"),
+                 hashable(ceil_mode, OP, "ceil_mode"), hashable(storage_order, OP, "storage_order"),
+                 bool(return_indices), hashable(layout, OP, "layout"),
+                 hashable(activation, OP, "activation"),
+                 hashable(activation_params, OP, "activation_params"), hashable(opset, OP, "opset"))
 
 
 @functools.lru_cache(maxsize=512)
 def _plan(x_shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode, storage_order,
           return_indices, layout, activation, activation_params, opset):
     version = resolve_version(OP, unhash(opset))
-    if layout not in LAYOUTS:
-        raise ValueError(f"{OP}: layout must be one of {list(LAYOUTS)}, got {layout!r}")
+    layout, auto_pad, activation = unhash(layout), unhash(auto_pad), unhash(activation)
+    choice(OP, "layout", layout, LAYOUTS)
     if len(x_shape) < 3:
         raise ValueError(
             f"{OP}: x must have rank >= 3 (N, C and at least one spatial axis), got shape {x_shape}"
@@ -111,8 +115,7 @@ def _plan(x_shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode, 
     strides = int_tuple(OP, "strides", unhash(strides), n, 1, 1)
     dilations = int_tuple(OP, "dilations", unhash(dilations), n, 1, 1)
     pads = int_tuple(OP, "pads", unhash(pads), 2 * n, 0, 0)
-    if not isinstance(auto_pad, str) or auto_pad not in AUTO_PADS:
-        raise ValueError(f"{OP}: auto_pad must be one of {list(AUTO_PADS)}, got {auto_pad!r}")
+    choice(OP, "auto_pad", auto_pad, AUTO_PADS)
     if auto_pad != "NOTSET" and any(pads):
         raise ValueError(f"{OP}: pads {list(pads)} cannot be combined with auto_pad={auto_pad!r}")
     ceil_mode = flag(OP, "ceil_mode", unhash(ceil_mode))
@@ -164,8 +167,7 @@ def _activation(activation, params):
     """(activation, params as floats) per SPEC 1.4."""
     if activation is None:
         return None, ()
-    if activation not in ACTIVATIONS:
-        raise ValueError(f"{OP}: activation must be None, 'Relu' or 'Clip', got {activation!r}")
+    choice(OP, "activation", activation, ACTIVATIONS)
     if activation == "Relu":
         return activation, ()
     try:
@@ -199,19 +201,33 @@ def _activation_bounds(activation, params, kind):
     return 3, lo, hi
 
 
-def _run(plan, xk, y, indices, kind, nt):
-    """Call the kernel for this layout and rank."""
+# The fused kernels' specialisation for each dtype kind, chosen explicitly:
+# float16 and bfloat16 share the uint16 one and differ only in inf_bits.
+_CTYPE = {"float32": "float", "float64": "double", "int8": "int8_t", "uint8": "uint8_t",
+          "float16": "uint16_t", "bfloat16": "uint16_t"}
+_INT64 = np.dtype(np.int64)
+
+
+@functools.lru_cache(maxsize=256)
+def _launch(plan, kind, nt, with_indices):
+    """run(xk, y, indices) for this plan, dtype kind and thread count.
+
+    Everything that depends only on those is computed once here (the kernel
+    specialisation, promoted geometry, work split, scratch shapes), so a call on
+    a small input costs little more than the kernel itself.
+    """
     act = _activation_bounds(plan.activation, plan.activation_params, kind)
     inf_bits = HALF_INF_BITS.get(kind, 0)
-    if plan.layout == "NHWC":
-        if len(plan.spatial) <= 3 and _fits_int32((int(np.prod(plan.spatial)),)):
-            _run_nhwc(plan, xk, y, indices, act, inf_bits, nt)
-        else:
-            _run_nhwc_transposed(plan, xk, y, indices, act, inf_bits, nt)
-    elif len(plan.spatial) <= 3 and _fits_int32(plan.spatial):
-        _run_3d(plan, xk, y, indices, act, inf_bits, nt)
-    else:
-        _run_separable(plan, xk, y, indices, act, inf_bits, nt)
+    n = len(plan.spatial)
+    if plan.layout == "NHWC" and n <= 3 and _fits_int32((int(np.prod(plan.spatial)),)):
+        return _launch_nhwc(plan, kind, nt, with_indices, act, inf_bits)
+    if plan.layout == "NCHW" and n <= 3 and _fits_int32(plan.spatial):
+        spatial, out, kernel, _, dilations, _ = _promote(plan)
+        rings = _rings(spatial, out, kernel, dilations)
+        if rings is not None:
+            return _launch_3d(plan, kind, nt, rings, act, inf_bits)
+    rare = _run_nhwc_transposed if plan.layout == "NHWC" else _run_separable
+    return lambda xk, y, indices: rare(plan, xk, y, indices, act, inf_bits, nt)
 
 
 def _promote(plan):
@@ -227,36 +243,43 @@ def _promote(plan):
     return spatial, out, kernel, strides, dilations, pads_begin
 
 
-def _run_3d(plan, xk, y, indices, act, inf_bits, nt):
+def _launch_3d(plan, kind, nt, rings, act, inf_bits):
     """NCHW, ranks 1-3: the fused two-pass kernel over (N*C) planes."""
     planes = plan.out_shape[0] * plan.out_shape[1]
     spatial, out, kernel, strides, dilations, pads_begin = _promote(plan)
-    kd, kh, OW = kernel[0], kernel[1], out[2]
-    eh = (kh - 1) * dilations[1] + 1
-    ring = eh if kd * eh * OW <= _RING_ELEMENTS else kh
+    ringd, ring = rings
+    OW = out[2]
     rows, units = _split(planes * out[0], out[1], nt)
     nt = min(nt, units)
-    hval = np.empty((nt, kd * ring * OW), dtype=xk.dtype)
-    hpos = np.empty((nt, (kd * ring + 2) * OW), dtype=np.int32) if indices is not None else None
-    tags = np.empty((nt, kd * ring), dtype=np.intp)
-    _core.max_pool_3d(
-        xk.reshape((planes,) + spatial), y.reshape((planes,) + out),
-        None if indices is None else indices.reshape((planes,) + out),
-        kernel, strides, dilations, pads_begin, ring, rows, hval, hpos, tags, *act, inf_bits, nt,
-    )
+    kernel_fn = _core.max_pool_3d[_CTYPE[kind]]
+    x_shape, y_shape = (planes,) + spatial, (planes,) + out
+    geometry = (kernel, strides, dilations, pads_begin, ringd, ring, rows)
+    tail = act + (inf_bits, nt)
+    vals, poss, tags = (nt, ringd * ring * OW), (nt, (ringd * ring + 2) * OW), (nt, ringd * ring)
+
+    def run(xk, y, indices):
+        kernel_fn(xk.reshape(x_shape), y.reshape(y_shape),
+                  None if indices is None else indices.reshape(y_shape), *geometry,
+                  np.empty(vals, xk.dtype), None if indices is None else np.empty(poss, np.int32),
+                  np.empty(tags, np.intp), *tail)
+    return run
 
 
-def _run_nhwc(plan, xk, y, indices, act, inf_bits, nt):
+def _launch_nhwc(plan, kind, nt, with_indices, act, inf_bits):
     """NHWC, ranks 1-3: the channels-last kernel over output rows."""
     n, c = plan.out_shape[0], plan.out_shape[-1]
     spatial, out, kernel, strides, dilations, pads_begin = _promote(plan)
     nt = max(1, min(nt, n * out[0] * out[1]))
-    wpix = np.empty((nt, c), dtype=np.int32) if indices is not None else None
-    _core.max_pool_nhwc(
-        xk.reshape((n,) + spatial + (c,)), y.reshape((n,) + out + (c,)),
-        None if indices is None else indices.reshape((n,) + out + (c,)),
-        kernel, strides, dilations, pads_begin, wpix, *act, inf_bits, nt,
-    )
+    kernel_fn = _core.max_pool_nhwc[_CTYPE[kind]]
+    x_shape, y_shape = (n,) + spatial + (c,), (n,) + out + (c,)
+    geometry = (kernel, strides, dilations, pads_begin)
+    tail = act + (inf_bits, nt)
+
+    def run(xk, y, indices):
+        kernel_fn(xk.reshape(x_shape), y.reshape(y_shape),
+                  None if indices is None else indices.reshape(y_shape), *geometry,
+                  None if indices is None else np.empty((nt, c), np.int32), *tail)
+    return run
 
 
 def _run_nhwc_transposed(plan, xk, y, indices, act, inf_bits, nt):
@@ -304,6 +327,19 @@ def _run_separable(plan, xk, y, indices, act, inf_bits, nt):
             plan.pads_begin[axis], mode, lo, hi, inf_bits, nt,
         )
         cur, pos = nxt, nxt_pos
+
+
+def _rings(spatial, out, kernel, dilations):
+    """(ringd, ring): the fused kernel's row cache, or None when it would exceed its budget.
+
+    Rows one output row needs span at most the dilated kernel and lie inside
+    the input, so rings of min(dilated kernel, input extent) keep them apart.
+    """
+    ringd = min((kernel[0] - 1) * dilations[0] + 1, spatial[0])
+    ring = min((kernel[1] - 1) * dilations[1] + 1, spatial[1])
+    if max(ringd, 1) * max(ring, 1) * out[2] > _RING_ELEMENTS:
+        return None
+    return max(ringd, 1), max(ring, 1)
 
 
 def _fits_int32(spatial):

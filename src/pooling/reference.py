@@ -98,8 +98,11 @@ def max_pool(x, kernel_shape, strides=None, pads=None, dilations=None, auto_pad=
             pos = [int(coords[i][o[i], t[i]]) for i in range(n)]
             good = all(valid[i][o[i], t[i]] for i in range(n))
             ok[o_idx, t_idx] = good
-            flat[o_idx, t_idx] = np.ravel_multi_index(pos, spatial) if good else 0
+            flat[o_idx, t_idx] = np.ravel_multi_index(pos, spatial) if good else plane_size
 
+    # Invalid taps read a sentinel column, so gathering works even for an empty plane.
+    values = np.concatenate([values, np.zeros((planes, 1))], axis=1)
+    raw = np.concatenate([raw, np.zeros((planes, 1), raw.dtype)], axis=1)
     taps = values[:, flat]                                   # (planes, n_out, n_taps)
     nan = np.isnan(taps) & ok
     number = ok & ~nan
@@ -109,9 +112,10 @@ def max_pool(x, kernel_shape, strides=None, pads=None, dilations=None, auto_pad=
     empty = ~ok.any(axis=-1)
     offset = np.take_along_axis(np.broadcast_to(flat, taps.shape), winner[..., None], -1)[..., 0]
 
-    y = np.take_along_axis(raw, offset.reshape(planes, -1), axis=1).reshape(planes, n_out).copy()
+    y = np.take_along_axis(raw, offset.reshape(planes, n_out), axis=1)
     y[np.broadcast_to(empty, y.shape)] = _empty_value(raw.dtype, kind)
-    if storage_order == 1 and n > 1:
+    offset = np.where(empty, 0, offset)
+    if storage_order == 1 and n > 1 and plane_size:
         offset = np.ravel_multi_index(np.unravel_index(offset, spatial), spatial, order="F")
     indices = np.arange(planes)[:, None] * plane_size + offset
     indices[np.broadcast_to(empty, indices.shape)] = -1
@@ -141,3 +145,28 @@ def _activate(y, kind, activation, params):
     out[values < lo_f] = lo_raw
     out[np.maximum(values, lo_f) > hi_f] = hi_raw  # NaN compares false: stays
     return out
+
+
+def max_unpool(x, indices, kernel_shape, strides=None, pads=None, output_shape=None):
+    """Y of MaxUnpool on NCHW `x`, SPEC 2: zeros, then Y.flat[I.flat[j]] = X.flat[j] in order.
+
+    numpy leaves the winner of a repeated fancy-index assignment unspecified,
+    so the last j of each index is picked explicitly before one assignment.
+    """
+    x = np.asarray(x)
+    n = x.ndim - 2
+    if output_shape is None:
+        strides = strides or (1,) * n
+        pads = pads or (0,) * (2 * n)
+        output_shape = x.shape[:2] + tuple(
+            (x.shape[2 + i] - 1) * strides[i] - (pads[i] + pads[n + i]) + kernel_shape[i]
+            for i in range(n)
+        )
+    # Raw bits of every dtype (bfloat16 and NaN payloads included) as unsigned ints.
+    raw = np.ascontiguousarray(x).reshape(-1).view(f"u{x.dtype.itemsize}")
+    flat = np.asarray(indices).reshape(-1).astype(np.int64)
+    y = np.zeros(int(np.prod(output_shape)), dtype=raw.dtype)
+    targets, last_from_end = np.unique(flat[::-1], return_index=True)
+    y[targets] = raw[flat.size - 1 - last_from_end]
+    dtype = x.dtype.newbyteorder("=") if x.dtype.byteorder not in "=|" else x.dtype
+    return y.view(dtype).reshape(tuple(output_shape))

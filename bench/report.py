@@ -1,0 +1,125 @@
+"""Run the benchmark suite and print a markdown table of medians and ratios.
+
+    python bench/report.py                 # every case
+    python bench/report.py -k "float16"    # a pytest -k selection
+    python bench/report.py --plot out.png  # also draw the speedups (matplotlib, the `bench` extra)
+
+Per case: pooling's median, its speedup over each peer (peer median / pooling
+median; > 1 means pooling is faster), and its ratio to the memory floor
+(pooling median / the time numpy needs to copy the same number of bytes,
+measured in the same run; 1.0 would be the fastest this machine can go).
+"""
+import argparse
+import contextlib
+import json
+import os
+import sys
+import tempfile
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PEERS = ("onnxruntime", "torch", "openvino")
+
+
+class Progress:
+    """A one-line progress bar on stderr as benchmarks finish."""
+
+    def __init__(self):
+        self.total = self.done = 0
+
+    def pytest_collection_finish(self, session):
+        self.total = len(session.items)  # after -k deselection
+
+    def pytest_runtest_logreport(self, report):
+        if report.when != "call" and not (report.when == "setup" and report.skipped):
+            return
+        self.done += 1
+        width = 30
+        filled = width * self.done // max(self.total, 1)
+        name = report.nodeid.split("[", 1)[-1].rstrip("]")[:60]
+        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} {name:<60}")
+        sys.stderr.flush()
+        if self.done == self.total:
+            sys.stderr.write("\n")
+
+
+def run(selection, extra):
+    out = os.path.join(tempfile.mkdtemp(prefix="pooling-bench-"), "bench.json")
+    args = [HERE, "-q", "-o", "addopts=", f"--benchmark-json={out}",
+            "--benchmark-min-rounds=7", "--benchmark-max-time=0.5"] + extra
+    if selection:
+        args += ["-k", selection]
+    with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):  # only the bar shows
+        code = pytest.main(args, plugins=[Progress()])
+    if code not in (0, 5):
+        print(f"benchmark run failed (pytest exit code {code})", file=sys.stderr)
+        sys.exit(int(code))
+    with open(out) as f:
+        return json.load(f)["benchmarks"]
+
+
+def table(benchmarks):
+    """(markdown lines, rows) with one row per comparison group."""
+    groups = {}
+    for b in benchmarks:
+        groups.setdefault(b["group"], {})[b["name"]] = b["stats"]["median"]
+    header = ["case", "pooling ms", "1 thread ms"] + [f"vs {p}" for p in PEERS] + ["vs floor"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    rows = []
+    for group, medians in groups.items():
+        ours = min(v for k, v in medians.items() if k in ("pooling", "pooling out="))
+        cells = [group, f"{ours * 1e3:.3f}", _ms(medians.get("pooling 1 thread"))]
+        speedups = {}
+        for peer in PEERS:
+            if peer in medians:
+                speedups[peer] = medians[peer] / ours
+                cells.append(f"{speedups[peer]:.2f}x")
+            else:
+                cells.append("-")
+        floor = medians.get("floor")
+        cells.append(f"{ours / floor:.2f}" if floor else "-")
+        lines.append("| " + " | ".join(cells) + " |")
+        rows.append((group, speedups))
+    return lines, rows
+
+
+def _ms(seconds):
+    return "-" if seconds is None else f"{seconds * 1e3:.3f}"
+
+
+def plot(rows, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(10, 0.45 * len(rows) + 1.5))
+    height = 0.8 / len(PEERS)
+    for j, peer in enumerate(PEERS):
+        ys = [i + j * height for i in range(len(rows))]
+        ax.barh(ys, [r[1].get(peer, 0) for r in rows], height=height, label=f"vs {peer}")
+    ax.axvline(1.0, color="black", linewidth=0.8)
+    ax.set_yticks([i + 0.4 - height / 2 for i in range(len(rows))], [r[0] for r in rows], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.set_xlabel("speedup of pooling over the peer (median, > 1 is faster)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("-k", dest="selection", help="pytest -k expression selecting cases")
+    parser.add_argument("--plot", metavar="PNG", help="also draw the speedups as a bar chart")
+    args, extra = parser.parse_known_args(argv)
+    lines, rows = table(run(args.selection, extra))
+    print("\n".join(lines))
+    if args.plot:
+        plot(rows, args.plot)
+        print(f"\nplot written to {args.plot}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,45 @@
+"""One pytest-benchmark comparison group per case; every member checks its result.
+
+    python -m pytest bench                          # timings (python bench/report.py tabulates them)
+    python -m pytest bench --benchmark-disable      # smoke test: each body once, checks included
+"""
+import time
+
+import numpy as np
+import pytest
+
+from cases import CASES, Unavailable, expected, implementations, to_numpy
+
+WARM_UP_S = 0.5  # this machine speeds up over about half a second of steady load
+
+MEMBERS = list(implementations(CASES[0]))
+
+
+@pytest.mark.parametrize("name", MEMBERS)
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_bench(benchmark, case, name):
+    benchmark.group = case.id
+    benchmark.name = name
+    try:
+        fn = implementations(case)[name]()
+    except Unavailable as e:
+        pytest.skip(str(e))
+    benchmark.extra_info["case"] = case.id
+    if not benchmark.disabled:
+        end = time.perf_counter() + WARM_UP_S
+        while time.perf_counter() < end:
+            fn()
+    result = benchmark(fn)
+    if name != "floor":
+        check(case, name, result)
+
+
+def check(case, name, result):
+    """The member computed the same result as the reference (bit for bit)."""
+    want = expected(case)
+    got = to_numpy(case, name, result)
+    if case.indices:
+        assert got[0].tobytes() == want[0].tobytes(), f"{name}: Y differs"
+        np.testing.assert_array_equal(got[1], want[1], err_msg=f"{name}: Indices differ")
+    else:
+        assert got.shape == want.shape and got.tobytes() == want.tobytes(), f"{name}: Y differs"

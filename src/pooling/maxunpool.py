@@ -1,0 +1,161 @@
+"""MaxUnpool: validation per version, output shape, dispatch to the kernel (SPEC 2)."""
+import functools
+from typing import NamedTuple
+
+import numpy as np
+
+from . import _core
+from ._attrs import (INDEX_LIMIT, check_size, choice, hashable, int_tuple, resolve_version,
+                     shape_tuple, unhash)
+from ._dtypes import as_kernel_array, result_dtype
+from ._outputs import output_array
+from ._threads import resolve_n_threads
+
+OP = "MaxUnpool"
+
+# SPEC 2: the version that introduced each dtype of X.  Library mode adds the
+# integer types MaxPool-12 pools [ext], so anything pooled can be unpooled.
+_DTYPE_SINCE = {"float16": 9, "float32": 9, "float64": 9, "bfloat16": 22}
+_LIBRARY_DTYPES = tuple(_DTYPE_SINCE) + ("int8", "uint8")
+_INDEX_KINDS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+LAYOUTS = ("NCHW",)
+
+# The kernel only moves bits: unsigned storage of each item size serves every dtype.
+_BITS = {size: np.dtype(f"u{size}") for size in (1, 2, 4, 8)}
+
+
+class _Plan(NamedTuple):
+    """Everything about a call that depends only on shapes and attributes."""
+    out_shape: tuple          # full output shape
+    blocks: int               # independent parts of x and y: the N*C planes (NCHW)
+    kinds: tuple              # dtypes of x allowed under this version
+    index_kinds: tuple        # dtypes of indices allowed under this version
+
+
+def max_unpool_output_shape(x_shape, kernel_shape, *, strides=None, pads=None, output_shape=None,
+                            layout="NCHW", opset=None):
+    """Output shape of max_unpool for an input of shape `x_shape` (same validation, no data)."""
+    return _plan_for(shape_tuple(OP, "x_shape", x_shape), kernel_shape, strides, pads, output_shape,
+                     layout, opset).out_shape
+
+
+def max_unpool(x, indices, kernel_shape, *, strides=None, pads=None, output_shape=None,
+               layout="NCHW", opset=None, n_threads=None, out=None):
+    """ONNX MaxUnpool: scatter x into zeros of the output shape at `indices`.
+
+    x and indices have shape (N, C, D_1, ..., D_n), n >= 1.  The output shape
+    is ``(N, C, (D_i - 1)*strides_i - (pads_begin_i + pads_end_i) + kernel_i)``,
+    or ``output_shape`` when given (pads are then ignored).  Indices are flat
+    row-major offsets into the returned output, as MaxPool's ``return_indices``
+    gives them, so ``max_unpool(*max_pool(x, k, return_indices=True), k,
+    output_shape=x.shape)`` puts every pooled value back where it came from.
+    Indices made with ``storage_order=1`` are column-major encodings, not
+    row-major offsets, and do not round-trip.  When two elements share an
+    index the last one in row-major order of x wins, for every n_threads.  An
+    index outside the output is a ValueError naming the first one (nothing is
+    written outside the output; ``out`` may be partly written).  ``opset=K``
+    enforces exactly what version K allows; the default is library mode
+    (int8/uint8 data, any integer indices, any rank).  See SPEC.md section 2
+    for every rule.
+    """
+    arr = np.asarray(x)
+    idx = np.asarray(indices)
+    plan = _plan_for(arr.shape, kernel_shape, strides, pads, output_shape, layout, opset)
+    if idx.shape != arr.shape:
+        raise ValueError(f"{OP}: indices must have the shape of x {arr.shape}, got {idx.shape}")
+    xk, _ = as_kernel_array(OP, "x", arr, plan.kinds)
+    ik, _ = as_kernel_array(OP, "indices", idx, plan.index_kinds)
+    # uint64 values >= 2**63 wrap to negative here, which the kernel rejects like any bad index.
+    ik = ik.astype(np.int64, copy=False)
+    y = output_array(OP, "out", out, plan.out_shape, result_dtype(arr.dtype), arr, idx)
+    nt = resolve_n_threads(OP, n_threads, xk.size + y.size)
+    if xk.size or y.size:
+        bits = _BITS[xk.itemsize]
+        # Few planes: zero y on every thread first rather than one plane per thread.
+        fused = nt == 1 or plan.blocks >= 4 * nt
+        bad = _core.max_unpool(xk.reshape(-1).view(bits), ik.reshape(-1), y.reshape(-1).view(bits),
+                               plan.blocks, fused, nt)
+        if bad >= 0:
+            where = tuple(int(i) for i in np.unravel_index(bad, idx.shape))
+            raise ValueError(
+                f"{OP}: indices{list(where)} = {idx[where]} is outside [0, {y.size}), the flat "
+                f"range of the output of shape {plan.out_shape} (first bad index in row-major order)"
+            )
+    return y
+
+
+def _plan_for(x_shape, kernel_shape, strides, pads, output_shape, layout, opset):
+    """Hashable stand-ins for the attributes, then the cached plan."""
+    return _plan(tuple(x_shape), hashable(kernel_shape, OP, "kernel_shape"),
+                 hashable(strides, OP, "strides"), hashable(pads, OP, "pads"),
+                 hashable(output_shape, OP, "output_shape"), hashable(layout, OP, "layout"),
+                 hashable(opset, OP, "opset"))
+
+
+@functools.lru_cache(maxsize=512)
+def _plan(x_shape, kernel_shape, strides, pads, output_shape, layout, opset):
+    version = resolve_version(OP, unhash(opset))
+    choice(OP, "layout", unhash(layout), LAYOUTS)
+    if len(x_shape) < 3:
+        raise ValueError(
+            f"{OP}: x must have rank >= 3 (N, C and at least one spatial axis), got shape {x_shape}"
+        )
+    # NCHW: the batch and channel axes lead, and each (n, c) plane is one block.
+    lead, spatial = x_shape[:2], x_shape[2:]
+    n = len(spatial)
+    if unhash(kernel_shape) is None:
+        raise ValueError(f"{OP}: kernel_shape is required")
+    kernel = int_tuple(OP, "kernel_shape", unhash(kernel_shape), n, 1, 1)
+    strides = int_tuple(OP, "strides", unhash(strides), n, 1, 1)
+    pads = int_tuple(OP, "pads", unhash(pads), 2 * n, 0, 0)
+    if unhash(output_shape) is None:
+        out_shape = lead + _inferred_spatial(spatial, kernel, strides, pads)
+    else:
+        out_shape = _given_shape(unhash(output_shape), x_shape, lead, version)
+    check_size(OP, out_shape)
+    if version is None:
+        kinds, index_kinds = _LIBRARY_DTYPES, _INDEX_KINDS
+    else:
+        kinds = tuple(k for k, since in _DTYPE_SINCE.items() if since <= version)
+        index_kinds = ("int64",)
+    return _Plan(out_shape, lead[0] * lead[1], kinds, index_kinds)
+
+
+def _inferred_spatial(spatial, kernel, strides, pads):
+    """SPEC 2: (D_i - 1)*s_i - (pb_i + pe_i) + k_i per axis, each >= 1."""
+    n = len(spatial)
+    out = tuple((d - 1) * s - (pads[i] + pads[i + n]) + k
+                for i, (d, k, s) in enumerate(zip(spatial, kernel, strides)))
+    for i, o in enumerate(out):
+        if o < 1:
+            raise ValueError(
+                f"{OP}: inferred output dimension {i} would be {o}: (x dim {spatial[i]} - 1) * "
+                f"stride {strides[i]} - pads ({pads[i]} + {pads[i + n]}) + kernel {kernel[i]}; "
+                "pass output_shape or smaller pads"
+            )
+        if o >= INDEX_LIMIT:
+            raise ValueError(f"{OP}: inferred output dimension {i} would be {o}, too large to index")
+    return out
+
+
+def _given_shape(value, x_shape, lead, version):
+    """output_shape checked against SPEC 2: full rank, N and C of x, every dim >= 0."""
+    if isinstance(value, np.ndarray):
+        if value.ndim != 1 or value.dtype.kind not in "iu":
+            raise TypeError(
+                f"{OP}: output_shape must be a 1-D integer array, got dtype {value.dtype} "
+                f"and shape {value.shape}"
+            )
+        if version is not None and value.dtype != np.int64:
+            raise TypeError(f"{OP}: output_shape must be int64 under opset, got {value.dtype}")
+    elif not isinstance(value, (list, tuple)):
+        raise TypeError(
+            f"{OP}: output_shape must be a list, tuple or 1-D int64 array of {len(x_shape)} "
+            f"values, got {value!r}"
+        )
+    shape = int_tuple(OP, "output_shape", value, len(x_shape), 0, 0)
+    if shape[:2] != lead:
+        raise ValueError(
+            f"{OP}: output_shape {list(shape)} must keep N and C of x {x_shape}, i.e. start with {list(lead)}"
+        )
+    return shape

@@ -1,0 +1,48 @@
+"""show_config(), openmp_enabled(), max_threads(), __version__ (API.md)."""
+import io
+import re
+from importlib import metadata
+
+import pooling
+
+
+def test_version():
+    assert isinstance(pooling.__version__, str)
+    assert re.fullmatch(r"\d+\.\d+\.\d+([.-]?\w+)*", pooling.__version__), pooling.__version__
+    try:
+        installed = metadata.version("pooling-kernels")
+    except metadata.PackageNotFoundError:  # run from a source tree
+        return
+    assert installed == pooling.__version__
+
+
+def test_openmp_enabled_and_max_threads():
+    assert isinstance(pooling.openmp_enabled(), bool)
+    m = pooling.max_threads()
+    assert type(m) is int and m >= 1
+    if not pooling.openmp_enabled():
+        assert m == 1
+
+
+def test_show_config_prints_version_and_openmp(capsys):
+    assert pooling.show_config() is None
+    out = capsys.readouterr().out
+    assert pooling.__version__ in out
+    assert "openmp" in out.lower()
+    assert str(pooling.max_threads()) in out
+    line = next(line for line in out.splitlines() if "openmp" in line.lower())
+    assert ("yes" in line.lower()) == pooling.openmp_enabled(), line
+
+
+def test_show_config_to_a_file():
+    buf = io.StringIO()
+    pooling.show_config(file=buf)
+    assert pooling.__version__ in buf.getvalue()
+
+
+def test_public_names():
+    for name in ("max_pool", "max_pool_output_shape", "show_config", "openmp_enabled", "max_threads",
+                 "__version__"):
+        assert hasattr(pooling, name)
+        assert name in pooling.__all__
+    assert callable(pooling.max_pool) and pooling.max_pool.__doc__

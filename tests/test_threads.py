@@ -1,0 +1,187 @@
+"""n_threads (SPEC 4): results never depend on it; kernels release the GIL and run concurrently."""
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import pooling
+from conftest import POOL_DTYPES, assert_same, make_array
+from pooling._threads import resolve_n_threads
+
+# Big enough to pass the serial cut-off (2**15 input elements) and to split into
+# several blocks of rows; few planes, so the split goes inside the planes too.
+SHAPES = [
+    ((1, 3, 150, 140), dict(kernel_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1))),
+    ((1, 1, 260, 250), dict(kernel_shape=(2, 5), dilations=(3, 1), ceil_mode=1, strides=(1, 2))),
+    ((8, 16, 17, 19), dict(kernel_shape=(3, 2), auto_pad="SAME_LOWER")),
+    ((1, 2, 70000), dict(kernel_shape=(4,), strides=(3,), pads=(2, 5), ceil_mode=1)),
+    ((2, 2, 24, 30, 28), dict(kernel_shape=(2, 3, 3), strides=(1, 2, 2), pads=(1, 0, 1, 0, 2, 1))),
+    ((1, 2, 14, 13, 12, 11), dict(kernel_shape=(2, 2, 3, 2), strides=(2, 1, 2, 1), dilations=(1, 2, 1, 1))),
+    ((1, 1, 400, 300), dict(kernel_shape=(3, 3), pads=(4, 4, 4, 4))),       # empty windows too
+]
+N_THREADS = [1, 2, 3, 5, -1, -2, None]
+
+
+@pytest.mark.parametrize("kind", ["float32", "float16", "int8", "bfloat16"])
+@pytest.mark.parametrize("shape, attrs", SHAPES, ids=[str(len(s) - 2) + "d_" + str(i) for i, (s, _) in
+                                                       enumerate(SHAPES)])
+def test_results_do_not_depend_on_n_threads(shape, attrs, kind):
+    x = make_array(np.random.default_rng(len(shape)), shape, kind)
+    for so in (0, 1):
+        y1, i1 = pooling.max_pool(x, storage_order=so, return_indices=True, n_threads=1, **attrs)
+        for nt in N_THREADS[1:]:
+            y, ind = pooling.max_pool(x, storage_order=so, return_indices=True, n_threads=nt, **attrs)
+            assert_same(y, y1)
+            assert_same(ind, i1)
+    y1 = pooling.max_pool(x, n_threads=1, activation="Relu", **attrs)
+    for nt in N_THREADS[1:]:
+        assert_same(pooling.max_pool(x, n_threads=nt, activation="Relu", **attrs), y1)
+
+
+@pytest.mark.parametrize("kind", sorted(set(POOL_DTYPES) - {"float32", "float16", "int8", "bfloat16"}))
+def test_results_do_not_depend_on_n_threads_other_dtypes(kind):
+    shape, attrs = SHAPES[0]
+    x = make_array(np.random.default_rng(9), shape, kind)
+    y1, i1 = pooling.max_pool(x, return_indices=True, n_threads=1, **attrs)
+    for nt in N_THREADS[1:]:
+        y, ind = pooling.max_pool(x, return_indices=True, n_threads=nt, **attrs)
+        assert_same(y, y1)
+        assert_same(ind, i1)
+
+
+@pytest.mark.parametrize("shape, attrs", [
+    ((1, 4, 8, 8, 16, 16), dict(kernel_shape=3, pads=1)),
+    ((1, 3, 16, 15, 14, 13), dict(kernel_shape=(2, 3, 2, 2), strides=(2, 1, 2, 1), dilations=(1, 1, 2, 3),
+                                  pads=(0, 1, 1, 0, 1, 0, 0, 2))),
+    ((1, 2, 6, 7, 8, 9, 10), dict(kernel_shape=2, strides=(1, 2, 1, 2, 1), pads=(1, 0, 1, 0, 1) * 2,
+                                  ceil_mode=1)),
+], ids=["4d_pads", "4d_dilations", "5d_ceil"])
+def test_generic_kernel_is_deterministic_with_padding(shape, attrs):
+    """Rank > 3 (the per-axis kernel) with windows clipped by padding: every run, every n_threads."""
+    x = make_array(np.random.default_rng(0), shape, "float32")
+    y1, i1 = pooling.max_pool(x, return_indices=True, n_threads=1, **attrs)
+    for _ in range(8):
+        for nt in (2, 3, None):
+            y, ind = pooling.max_pool(x, return_indices=True, n_threads=nt, **attrs)
+            assert_same(y, y1)
+            assert_same(ind, i1)
+
+
+def test_negative_n_threads_semantics():
+    """None = OpenMP maximum, -1 = all, -k = max + 1 - k; at least one thread."""
+    m = pooling.max_threads()
+    assert isinstance(m, int) and m >= 1
+    assert resolve_n_threads("MaxPool", None) == m
+    assert resolve_n_threads("MaxPool", -1) == m
+    for k in range(1, m + 1):
+        assert resolve_n_threads("MaxPool", -k) == m + 1 - k
+    assert resolve_n_threads("MaxPool", -(m + 5)) >= 1
+    for n in (1, 2, 7):
+        assert resolve_n_threads("MaxPool", n) == n
+    assert resolve_n_threads("MaxPool", np.int64(2)) == 2
+    # Every value the user may pass works and gives the same result.
+    x = make_array(np.random.default_rng(4), (1, 2, 200, 200), "float32")
+    expected = pooling.max_pool(x, 3, n_threads=1)
+    for nt in [-k for k in range(1, m + 3)] + [np.int32(2), np.int64(-1)]:
+        assert_same(pooling.max_pool(x, 3, n_threads=nt), expected)
+
+
+def test_max_threads_follows_omp_num_threads():
+    """n_threads=None is OpenMP's maximum at call time, which honours OMP_NUM_THREADS."""
+    if not pooling.openmp_enabled():
+        pytest.skip("serial build: OpenMP's maximum is 1")
+    code = "import pooling; print(pooling.max_threads())"
+    for value in ("1", "3"):
+        env = dict(os.environ, OMP_NUM_THREADS=value)
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                             check=True, timeout=120)
+        assert out.stdout.strip() == value
+
+
+def test_max_threads_follows_threadpoolctl():
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    if not pooling.openmp_enabled():
+        pytest.skip("serial build")
+    before = pooling.max_threads()
+    with threadpoolctl.threadpool_limits(limits=1, user_api="openmp"):
+        assert pooling.max_threads() == 1
+        assert resolve_n_threads("MaxPool", None) == 1
+    assert pooling.max_threads() == before
+
+
+def test_two_python_threads_run_kernels_at_once():
+    """Concurrent calls from two Python threads give the serial results (no shared scratch)."""
+    rng = np.random.default_rng(8)
+    jobs = []
+    for i, kind in enumerate(["float32", "int8", "float16", "float64", "bfloat16", "uint8"]):
+        shape = [(2, 3, 40, 37), (1, 2, 9000), (1, 2, 12, 11, 10), (1, 1, 6, 7, 5, 6)][i % 4]
+        x = make_array(rng, shape, kind)
+        n = len(shape) - 2
+        attrs = dict(kernel_shape=(3,) * n, strides=(2,) * n, pads=(1,) * (2 * n), ceil_mode=i % 2,
+                     storage_order=i % 2)
+        jobs.append((x, attrs, pooling.max_pool(x, return_indices=True, n_threads=1, **attrs)))
+    big = make_array(rng, (1, 4, 300, 300), "float32")
+    big_expected = pooling.max_pool(big, 3, return_indices=True, n_threads=1)
+
+    barrier = threading.Barrier(2)
+    errors = []
+
+    def worker(offset):
+        try:
+            barrier.wait(timeout=60)
+            for rep in range(40):
+                x, attrs, (ey, ei) = jobs[(rep + offset) % len(jobs)]
+                nt = (1, 2, None)[rep % 3]
+                y, ind = pooling.max_pool(x, return_indices=True, n_threads=nt, **attrs)
+                assert_same(y, ey)
+                assert_same(ind, ei)
+                if rep % 10 == 0:
+                    y, ind = pooling.max_pool(big, 3, return_indices=True, n_threads=nt)
+                    assert_same(y, big_expected[0])
+                    assert_same(ind, big_expected[1])
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in (0, 3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert not any(t.is_alive() for t in threads)
+    if errors:
+        raise errors[0]
+
+
+def test_gil_is_released_while_a_kernel_runs():
+    """While one thread is inside a long kernel call, another Python thread keeps running."""
+    x = make_array(np.random.default_rng(6), (1, 4, 1024, 1024), "float32")
+    attrs = dict(kernel_shape=(7, 7), dilations=(2, 1), return_indices=True, n_threads=1)
+    t = time.perf_counter()
+    pooling.max_pool(x, **attrs)
+    serial = time.perf_counter() - t
+
+    window = {}
+    started = threading.Event()
+    stamps = []
+
+    def worker():
+        started.set()
+        window["t0"] = time.perf_counter()
+        pooling.max_pool(x, **attrs)
+        window["t1"] = time.perf_counter()
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    started.wait()
+    while thread.is_alive():
+        stamps.append(time.perf_counter())
+    thread.join()
+    t0, t1 = window["t0"], window["t1"]
+    length = t1 - t0
+    middle = [s for s in stamps if t0 + length / 4 < s < t1 - length / 4]
+    # Holding the GIL for the whole call would leave no stamps in the middle of it.
+    assert len(middle) >= 10, (len(middle), length, serial)
