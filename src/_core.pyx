@@ -494,7 +494,10 @@ def max_pool_3d(const pool_t[:, :, :, ::1] x not None, pool_t[:, :, :, ::1] y no
         pscratch = hpos.shape[1]
 
     with nogil, parallel(num_threads=n_threads):
-        for u in prange(units, schedule="static"):
+        # Dynamic: on a busy machine a descheduled thread must not hold work
+        # the others could take.  Units write disjoint outputs and scratch is
+        # per thread, so results cannot depend on the schedule.
+        for u in prange(units, schedule="dynamic"):
             tid = threadid()
             plane = u // (g.OD * nblk)
             r = u - plane * (g.OD * nblk)
@@ -616,7 +619,7 @@ def max_pool_nhwc(const pool_t[:, :, :, :, ::1] x not None, pool_t[:, :, :, :, :
         ib = &indices[0, 0, 0, 0, 0]
         wb = &wpix[0, 0]
     with nogil, parallel(num_threads=n_threads):
-        for u in prange(units, schedule="static"):
+        for u in prange(units, schedule="dynamic"):  # see max_pool_3d
             tid = threadid()
             n = u // (g.OD * g.OH)
             r = u - n * (g.OD * g.OH)
@@ -791,3 +794,260 @@ def max_unpool(const bits_t[::1] x not None, const int64_t[::1] indices not None
         r = _max_unpool(&x[0] if n else NULL, &indices[0] if n else NULL, n,
                         &y[0] if size else NULL, size, blocks, fused, n_threads)
     return r
+
+
+# ===========================================================================
+# Col2Im (SPEC 3)
+#
+# Column element (k, l) of a plane lands at pos_i = beta_i*s_i - pb_i +
+# kappa_i*d_i, with kappa = unravel(k, block_shape) and beta = unravel(l, nb).
+# A work item is one plane and a range of positions on its first spatial
+# axis: no other item writes there, so threads never share an output element.
+# Inside an item the kernel offsets k are the outer loop, and for one k at
+# most one block lands on a pixel, so every pixel receives its terms in
+# increasing k, which is SPEC 3's order: the result is the same for every
+# n_threads and however the items are cut.
+# ===========================================================================
+
+from libc.stdint cimport uint32_t, uint64_t
+from libc.string cimport memset
+
+cdef extern from "pooling_half.h":
+    enum:
+        PK_F16_INF
+        PK_BF16_INF
+
+cdef extern from "pooling_half_conv.h":
+    float pk_f16_to_f32(uint16_t h) noexcept nogil
+    float pk_bf16_to_f32(uint16_t h) noexcept nogil
+    uint16_t pk_f32_to_f16(float f) noexcept nogil
+    uint16_t pk_f32_to_bf16(float f) noexcept nogil
+
+# numpy arrays have at most 64 dimensions, so an image has at most 62 spatial
+# axes; the Python layer checks it, the per-axis arrays below rely on it.
+cdef enum:
+    PK_MAX_DIMS = 64
+
+# Storage types.  Addition differs between them only for bool (logical or),
+# so each integer width travels as its unsigned type (wrap-around is defined
+# in C for unsigned types only, and gives the same bits as the signed one),
+# and bool travels as int8, a type no other kind uses.  uint16 also carries
+# float16 and bfloat16 bits: the caller says which with `inf_bits`.
+ctypedef fused col_t:
+    float
+    double
+    float complex
+    double complex
+    int8_t
+    uint8_t
+    uint16_t
+    uint32_t
+    uint64_t
+
+
+cdef struct ColGeom:
+    Py_ssize_t n, K, L              # spatial axes, kernel offsets, blocks
+    const Py_ssize_t* block         # block_shape
+    const Py_ssize_t* image         # image_shape
+    const Py_ssize_t* nblocks       # blocks per axis
+    const Py_ssize_t* strides
+    const Py_ssize_t* dilations
+    const Py_ssize_t* pads          # begin pads
+    const Py_ssize_t* xstep         # prod(nblocks[i+1:]): a block's step in l along axis i
+    const Py_ssize_t* ystep         # prod(image[i+1:]): a position's step in the plane
+
+
+cdef inline Py_ssize_t _ceil_div(Py_ssize_t a, Py_ssize_t b) noexcept nogil:
+    """ceil(a / b) for b > 0 and either sign of a (C division truncates toward zero)."""
+    if b == 1:  # the usual stride, and a division costs tens of cycles
+        return a
+    return -((-a) // b) if a < 0 else (a + b - 1) // b
+
+
+cdef inline void _col_add_run(const col_t* xr, void* dst, Py_ssize_t yo, Py_ssize_t n,
+                              Py_ssize_t step, uint16_t inf_bits) noexcept nogil:
+    """dst[yo + j*step] += xr[j] for j < n.
+
+    dst holds col_t, or float32 for 16-bit floats (inf_bits != 0), whose terms
+    are widened exactly and rounded once by the caller.
+    """
+    cdef Py_ssize_t j
+    cdef col_t* y = (<col_t*>dst) + yo
+    cdef float* acc = (<float*>dst) + yo
+    if col_t is uint16_t:
+        if inf_bits == PK_F16_INF:
+            for j in range(n):
+                acc[j * step] += pk_f16_to_f32(xr[j])
+            return
+        if inf_bits == PK_BF16_INF:
+            for j in range(n):
+                acc[j * step] += pk_bf16_to_f32(xr[j])
+            return
+    for j in range(n):
+        if col_t is int8_t:
+            y[j * step] |= xr[j]
+        else:
+            y[j * step] += xr[j]
+
+
+cdef inline void _col_add_row(const col_t* xr, void* dst, Py_ssize_t yo, Py_ssize_t n,
+                              Py_ssize_t step, uint16_t inf_bits) noexcept nogil:
+    if step == 1:  # inlined with a constant step: a contiguous run that vectorises
+        _col_add_run(xr, dst, yo, n, 1, inf_bits)
+    else:
+        _col_add_run(xr, dst, yo, n, step, inf_bits)
+
+
+cdef void _col2im_item(const col_t* x, void* dst, const ColGeom* g, Py_ssize_t o0, Py_ssize_t o1,
+                       uint16_t inf_bits) noexcept nogil:
+    """Add one plane's columns x (K, L) that land in positions [o0, o1) of axis 0.
+
+    dst: that zeroed slab of the plane (or of the float32 accumulator).  Per
+    kernel offset, the blocks landing inside the slab form a box lo <= b < hi:
+    its last axis is one strided run per row, the axis before it (the rows) a
+    counted loop, and an odometer walks any axes further out.
+    """
+    cdef Py_ssize_t kap[PK_MAX_DIMS]
+    cdef Py_ssize_t lo[PK_MAX_DIMS]
+    cdef Py_ssize_t hi[PK_MAX_DIMS]
+    cdef Py_ssize_t b[PK_MAX_DIMS]
+    cdef Py_ssize_t last = g.n - 1, row_axis = g.n - 2  # -1 in 1-D: a single run
+    cdef Py_ssize_t run_step = g.strides[last]
+    cdef Py_ssize_t k, i, r, off, first, end, xo, yo, count, rows, xrow, yrow, span
+    cdef bint empty
+    for i in range(g.n):
+        kap[i] = 0
+    for k in range(g.K):
+        if k:  # the next kernel offset, row-major: the last axis moves fastest
+            i = last
+            kap[i] += 1
+            while kap[i] == g.block[i]:
+                kap[i] = 0
+                i -= 1
+                kap[i] += 1
+        xo = k * g.L
+        yo = -o0 * g.ystep[0]
+        empty = False
+        for i in range(g.n):
+            # Block b puts this kernel offset at b*s + off on axis i.
+            off = kap[i] * g.dilations[i] - g.pads[i]
+            first, end = 0, g.image[i]
+            if i == 0:
+                first, end = o0, o1
+            lo[i] = max(_ceil_div(first - off, g.strides[i]), 0)
+            hi[i] = min(_ceil_div(end - off, g.strides[i]), g.nblocks[i])
+            if lo[i] >= hi[i]:
+                empty = True
+                break
+            b[i] = lo[i]
+            xo = xo + lo[i] * g.xstep[i]
+            yo = yo + (lo[i] * g.strides[i] + off) * g.ystep[i]
+        if empty:
+            continue
+        count = hi[last] - lo[last]
+        rows, xrow, yrow = 1, 0, 0
+        if row_axis >= 0:
+            rows = hi[row_axis] - lo[row_axis]
+            xrow = g.xstep[row_axis]
+            yrow = g.strides[row_axis] * g.ystep[row_axis]
+        while True:
+            for r in range(rows):
+                _col_add_row(x + xo + r * xrow, dst, yo + r * yrow, count, run_step, inf_bits)
+            i = row_axis - 1
+            while i >= 0:
+                b[i] += 1
+                xo = xo + g.xstep[i]
+                yo = yo + g.strides[i] * g.ystep[i]
+                if b[i] < hi[i]:
+                    break
+                span = hi[i] - lo[i]
+                xo = xo - span * g.xstep[i]
+                yo = yo - span * g.strides[i] * g.ystep[i]
+                b[i] = lo[i]
+                i -= 1
+            if i < 0:
+                break
+
+
+def col2im(const col_t[:, :, ::1] x not None, col_t[:, ::1] y not None, float[:, ::1] acc,
+           const Py_ssize_t[:, ::1] geom not None, Py_ssize_t rows_per_item,
+           uint16_t inf_bits, int n_threads):
+    """Col2Im over planes: columns x (planes, K, L) -> images y (planes, prod(image_shape)).
+
+    geom: one column per spatial axis; rows block_shape, image_shape, blocks
+    per axis, strides, dilations, begin pads, prod(nblocks[i+1:]) and
+    prod(image[i+1:]).  rows_per_item: positions of the first axis per work
+    item.  inf_bits: 0, or the +inf pattern of float16 / bfloat16 when x and y
+    hold those bits; then acc is float32 scratch of shape
+    (n_threads, rows_per_item * prod(image[1:])), else None.
+    """
+    cdef ColGeom g
+    g.n = geom.shape[1]
+    g.K = x.shape[1]
+    g.L = x.shape[2]
+    g.block = &geom[0, 0]
+    g.image = &geom[1, 0]
+    g.nblocks = &geom[2, 0]
+    g.strides = &geom[3, 0]
+    g.dilations = &geom[4, 0]
+    g.pads = &geom[5, 0]
+    g.xstep = &geom[6, 0]
+    g.ystep = &geom[7, 0]
+    cdef Py_ssize_t planes = x.shape[0], P = y.shape[1], S0 = g.image[0], row = g.ystep[0]
+    cdef Py_ssize_t nblk = (S0 + rows_per_item - 1) // rows_per_item
+    cdef Py_ssize_t items = planes * nblk
+    cdef Py_ssize_t u, j, plane, o0, o1, start, size, acc_stride = 0
+    cdef int tid
+    cdef bint half = False
+    cdef const col_t* xb
+    cdef col_t* yb
+    cdef float* accb = NULL
+    cdef float* a
+    if items == 0 or P == 0:
+        return
+    if col_t is uint16_t:
+        half = inf_bits != 0
+    xb = &x[0, 0, 0]
+    yb = &y[0, 0]
+    if half:
+        accb = &acc[0, 0]
+        acc_stride = acc.shape[1]
+
+    with nogil, parallel(num_threads=n_threads):
+        for u in prange(items, schedule="static"):
+            tid = threadid()
+            plane = u // nblk
+            o0 = (u - plane * nblk) * rows_per_item
+            o1 = min(o0 + rows_per_item, S0)
+            start = plane * P + o0 * row
+            size = (o1 - o0) * row
+            if half:
+                a = accb + tid * acc_stride
+                memset(a, 0, size * sizeof(float))
+                _col2im_item(xb + plane * g.K * g.L, a, &g, o0, o1, inf_bits)
+                if col_t is uint16_t:
+                    if inf_bits == PK_F16_INF:
+                        for j in range(size):
+                            yb[start + j] = pk_f32_to_f16(a[j])
+                    else:
+                        for j in range(size):
+                            yb[start + j] = pk_f32_to_bf16(a[j])
+            else:
+                memset(yb + start, 0, size * sizeof(col_t))
+                _col2im_item(xb + plane * g.K * g.L, yb + start, &g, o0, o1, 0)
+
+
+def half_to_float32(const uint16_t[::1] h not None, float[::1] out not None, uint16_t inf_bits):
+    """out[i] = the float16 (inf_bits 0x7c00) or bfloat16 (0x7f80) bits h[i], widened exactly."""
+    cdef Py_ssize_t i
+    with nogil:
+        for i in range(min(h.shape[0], out.shape[0])):
+            out[i] = pk_f16_to_f32(h[i]) if inf_bits == PK_F16_INF else pk_bf16_to_f32(h[i])
+
+
+def float32_to_half(const float[::1] f not None, uint16_t[::1] out not None, uint16_t inf_bits):
+    """out[i] = f[i] rounded to nearest even in float16 (inf_bits 0x7c00) or bfloat16 (0x7f80)."""
+    cdef Py_ssize_t i
+    with nogil:
+        for i in range(min(f.shape[0], out.shape[0])):
+            out[i] = pk_f32_to_f16(f[i]) if inf_bits == PK_F16_INF else pk_f32_to_bf16(f[i])

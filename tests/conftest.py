@@ -125,3 +125,72 @@ def _readonly(x):
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)
+
+
+# Col2Im (SPEC 3) takes every numeric dtype and bool.
+ALL_DTYPES = dict(
+    POOL_DTYPES,
+    bool=np.dtype(np.bool_),
+    int16=np.dtype(np.int16),
+    int32=np.dtype(np.int32),
+    int64=np.dtype(np.int64),
+    uint16=np.dtype(np.uint16),
+    uint32=np.dtype(np.uint32),
+    uint64=np.dtype(np.uint64),
+    complex64=np.dtype(np.complex64),
+    complex128=np.dtype(np.complex128),
+)
+
+
+def make_any_array(rng, shape, kind, special=True):
+    """make_array for every kind of ALL_DTYPES.
+
+    Integers span their whole range (so sums wrap around), bool is random, and
+    complex parts come from make_array's float data (NaN, -0.0, inf included).
+    """
+    if kind in POOL_DTYPES:
+        return make_array(rng, shape, kind, special)
+    dtype = ALL_DTYPES[kind]
+    if kind == "bool":
+        return rng.random(shape) < 0.5
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return rng.integers(info.min, info.max, size=shape, dtype=dtype, endpoint=True)
+    part = "float32" if dtype == np.complex64 else "float64"
+    out = np.empty(shape, dtype)
+    out.real = make_array(rng, shape, part, special)
+    out.imag = make_array(rng, shape, part, special)
+    return out
+
+
+def _nan_mask(a):
+    """Where a float array (any of ALL_DTYPES' float or complex kinds) holds NaN, per scalar part."""
+    if a.dtype.itemsize == 2 and a.dtype.kind != "f":  # bfloat16, either spelling
+        return (a.view(np.uint16) & 0x7FFF) > 0x7F80
+    if a.dtype.kind == "c":
+        a = a.view(a.real.dtype)
+    return np.isnan(a)
+
+
+def assert_same_or_nan(actual, expected):
+    """assert_same, except that any NaN equals any NaN.
+
+    Which NaN an addition of two NaNs returns is up to the instruction the
+    compiler picked, so sums are compared by value where NaNs meet.
+    """
+    actual, expected = np.array(actual), np.array(expected)
+    assert actual.dtype == expected.dtype, (actual.dtype, expected.dtype)
+    if actual.dtype.kind in "fcV" or actual.dtype.name == "bfloat16":
+        pa, pe = _parts(actual), _parts(expected)
+        nan_a, nan_e = _nan_mask(actual), _nan_mask(expected)
+        assert nan_a.shape == nan_e.shape and (nan_a == nan_e).all(), "NaN at different places"
+        pa[nan_a] = 0
+        pe[nan_e] = 0
+    assert_same(actual, expected)
+
+
+def _parts(a):
+    """A writeable view of a's scalar parts, shaped like _nan_mask(a)."""
+    if a.dtype.itemsize == 2:
+        return a.view(np.uint16)
+    return a.view(a.real.dtype) if a.dtype.kind == "c" else a

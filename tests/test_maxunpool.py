@@ -337,7 +337,7 @@ def test_non_integer_indices_are_type_errors(dtype):
     (lambda: pooling.max_unpool(X, I, 2, strides=(1, 0)), ValueError, r"strides values must be >= 1"),
     (lambda: pooling.max_unpool(X, I, 2, pads=(0, -1, 0, 0)), ValueError, r"pads values must be >= 0"),
     (lambda: pooling.max_unpool(X, I, 2, pads=(1, 1)), ValueError, r"pads must have 4 values"),
-    (lambda: pooling.max_unpool(X, I, 2, layout="NHWC"), ValueError, r"layout must be one of \['NCHW'\]"),
+    (lambda: pooling.max_unpool(X, I, 2, layout="NDHWC"), ValueError, r"layout must be one of \[.NCHW., .NHWC.\]"),
     (lambda: pooling.max_unpool(X, I, 2, layout=["NCHW"]), TypeError, r"layout must be a string"),
     (lambda: pooling.max_unpool(X, I, 2, strides={1: 2}), TypeError, r"strides has unsupported type dict"),
     (lambda: pooling.max_unpool_output_shape((1, 1, 2.0), 2), TypeError, r"x_shape must be an integer"),

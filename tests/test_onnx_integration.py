@@ -191,3 +191,16 @@ def test_evaluator_col2im_model(rng):
     ours = ReferenceEvaluator(model, new_ops=pooling.onnx.ops).run(None, {"X": x, "S": image, "B": block})
     plain = ReferenceEvaluator(model).run(None, {"X": x, "S": image, "B": block})
     assert_same(ours[0], plain[0])
+
+
+def test_run_node_nhwc_max_pool_then_unpool(rng):
+    x = rng.standard_normal((2, 6, 8, 3)).astype(np.float32)
+    domain = pooling.onnx.NHWC_DOMAIN
+    pool = helper.make_node("MaxPool", ["X"], ["Y", "I"], domain=domain, kernel_shape=[2, 2], strides=[2, 2])
+    y, i = pooling.onnx.run_node(pool, [x])
+    unpool = helper.make_node("MaxUnpool", ["Y", "I", "S"], ["Z"], domain=domain, kernel_shape=[2, 2],
+                              strides=[2, 2])
+    (z,) = pooling.onnx.run_node(unpool, [y, i, np.array(x.shape, np.int64)])
+    assert z.shape == x.shape
+    assert_same(z.reshape(-1)[i.reshape(-1)], y.reshape(-1))
+    assert np.count_nonzero(z) == y.size

@@ -1,11 +1,14 @@
 """pooling: exact, fast CPU kernels for the ONNX MaxPool, MaxUnpool and Col2Im operators."""
 from ._config import max_threads, openmp_enabled, show_config
 from ._version import __version__
+from .col2im import col2im, col2im_output_shape
 from .maxpool import max_pool, max_pool_output_shape
 from .maxunpool import max_unpool, max_unpool_output_shape
 
 __all__ = [
     "__version__",
+    "col2im",
+    "col2im_output_shape",
     "max_pool",
     "max_pool_output_shape",
     "max_unpool",

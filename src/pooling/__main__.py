@@ -8,10 +8,12 @@ import time
 
 import numpy as np
 
-from . import max_pool, max_unpool, reference, show_config
+from . import col2im, max_pool, max_unpool, reference, show_config
 
 # The ResNet stem MaxPool: 3x3 windows, stride 2, pad 1, on 64 channels of 112x112.
 STEM = dict(kernel_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1))
+# Col2Im after a 3x3 pad-1 convolution's im2col: 64 channels of 56x56 images.
+COL2IM = dict(image_shape=(56, 56), block_shape=(3, 3), pads=(1, 1, 1, 1))
 
 
 def _same(a, b):
@@ -47,12 +49,15 @@ def cases():
     pooled, where = max_pool(rng.standard_normal((8, 64, 56, 56)).astype(np.float32), 2, strides=2,
                              return_indices=True)
     ref_up = reference.max_unpool(pooled, where, (2, 2), strides=(2, 2))
+    cols = rng.standard_normal((8, 576, 3136), dtype=np.float32)
     return [
         ("MaxPool 1x64x112x112 k3 s2 p1", lambda **kw: max_pool(x, **STEM, **kw), lambda: ref_y),
         ("MaxPool 1x64x112x112 k3 s2 p1 +Indices",
          lambda **kw: max_pool(x, **STEM, return_indices=True, **kw), lambda: (ref_y, ref_i)),
         ("MaxUnpool 8x64x28x28 -> 8x64x56x56 k2 s2",
          lambda **kw: max_unpool(pooled, where, 2, strides=2, **kw), lambda: ref_up),
+        ("Col2Im 8x576x3136 k3 p1 -> 8x64x56x56", lambda **kw: col2im(cols, **COL2IM, **kw),
+         lambda: reference.col2im(cols, **COL2IM)),
     ]
 
 

@@ -354,9 +354,9 @@ def _split(slices, rows, nt):
     The split is over (plane x depth slice) x blocks of output rows, so that a
     few large planes still use every core; a longer block reuses more cached rows.
     """
-    if nt <= 1 or slices >= 4 * nt:
+    if nt <= 1 or slices >= 8 * nt:
         return max(rows, 1), slices
-    blocks = -(-4 * nt // slices)
+    blocks = -(-8 * nt // slices)
     per = max(1, -(-rows // blocks))
     return per, slices * -(-rows // per)
 

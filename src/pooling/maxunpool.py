@@ -18,7 +18,7 @@ OP = "MaxUnpool"
 _DTYPE_SINCE = {"float16": 9, "float32": 9, "float64": 9, "bfloat16": 22}
 _LIBRARY_DTYPES = tuple(_DTYPE_SINCE) + ("int8", "uint8")
 _INDEX_KINDS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
-LAYOUTS = ("NCHW",)
+LAYOUTS = ("NCHW", "NHWC")
 
 # The kernel only moves bits: unsigned storage of each item size serves every dtype.
 _BITS = {size: np.dtype(f"u{size}") for size in (1, 2, 4, 8)}
@@ -27,7 +27,7 @@ _BITS = {size: np.dtype(f"u{size}") for size in (1, 2, 4, 8)}
 class _Plan(NamedTuple):
     """Everything about a call that depends only on shapes and attributes."""
     out_shape: tuple          # full output shape
-    blocks: int               # independent parts of x and y: the N*C planes (NCHW)
+    blocks: int               # independent parts of x and y: N*C planes (NCHW), N images (NHWC)
     kinds: tuple              # dtypes of x allowed under this version
     index_kinds: tuple        # dtypes of indices allowed under this version
 
@@ -43,9 +43,12 @@ def max_unpool(x, indices, kernel_shape, *, strides=None, pads=None, output_shap
                layout="NCHW", opset=None, n_threads=None, out=None):
     """ONNX MaxUnpool: scatter x into zeros of the output shape at `indices`.
 
-    x and indices have shape (N, C, D_1, ..., D_n), n >= 1.  The output shape
-    is ``(N, C, (D_i - 1)*strides_i - (pads_begin_i + pads_end_i) + kernel_i)``,
-    or ``output_shape`` when given (pads are then ignored).  Indices are flat
+    x and indices have shape (N, C, D_1, ..., D_n), n >= 1, or (N, D_1, ...,
+    D_n, C) with ``layout="NHWC"``.  The output shape is ``(N, C, (D_i -
+    1)*strides_i - (pads_begin_i + pads_end_i) + kernel_i)`` (channels last
+    for NHWC), or ``output_shape`` when given (pads are then ignored).  With
+    NHWC, indices are flat offsets into the NHWC output, as MaxPool's NHWC
+    Indices are into its NHWC input.  Indices are flat
     row-major offsets into the returned output, as MaxPool's ``return_indices``
     gives them, so ``max_unpool(*max_pool(x, k, return_indices=True), k,
     output_shape=x.shape)`` puts every pooled value back where it came from.
@@ -95,13 +98,17 @@ def _plan_for(x_shape, kernel_shape, strides, pads, output_shape, layout, opset)
 @functools.lru_cache(maxsize=512)
 def _plan(x_shape, kernel_shape, strides, pads, output_shape, layout, opset):
     version = resolve_version(OP, unhash(opset))
-    choice(OP, "layout", unhash(layout), LAYOUTS)
+    layout = choice(OP, "layout", unhash(layout), LAYOUTS)
     if len(x_shape) < 3:
         raise ValueError(
             f"{OP}: x must have rank >= 3 (N, C and at least one spatial axis), got shape {x_shape}"
         )
-    # NCHW: the batch and channel axes lead, and each (n, c) plane is one block.
-    lead, spatial = x_shape[:2], x_shape[2:]
+    # NCHW: each (n, c) plane is one block; NHWC: each image (its channels
+    # interleaved) is one, and Indices are offsets into NHWC memory (SPEC 2).
+    if layout == "NCHW":
+        lead, spatial, blocks = x_shape[:2], x_shape[2:], x_shape[0] * x_shape[1]
+    else:
+        lead, spatial, blocks = (x_shape[0], x_shape[-1]), x_shape[1:-1], x_shape[0]
     n = len(spatial)
     if unhash(kernel_shape) is None:
         raise ValueError(f"{OP}: kernel_shape is required")
@@ -109,16 +116,18 @@ def _plan(x_shape, kernel_shape, strides, pads, output_shape, layout, opset):
     strides = int_tuple(OP, "strides", unhash(strides), n, 1, 1)
     pads = int_tuple(OP, "pads", unhash(pads), 2 * n, 0, 0)
     if unhash(output_shape) is None:
-        out_shape = lead + _inferred_spatial(spatial, kernel, strides, pads)
+        out_spatial = _inferred_spatial(spatial, kernel, strides, pads)
+        out_shape = (lead + out_spatial if layout == "NCHW"
+                     else lead[:1] + out_spatial + lead[1:])
     else:
-        out_shape = _given_shape(unhash(output_shape), x_shape, lead, version)
+        out_shape = _given_shape(unhash(output_shape), x_shape, lead, version, layout)
     check_size(OP, out_shape)
     if version is None:
         kinds, index_kinds = _LIBRARY_DTYPES, _INDEX_KINDS
     else:
         kinds = tuple(k for k, since in _DTYPE_SINCE.items() if since <= version)
         index_kinds = ("int64",)
-    return _Plan(out_shape, lead[0] * lead[1], kinds, index_kinds)
+    return _Plan(out_shape, blocks, kinds, index_kinds)
 
 
 def _inferred_spatial(spatial, kernel, strides, pads):
@@ -138,7 +147,7 @@ def _inferred_spatial(spatial, kernel, strides, pads):
     return out
 
 
-def _given_shape(value, x_shape, lead, version):
+def _given_shape(value, x_shape, lead, version, layout):
     """output_shape checked against SPEC 2: full rank, N and C of x, every dim >= 0."""
     if isinstance(value, np.ndarray):
         if value.ndim != 1 or value.dtype.kind not in "iu":
@@ -154,8 +163,9 @@ def _given_shape(value, x_shape, lead, version):
             f"values, got {value!r}"
         )
     shape = int_tuple(OP, "output_shape", value, len(x_shape), 0, 0)
-    if shape[:2] != lead:
+    if (shape[:2] if layout == "NCHW" else (shape[0], shape[-1])) != lead:
+        where = "start with" if layout == "NCHW" else "have N first and C last:"
         raise ValueError(
-            f"{OP}: output_shape {list(shape)} must keep N and C of x {x_shape}, i.e. start with {list(lead)}"
+            f"{OP}: output_shape {list(shape)} must keep N and C of x {x_shape}, i.e. {where} {list(lead)}"
         )
     return shape

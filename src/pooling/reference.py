@@ -170,3 +170,54 @@ def max_unpool(x, indices, kernel_shape, strides=None, pads=None, output_shape=N
     y[targets] = raw[flat.size - 1 - last_from_end]
     dtype = x.dtype.newbyteorder("=") if x.dtype.byteorder not in "=|" else x.dtype
     return y.view(dtype).reshape(tuple(output_shape))
+
+
+def col2im(x, image_shape, block_shape, strides=None, pads=None, dilations=None):
+    """Y of Col2Im on columns `x` (N, C*K, L), SPEC 3.
+
+    Zeros, then for each kernel offset (row-major over block_shape) every
+    block's element is added at its image position, blocks in lexicographic
+    order; positions in the padding are dropped.  bool adds by logical or,
+    integers wrap around (numpy's own arithmetic), float16 and bfloat16 are
+    summed in float32 and rounded once to nearest even.
+    """
+    x = np.asarray(x)
+    kind = dtype_kind(x.dtype)
+    image = tuple(int(v) for v in image_shape)
+    block = tuple(int(v) for v in block_shape)
+    n = len(image)
+    strides = np.array(strides or (1,) * n)[:, None]
+    dilations = np.array(dilations or (1,) * n)
+    pads = tuple(pads or (0,) * (2 * n))
+    nblocks = [(image[i] + pads[i] + pads[i + n] - (block[i] - 1) * dilations[i] - 1)
+               // strides[i, 0] + 1 for i in range(n)]
+    batch = x.shape[0]
+    cols = _widen(x, kind).reshape(batch, -1, math.prod(block), x.shape[2])
+    y = np.zeros((batch, cols.shape[1], math.prod(image)), dtype=cols.dtype)
+    beta = np.indices(nblocks).reshape(n, -1)  # block coordinates, lexicographic
+    for k, kappa in enumerate(np.ndindex(*block)):
+        pos = beta * strides - np.array(pads[:n])[:, None] + (np.array(kappa) * dilations)[:, None]
+        inside = ((pos >= 0) & (pos < np.array(image)[:, None])).all(axis=0)
+        # Distinct blocks land on distinct pixels, so this adds each term once.
+        with np.errstate(invalid="ignore", over="ignore"):  # inf - inf, overflow: IEEE results
+            y[:, :, np.ravel_multi_index(pos[:, inside], image)] += cols[:, :, k, inside]
+    return _narrow(y, kind, x.dtype).reshape((batch, cols.shape[1]) + image)
+
+
+def _widen(x, kind):
+    """The values Col2Im sums: 16-bit floats as float32 (exactly), the rest as they are."""
+    if kind == "float16":
+        return x.astype(np.float32)
+    if kind == "bfloat16":
+        return (np.ascontiguousarray(x).view(np.uint16).astype(np.uint32) << 16).view(np.float32)
+    return x
+
+
+def _narrow(y, kind, dtype):
+    """Sums back in the input's dtype: float32 rounded once for the 16-bit floats."""
+    if kind == "float16":
+        return y.astype(np.float16)
+    if kind == "bfloat16":
+        bits = np.vectorize(lambda v: float_to_half_bits(v, "bfloat16"), otypes=[np.uint16])(y)
+        return bits.view(dtype)
+    return y

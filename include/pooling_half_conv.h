@@ -1,0 +1,82 @@
+/* Conversions between the 16-bit float formats and float32, for Col2Im,
+ * which sums: each term is widened exactly to float32, the sum is kept in
+ * float32 and rounded once at the end, to nearest even (SPEC 3).
+ *
+ * Widening is exact for every pattern (subnormals, infinities and NaN
+ * payloads included).  Rounding follows IEEE round-to-nearest-even: float16
+ * subnormals are produced, magnitudes from halfway above the largest finite
+ * value upward become infinity, and NaN stays NaN (quiet, sign and top payload
+ * bits kept; every NaN an addition produces is quiet already, and for those
+ * numpy's float16 conversion gives the same bits). */
+#ifndef POOLING_HALF_CONV_H
+#define POOLING_HALF_CONV_H
+
+#include <stdint.h>
+#include <string.h>
+
+static inline uint32_t pk_f32_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static inline float pk_bits_f32(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* cond ? a : b with masks: GCC keeps a ternary as a branch here, and a branch
+ * stops a loop from vectorising. */
+static inline uint32_t pk_select(int cond, uint32_t a, uint32_t b)
+{
+    uint32_t m = 0u - (uint32_t)(cond != 0);
+    return (a & m) | (b & ~m);
+}
+
+static inline float pk_f16_to_f32(uint16_t h)
+{
+    uint32_t mag = h & 0x7fffu;
+    /* Exponent and mantissa moved to float32's places read as a float32 equal
+     * to the value times 2^-112 (subnormals included), so one exact product
+     * rebiases it.  For inf and NaN the product has exponent 143, whose bits
+     * all lie inside the all-ones exponent that is OR-ed in; the payload stays. */
+    uint32_t bits = pk_f32_bits(pk_bits_f32(mag << 13) * 0x1p112f);
+    bits |= pk_select(mag >= 0x7c00u, 0x7f800000u, 0);
+    return pk_bits_f32(bits | ((uint32_t)(h & 0x8000u) << 16));
+}
+
+static inline float pk_bf16_to_f32(uint16_t h)
+{
+    return pk_bits_f32((uint32_t)h << 16); /* bfloat16 is float32's top half */
+}
+
+static inline uint16_t pk_f32_to_f16(float f)
+{
+    uint32_t x = pk_f32_bits(f);
+    uint32_t mag = x & 0x7fffffffu;
+    /* Normal result: rebias the exponent (-112 << 23, modulo 2^32) and round
+     * the 13 dropped bits to nearest even; a carry may reach inf, correctly. */
+    uint32_t normal = (mag + 0xc8000fffu + ((mag >> 13) & 1u)) >> 13;
+    /* Below 2^-14 the result counts units of 2^-24: adding 0.5f, whose ulp is
+     * 2^-24, makes the FPU round the value to that unit, to nearest even. */
+    uint32_t sub = pk_f32_bits(pk_bits_f32(mag) + 0.5f) - 0x3f000000u;
+    uint32_t nan = 0x7e00u | ((mag >> 13) & 0x3ffu); /* quiet, top payload bits */
+    uint32_t r = pk_select(mag < 0x38800000u, sub, normal);
+    r = pk_select(mag >= 0x47800000u, 0x7c00u, r); /* >= 65536, inf included */
+    r = pk_select(mag > 0x7f800000u, nan, r);
+    return (uint16_t)(((x >> 16) & 0x8000u) | r);
+}
+
+static inline uint16_t pk_f32_to_bf16(float f)
+{
+    uint32_t x = pk_f32_bits(f);
+    /* Round the low 16 bits to nearest even; a carry reaches inf correctly. */
+    uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+    uint32_t nan = (x >> 16) | 0x0040u; /* the top half, made quiet */
+    return (uint16_t)pk_select((x & 0x7fffffffu) > 0x7f800000u, nan, rounded);
+}
+
+#endif

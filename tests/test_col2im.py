@@ -1,0 +1,393 @@
+"""Col2Im (SPEC 3) against the pure-numpy reference and by hand; out=, threads, dtypes.
+
+The kernel and the reference sum every pixel's terms in the same order (kernel
+offsets in row-major order), so they agree bit for bit for every dtype; only
+which NaN a sum of two NaNs gives is the hardware's choice.
+"""
+import math
+
+import numpy as np
+import pytest
+
+import pooling
+from conftest import (
+    ALL_DTYPES, BFLOAT16, assert_same, assert_same_or_nan, make_any_array, memory_orders, to_dtype,
+)
+from pooling import reference
+from pooling._dtypes import LEGACY_BFLOAT16
+
+IMAGES = {1: (13,), 2: (7, 6), 3: (5, 4, 6), 4: (4, 5, 5, 3)}
+
+
+def rep(n, *values):
+    """`values` cycled to length n: a different value per axis where more are given."""
+    return tuple(values[i % len(values)] for i in range(n))
+
+
+# Explicit attributes for an image of rank n (the form the reference takes).
+CASES = {
+    "block2": lambda n: dict(block_shape=rep(n, 2)),
+    "block1": lambda n: dict(block_shape=rep(n, 1)),
+    "strides": lambda n: dict(block_shape=rep(n, 3), strides=rep(n, 2, 1, 3)),
+    "dilations": lambda n: dict(block_shape=rep(n, 2), dilations=rep(n, 2, 3, 1)),
+    "asymmetric_pads": lambda n: dict(block_shape=rep(n, 3), strides=rep(n, 2, 1),
+                                      pads=rep(n, 1, 0, 2) + rep(n, 0, 2, 1)),
+    # Blocks wholly in the padding: their terms are dropped.
+    "pads_ge_block": lambda n: dict(block_shape=rep(n, 2), strides=rep(n, 2, 1),
+                                    pads=rep(n, 3, 2) + rep(n, 2, 3)),
+    # Stride past the dilated block: pixels no block covers stay 0.
+    "gaps": lambda n: dict(block_shape=rep(n, 2, 1), strides=rep(n, 3, 2), dilations=rep(n, 1, 2)),
+    "mixed": lambda n: dict(block_shape=rep(n, 2, 1, 3), strides=rep(n, 1, 2, 3),
+                            dilations=rep(n, 2, 1, 1), pads=rep(n, 2, 0) + rep(n, 1, 3)),
+}
+
+
+def full_attrs(image, block_shape, strides=None, pads=None, dilations=None):
+    n = len(image)
+    return dict(block_shape=tuple(block_shape), strides=tuple(strides or rep(n, 1)),
+                pads=tuple(pads or rep(n, 0) * 2), dilations=tuple(dilations or rep(n, 1)))
+
+
+def nblocks(image, block_shape, strides, pads, dilations):
+    """Blocks per axis, straight from SPEC 3."""
+    n = len(image)
+    return tuple((image[i] + pads[i] + pads[i + n] - (block_shape[i] - 1) * dilations[i] - 1)
+                 // strides[i] + 1 for i in range(n))
+
+
+def columns(rng, kind, image, attrs, batch=2, channels=2, special=True):
+    """Random columns that fit `image` under `attrs` (full form)."""
+    k = math.prod(attrs["block_shape"])
+    length = math.prod(nblocks(image, **attrs))
+    return make_any_array(rng, (batch, channels * k, length), kind, special)
+
+
+def run_both(x, image, attrs, **kw):
+    got = pooling.col2im(x, image, **attrs, **kw)
+    want = reference.col2im(x, image, **attrs)
+    return got, want
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("rank", sorted(IMAGES))
+@pytest.mark.parametrize("kind", sorted(ALL_DTYPES))
+def test_matches_reference(rng, kind, rank, case):
+    image = IMAGES[rank]
+    attrs = full_attrs(image, **CASES[case](rank))
+    x = columns(rng, kind, image, attrs)
+    got, want = run_both(x, image, attrs)
+    assert got.shape == (2, 2) + image
+    assert got.dtype == ALL_DTYPES[kind]
+    assert_same_or_nan(got, want)
+
+
+@pytest.mark.parametrize("kind", ["float32", "float64", "int16", "bfloat16", "float16", "bool", "complex128"])
+def test_memory_orders(rng, kind):
+    image = (6, 5)
+    attrs = full_attrs(image, (2, 3), strides=(1, 2), pads=(1, 0, 0, 1))
+    x = columns(rng, kind, image, attrs, special=False)
+    want = pooling.col2im(x, image, **attrs)
+    assert_same(want, reference.col2im(x, image, **attrs))
+    for name, variant in memory_orders(x):
+        got = pooling.col2im(variant, image, **attrs)
+        assert got.flags.c_contiguous, name
+        assert_same(got, want)
+
+
+def test_inputs_never_modified(rng):
+    image = (6, 5)
+    attrs = full_attrs(image, (2, 2), pads=(1, 1, 1, 1))
+    x = columns(rng, "float16", image, attrs)
+    before = x.copy()
+    shape_arr = np.array(image)
+    pooling.col2im(x, shape_arr, np.array(attrs["block_shape"]), pads=attrs["pads"])
+    assert_same(x, before)
+    assert_same(shape_arr, np.array(image))
+    x.flags.writeable = False
+    pooling.col2im(x, image, attrs["block_shape"], pads=attrs["pads"])
+
+
+@pytest.mark.parametrize("kind", ["float32", "float16", "int64", "bool"])
+def test_n_threads_bit_identical(rng, kind):
+    # Few planes and a large image: work items split the first axis (and the
+    # cache-sized cap splits it further), so the cut moves with n_threads.
+    image = (300, 301)
+    attrs = full_attrs(image, (3, 2), strides=(1, 2), pads=(1, 2, 2, 1), dilations=(2, 1))
+    x = columns(rng, kind, image, attrs, batch=1, channels=1)
+    want = reference.col2im(x, image, **attrs)
+    results = [pooling.col2im(x, image, **attrs, n_threads=nt) for nt in (1, 2, 3, -1, None)]
+    assert_same_or_nan(results[0], want)
+    for got in results[1:]:
+        assert_same(got, results[0])
+
+
+def test_many_planes_threads(rng):
+    image = (9, 8)
+    attrs = full_attrs(image, (3, 3), pads=(1, 1, 1, 1))
+    x = columns(rng, "float32", image, attrs, batch=5, channels=7)
+    one = pooling.col2im(x, image, **attrs, n_threads=1)
+    assert_same_or_nan(one, reference.col2im(x, image, **attrs))
+    assert_same(pooling.col2im(x, image, **attrs, n_threads=2), one)
+
+
+# ---------------------------------------------------------------------------
+# Values by hand.
+# ---------------------------------------------------------------------------
+
+def test_hand_1d_overlap():
+    # Two blocks of 2 on an image of 3: the middle pixel gets k=1 of block 0
+    # and k=0 of block 1.
+    x = np.array([[[1.0, 10.0], [2.0, 20.0]]])
+    y = pooling.col2im(x, [3], [2])
+    assert_same(y, np.array([[[1.0, 12.0, 20.0]]]))
+
+
+def test_hand_2d_pads_and_dilation():
+    # image 3x3, block 2x2 dilated 2 -> effective 3x3, pads 1 all round: 3x3 blocks.
+    k, length = 4, 9
+    x = np.arange(k * length, dtype=np.float64).reshape(1, k, length)
+    y = pooling.col2im(x, (3, 3), (2, 2), pads=1, dilations=2)
+    expect = np.zeros((3, 3))
+    for kh, kw in np.ndindex(2, 2):
+        for bh, bw in np.ndindex(3, 3):
+            h, w = bh - 1 + 2 * kh, bw - 1 + 2 * kw
+            if 0 <= h < 3 and 0 <= w < 3:
+                expect[h, w] += x[0, kh * 2 + kw, bh * 3 + bw]
+    assert_same(y[0, 0], expect)
+
+
+def test_bool_is_logical_or():
+    x = np.ones((1, 2, 2), dtype=bool)  # every middle term is True + True
+    y = pooling.col2im(x, [3], [2])
+    assert y.dtype == np.bool_
+    assert_same(y, np.array([[[True, True, True]]]))
+    assert y.view(np.uint8).max() == 1  # a real bool, not a count of 2
+
+
+def test_integers_wrap_around():
+    x = np.array([[[100, 100], [100, 100]]], dtype=np.int8)
+    assert pooling.col2im(x, [3], [2])[0, 0].tolist() == [100, -56, 100]
+    u = np.array([[[0, 100], [200, 0]]], dtype=np.uint8)
+    assert pooling.col2im(u, [3], [2])[0, 0].tolist() == [0, 44, 0]
+    big = np.full((1, 2, 2), 2**63 - 1, dtype=np.int64)
+    assert pooling.col2im(big, [3], [2])[0, 0, 1] == -2
+
+
+@pytest.mark.parametrize("kind, terms, once", [
+    # float16 step by step: 2048 + 1 is a tie that rounds back to 2048, twice.
+    ("float16", [2048.0, 1.0, 1.0], 2050.0),
+    # bfloat16 has 8 significant bits: 256 + 1 is a tie, back to 256.
+    ("bfloat16", [256.0, 1.0, 1.0], 258.0),
+    # Rounded once, 65504 + 8 + 8 = 65520 is the tie above float16's largest value: inf.
+    ("float16", [65504.0, 8.0, 8.0], math.inf),
+])
+def test_16bit_rounded_once(kind, terms, once):
+    # Image 1, block 3, pads 2 and 2: three blocks, and pixel 0 receives
+    # k=0 of block 2, k=1 of block 1 and k=2 of block 0, in that order.
+    x = np.zeros((1, 3, 3))
+    x[0, 0, 2], x[0, 1, 1], x[0, 2, 0] = terms
+    x = to_dtype(x, kind)
+    y = pooling.col2im(x, [1], [3], pads=[2, 2])
+    assert y.shape == (1, 1, 1) and y.dtype == ALL_DTYPES[kind]
+    assert float(y.astype(np.float32).ravel()[0]) == once
+    stepwise = np.zeros((), ALL_DTYPES[kind])
+    for t in to_dtype(np.array(terms), kind):
+        stepwise = (stepwise + t).astype(ALL_DTYPES[kind])
+    assert float(stepwise) != once  # what rounding after every addition gives
+
+
+def test_negative_zero_sums_to_positive_zero():
+    # Y starts as +0.0 and 0.0 + -0.0 = +0.0 (SPEC 3: zeros, then add).
+    x = np.full((1, 1, 4), -0.0, dtype=np.float32)
+    y = pooling.col2im(x, [4], [1])
+    assert not np.signbit(y).any()
+    assert_same(y, reference.col2im(x, [4], [1]))
+
+
+@pytest.mark.parametrize("kind", ["float16", "bfloat16"])
+def test_16bit_every_pattern_through_the_kernel(kind):
+    # Block 1: y = round(0 + widen(x)) for each of the 65,536 patterns.
+    bits = np.arange(65536, dtype=np.uint32).astype(np.uint16)
+    x = bits.view(ALL_DTYPES[kind]).reshape(1, 1, -1)
+    y = pooling.col2im(x, [65536], [1])
+    assert_same_or_nan(y, reference.col2im(x, [65536], [1]))
+    ybits = y.view(np.uint16).ravel()
+    inf = 0x7C00 if kind == "float16" else 0x7F80
+    nan = (bits & 0x7FFF) > inf
+    assert (ybits[nan] & 0x7FFF > inf).all()
+    assert (ybits[nan] >> 15 == bits[nan] >> 15).all()  # the sign stays
+    plain = ~nan & (bits != 0x8000)
+    assert (ybits[plain] == bits[plain]).all()
+    assert ybits[0x8000] == 0  # -0.0 + the +0.0 start is +0.0
+
+
+# ---------------------------------------------------------------------------
+# 16-bit conversions (include/pooling_half_conv.h) over every bit pattern.
+# ---------------------------------------------------------------------------
+
+HALF = {"float16": 0x7C00, "bfloat16": 0x7F80}
+QUIET = {"float16": 0x0200, "bfloat16": 0x0040}
+
+
+def _widen_bits_numpy(bits, kind):
+    """float32 bits of the 16-bit patterns, by numpy / ml_dtypes."""
+    return bits.view(ALL_DTYPES[kind]).astype(np.float32).view(np.uint32)
+
+
+@pytest.mark.parametrize("kind", ["float16", "bfloat16"])
+def test_widen_every_pattern(kind):
+    from pooling import _core
+
+    bits = np.arange(65536, dtype=np.uint32).astype(np.uint16)
+    got = np.empty(65536, dtype=np.float32)
+    _core.half_to_float32(bits, got, HALF[kind])
+    want = _widen_bits_numpy(bits, kind)
+    nan = (bits & 0x7FFF) > HALF[kind]
+    assert_same(got.view(np.uint32)[~nan], want[~nan])
+    # NaN: the payload moves up unchanged (a converter may set the quiet bit).
+    quiet32 = np.uint32(0x00400000)
+    assert_same(got.view(np.uint32)[nan] | quiet32, want[nan] | quiet32)
+    assert np.isnan(got[nan]).all()
+
+
+def _round_inputs(kind):
+    """float32 values that exercise rounding around every 16-bit pattern.
+
+    Each pattern widened (exact), the midpoint to the next pattern up in
+    magnitude (a tie), a float32 ulp either side of it, plus random float32
+    bit patterns and the edges of subnormal, overflow and NaN.
+    """
+    mags = np.arange(0x8000, dtype=np.uint32).astype(np.uint16)
+    lo = mags.view(ALL_DTYPES[kind]).astype(np.float32).view(np.uint32)
+    finite = mags[: HALF[kind] + 1].view(ALL_DTYPES[kind]).astype(np.float64)
+    mid = ((finite[:-1] + finite[1:]) / 2).astype(np.float32).view(np.uint32)  # exact: 12 bits
+    rng = np.random.default_rng(7)
+    edges = np.array([0x33000000, 0x33000001, 0x32FFFFFF, 0x38800000, 0x387FFFFF, 0x477FEFFF,
+                      0x477FF000, 0x477FF001, 0x47800000, 0x7F7FFFFF, 0x7F7F8000, 0x7F7F7FFF,
+                      0x7F800000, 0x7F800001, 0x7FC00000, 0x7FFFFFFF, 0x00000001, 0x007FFFFF],
+                     dtype=np.uint32)
+    pos = np.concatenate([lo, mid, mid - 1, mid + 1, edges,
+                          rng.integers(0, 2**31, size=1 << 18, dtype=np.uint32)])
+    return np.concatenate([pos, pos | np.uint32(0x80000000)]).view(np.float32)
+
+
+@pytest.mark.parametrize("kind", ["float16", "bfloat16"])
+def test_round_every_pattern(kind):
+    from pooling import _core
+
+    values = _round_inputs(kind)
+    got = np.empty(values.size, dtype=np.uint16)
+    _core.float32_to_half(values, got, HALF[kind])
+    with np.errstate(over="ignore", invalid="ignore"):
+        want = values.astype(ALL_DTYPES[kind]).view(np.uint16)
+    bits = values.view(np.uint32)
+    nan = (bits & 0x7FFFFFFF) > 0x7F800000
+    assert_same(got[~nan], want[~nan])
+    # NaN stays NaN, quiet, with its sign and the top of its payload.
+    assert ((got[nan] & 0x7FFF) > HALF[kind]).all()
+    assert (got[nan] & QUIET[kind]).all()
+    assert (got[nan] >> 15 == (bits[nan] >> 31)).all()
+    shift = 13 if kind == "float16" else 16
+    payload = 0x3FF if kind == "float16" else 0x7F
+    assert ((got[nan] & payload) == ((bits[nan] >> shift) & payload) | QUIET[kind]).all()
+
+
+# ---------------------------------------------------------------------------
+# Shapes, N = 0, dtypes, out=.
+# ---------------------------------------------------------------------------
+
+def test_output_shape_function():
+    assert pooling.col2im_output_shape((2, 18, 25), (5, 5), (3, 3), pads=1) == (2, 2, 5, 5)
+    assert pooling.col2im_output_shape([0, 4, 16], np.array([5, 5]), np.array([2, 2])) == (0, 1, 5, 5)
+    assert pooling.col2im_output_shape((1, 3, 3), [7], [3], strides=2) == (1, 1, 7)
+    shape = pooling.col2im_output_shape((1, 4, 5), [6, 6], [2, 2], dilations=[1, 5])
+    assert shape == (1, 1, 6, 6) and all(type(v) is int for v in shape)
+    with pytest.raises(ValueError, match="negative"):
+        pooling.col2im_output_shape((1, -4, 5), [6, 6], [2, 2])
+    with pytest.raises(TypeError, match="x_shape"):
+        pooling.col2im_output_shape((1, 4.0, 5), [6, 6], [2, 2])
+
+
+@pytest.mark.parametrize("kind", ["float32", "bool", "bfloat16"])
+def test_empty_batch(kind):
+    x = np.zeros((0, 8, 6), dtype=ALL_DTYPES[kind])
+    y = pooling.col2im(x, (3, 4), (2, 2))
+    assert y.shape == (0, 2, 3, 4) and y.dtype == x.dtype
+    out = np.empty((0, 2, 3, 4), dtype=x.dtype)
+    assert pooling.col2im(x, (3, 4), (2, 2), out=out) is out
+
+
+def test_attribute_spellings(rng):
+    image = (6, 7)
+    attrs = full_attrs(image, (2, 2), strides=(2, 2), pads=(1, 1, 1, 1), dilations=(2, 2))
+    x = columns(rng, "float32", image, attrs)
+    want = pooling.col2im(x, image, **attrs)
+    for image_shape in ([6, 7], np.array([6, 7]), np.array([6, 7], dtype=np.int32), (np.int64(6), 7)):
+        got = pooling.col2im(x, image_shape, np.array([2, 2], dtype=np.uint8), strides=2, pads=1,
+                             dilations=np.array([2, 2]))
+        assert_same(got, want)
+    assert_same(pooling.col2im(x, image, [2, 2], strides=2, pads=1, dilations=2, opset=18), want)
+
+
+def test_bfloat16_both_spellings(rng):
+    image = (5, 4)
+    attrs = full_attrs(image, (2, 2))
+    x = columns(rng, "bfloat16", image, attrs)
+    got = pooling.col2im(x, image, **attrs)
+    assert got.dtype == BFLOAT16
+    legacy = pooling.col2im(x.view(np.uint16).view(LEGACY_BFLOAT16), image, **attrs)
+    assert legacy.dtype == LEGACY_BFLOAT16
+    assert_same(legacy.view(np.uint16), got.view(np.uint16))
+    # A real uint16 with the same bits is summed as integers.
+    ints = pooling.col2im(x.view(np.uint16), image, **attrs)
+    assert ints.dtype == np.uint16
+    assert_same(ints, reference.col2im(x.view(np.uint16), image, **attrs))
+
+
+def test_byteswapped_output_native(rng):
+    x = np.arange(2 * 4 * 9, dtype=">i4").reshape(2, 4, 9)
+    y = pooling.col2im(x, (4, 4), (2, 2))
+    assert y.dtype == np.dtype("=i4")
+    assert_same(y, reference.col2im(x.astype("=i4"), (4, 4), (2, 2)))
+
+
+@pytest.mark.parametrize("dtype", [object, "U3", "S2", "datetime64[s]", "m8[s]", np.longdouble])
+def test_unsupported_dtypes(dtype):
+    x = np.zeros((1, 4, 4), dtype=dtype)
+    with pytest.raises(TypeError, match=r"Col2Im: x has dtype"):
+        pooling.col2im(x, (3, 3), (2, 2))
+
+
+def test_out(rng):
+    image = (6, 5)
+    attrs = full_attrs(image, (3, 2), strides=(2, 1), pads=(1, 0, 1, 0))
+    x = columns(rng, "float64", image, attrs)
+    want = reference.col2im(x, image, **attrs)
+    out = np.full((2, 2) + image, 7.0)  # stale values must not survive
+    got = pooling.col2im(x, image, **attrs, out=out)
+    assert got is out
+    assert_same_or_nan(out, want)
+    bad = [
+        np.empty((2, 2, 6, 4)),                       # shape
+        np.empty((2, 2) + image, dtype=np.float32),   # dtype
+        np.empty((2, 2, 5, 6)).transpose(0, 1, 3, 2),  # not C-contiguous
+        [[0.0]],                                      # not an array
+    ]
+    readonly = np.empty((2, 2) + image)
+    readonly.flags.writeable = False
+    bad.append(readonly)
+    for o in bad:
+        with pytest.raises(ValueError, match="Col2Im: out"):
+            pooling.col2im(x, image, **attrs, out=o)
+    x = np.zeros((1, 1, 16))
+    with pytest.raises(ValueError, match="overlap"):
+        pooling.col2im(x, [16], [1], out=x.reshape(1, 1, 16))
+
+
+def test_out_16bit(rng):
+    image = (5, 5)
+    attrs = full_attrs(image, (3, 3), pads=(1, 1, 1, 1))
+    x = columns(rng, "float16", image, attrs)
+    out = np.empty((2, 2) + image, dtype=np.float16)
+    assert pooling.col2im(x, image, **attrs, out=out) is out
+    assert_same_or_nan(out, reference.col2im(x, image, **attrs))
