@@ -11,7 +11,7 @@ from ._version import __version__
 
 try:
     from ._build_info import BUILD_INFO
-except ImportError:  # setup.py writes it next to the extension; an editable install may lack it
+except ImportError:  # setup.py writes it next to the extension; an older build lacks it
     BUILD_INFO = {}
 
 
