@@ -5,14 +5,22 @@ compiler in use.  Without it the extension is built serial (with a warning),
 unless POOLING_REQUIRE_OPENMP=1, which makes a missing OpenMP a build error so
 that no release wheel ships without threads.  POOLING_DEBUG=1 turns Cython's
 bounds and wraparound checks on (for sanitizer and debugging builds).
+
+Only -O3 is added to the compiler's own flags (no -march=native): wheels must
+run on any CPU of their platform.  The compiler command, flags and OpenMP
+settings are written to pooling/_build_info.py (generated, never committed)
+for pooling.show_config().
 """
 import os
+import pprint
+import shlex
 import shutil
 import sys
 import tempfile
 import textwrap
 import warnings
 
+import Cython
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
@@ -41,6 +49,10 @@ def _openmp_flags(compiler):
 
 def _probe_openmp(compiler):
     """The flags that compile *and link* an OpenMP program, or None."""
+    # distutils adds $LDFLAGS to the command that links extensions but not to the
+    # one that links executables, so the probe would miss an OpenMP runtime the
+    # extension itself finds (macOS: LDFLAGS=-L<libomp prefix>/lib).
+    ldflags = [] if compiler.compiler_type == "msvc" else shlex.split(os.environ.get("LDFLAGS", ""))
     tmp = tempfile.mkdtemp(prefix="pooling-omp-")
     try:
         src = os.path.join(tmp, "probe.c")
@@ -49,7 +61,9 @@ def _probe_openmp(compiler):
         for cflags, lflags in _openmp_flags(compiler):
             try:
                 objs = compiler.compile([src], output_dir=tmp, extra_postargs=cflags)
-                compiler.link_executable(objs, "probe", output_dir=tmp, extra_postargs=lflags)
+                compiler.link_executable(
+                    objs, "probe", output_dir=tmp, extra_preargs=ldflags, extra_postargs=lflags
+                )
             except Exception:
                 continue
             return cflags, lflags
@@ -85,6 +99,42 @@ class BuildExt(build_ext):
                 ext.extra_link_args += flags[1]
 
         super().build_extensions()
+        self._build_info_file = self._record_build_info()
+
+    def run(self):
+        super().run()
+        # setuptools compiles an --inplace build in build/ and copies only the
+        # extension back into src/, so copy the build facts along with it.
+        if self.inplace and getattr(self, "_build_info_file", None):
+            dest = os.path.join(os.path.dirname(self.get_ext_fullpath("pooling._core")), "_build_info.py")
+            if os.path.abspath(dest) != os.path.abspath(self._build_info_file):
+                shutil.copyfile(self._build_info_file, dest)
+
+    def _record_build_info(self):
+        """Write pooling/_build_info.py next to the extension for pooling.show_config().
+
+        This records the facts only the build knows: the full compiler command
+        (with $CFLAGS) and the flags setup.py added, OpenMP's among them.
+        """
+        compiler = self.compiler
+        ext = next(e for e in self.extensions if e.name == "pooling._core")
+        command = getattr(compiler, "compiler_so", None) or [
+            getattr(compiler, "cc", compiler.compiler_type),
+            *getattr(compiler, "compile_options", []),
+        ]
+        info = {
+            "compiler_type": compiler.compiler_type,
+            "compiler_command": [str(part) for part in command],
+            "extra_compile_args": list(ext.extra_compile_args),
+            "extra_link_args": list(ext.extra_link_args),
+            "cython": Cython.__version__,
+            "debug": debug,
+        }
+        path = os.path.join(os.path.dirname(self.get_ext_fullpath(ext.name)), "_build_info.py")
+        with open(path, "w") as f:
+            f.write('"""Build facts that setup.py records when it compiles pooling._core (generated)."""\n')
+            f.write(f"BUILD_INFO = {pprint.pformat(info, sort_dicts=False)}\n")
+        return path
 
 
 debug = os.environ.get("POOLING_DEBUG") == "1"
