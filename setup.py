@@ -38,6 +38,35 @@ OPENMP_PROBE = textwrap.dedent(
 )
 
 
+AVX2_PROBE = textwrap.dedent(
+    """
+    #include <immintrin.h>
+    int main(void) {
+        __m256 a = _mm256_set1_ps(1.0f);
+        a = _mm256_fmadd_ps(a, a, _mm256_max_ps(a, a));
+        return (int)_mm256_cvtss_f32(a) == 2 ? 0 : 1;
+    }
+    """
+)
+
+
+def _avx2_flags(compiler):
+    """Flags that compile AVX2 + FMA code with this compiler, or None (other ISAs, old compilers)."""
+    flags = ["/arch:AVX2"] if compiler.compiler_type == "msvc" else ["-mavx2", "-mfma"]
+    tmp = tempfile.mkdtemp(prefix="pooling-avx2-")
+    try:
+        src = os.path.join(tmp, "probe.c")
+        with open(src, "w") as f:
+            f.write(AVX2_PROBE)
+        try:
+            compiler.compile([src], output_dir=tmp, extra_postargs=flags)
+        except Exception:
+            return None
+        return flags
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def _openmp_flags(compiler):
     """(compile_args, link_args) candidates for this compiler, most likely first."""
     if compiler.compiler_type == "msvc":
@@ -73,6 +102,11 @@ def _probe_openmp(compiler):
 
 
 class BuildExt(build_ext):
+    def finalize_options(self):
+        super().finalize_options()
+        if self.parallel is None:  # compile the two kernel builds side by side
+            self.parallel = os.cpu_count() or 1
+
     def build_extensions(self):
         compiler = self.compiler
         flags = _probe_openmp(compiler)
@@ -87,7 +121,14 @@ class BuildExt(build_ext):
                 "(every kernel will run on one thread)",
                 stacklevel=1,
             )
+        # The AVX2 build of the same kernels, chosen at run time on CPUs that
+        # have AVX2 and FMA; where the compiler cannot target them it is left out.
+        avx2 = _avx2_flags(compiler)
+        if avx2 is None:
+            self.extensions = [e for e in self.extensions if e.name != "pooling._core_avx2"]
         for ext in self.extensions:
+            if ext.name == "pooling._core_avx2":
+                ext.extra_compile_args += avx2
             if compiler.compiler_type == "msvc":
                 ext.extra_compile_args += ["/O2"]
             else:
@@ -150,11 +191,12 @@ directives = {
 
 extensions = [
     Extension(
-        "pooling._core",
-        ["src/_core.pyx"],
+        name,
+        [source],
         include_dirs=["include"],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
     )
+    for name, source in (("pooling._core", "src/_core.pyx"), ("pooling._core_avx2", "src/_core_avx2.pyx"))
 ]
 
 setup(

@@ -77,4 +77,16 @@
 #define PK_SIMD_BASELINE "scalar"
 #endif
 
+/* Whether this CPU can run pooling._core_avx2 (AVX2 and FMA), asked at run
+ * time: wheels are compiled for the baseline ISA of their platform. */
+static inline int pk_cpu_has_avx2(void)
+{
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+    return 0;
+#endif
+}
+
 #endif

@@ -24,6 +24,7 @@ cdef extern from "pooling_half.h":
 cdef extern from "pooling_config.h":
     const char* PK_COMPILER
     const char* PK_SIMD_BASELINE
+    int pk_cpu_has_avx2() noexcept nogil
 
 
 # ---------------------------------------------------------------------------
@@ -48,6 +49,11 @@ def openmp_enabled():
 def max_threads():
     """OpenMP's maximum thread count now (OMP_NUM_THREADS, threadpoolctl)."""
     return omp_get_max_threads()
+
+
+def cpu_supports_avx2():
+    """True when this CPU can run the AVX2 build of these kernels (pooling._core_avx2)."""
+    return bool(pk_cpu_has_avx2())
 
 
 def build_info():

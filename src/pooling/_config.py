@@ -6,7 +6,8 @@ import sys
 
 import numpy as np
 
-from . import _core
+from . import _dispatch
+from ._dispatch import core as _core
 from ._version import __version__
 
 try:
@@ -92,7 +93,8 @@ def config_lines():
         f"openmp          {'yes' if openmp_enabled() else 'no (serial build)'}",
         f"openmp runtime  {runtime_line}",
         f"max threads     {max_threads()}",
-        f"simd            baseline {info['simd_baseline']}; no run-time dispatch yet",
+        f"simd            baseline {_dispatch._baseline.build_info()['simd_baseline']}; "
+        f"run-time choice of {', '.join(_dispatch.available)}; in use: {_dispatch.level}",
         f"c flags         {' '.join(flags) if flags is not None else 'not recorded by this build'}",
         f"cython          {BUILD_INFO.get('cython', 'not recorded by this build')}",
     ]

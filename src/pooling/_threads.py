@@ -1,7 +1,7 @@
 """n_threads semantics shared by every operator (SPEC 4)."""
 import operator
 
-from . import _core
+from ._dispatch import core as _core
 
 # Below this many input elements the fork/join costs more than a second core
 # gains (measured on the ResNet-stem MaxPool: 1x64x16x16 is ~5 us serial).

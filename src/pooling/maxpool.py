@@ -5,7 +5,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import _core
+from ._dispatch import core as _core
 from ._attrs import (INDEX_LIMIT, check_size, choice, flag, hashable, int_tuple, resolve_version,
                      shape_tuple, unhash)
 from ._dtypes import HALF_INF_BITS, as_kernel_array, float_to_half_bits, result_dtype
