@@ -548,25 +548,54 @@ def max_pool_3d(const pool_t[:, :, :, ::1] x not None, pool_t[:, :, :, ::1] y no
 # the int32 pixel number inside the image, widened once per output pixel.
 # ---------------------------------------------------------------------------
 
+cdef inline void _nhwc_tap(const pool_t* xv, pool_t* yv, int32_t* wpix, int32_t pix, Py_ssize_t C,
+                           uint16_t inf_bits, bint exact) noexcept nogil:
+    """One later tap of a window: a vector update over the C channels (see _keep)."""
+    cdef Py_ssize_t c
+    cdef pool_t v, m
+    cdef int32_t mask, old
+    if wpix != NULL:
+        for c in range(C):
+            v = xv[c]
+            m = yv[c]
+            old = wpix[c]
+            mask = -<int32_t>_keep(v, m, inf_bits, exact)
+            yv[c] = v if mask else m
+            wpix[c] = (old & ~mask) | (pix & mask)
+    else:
+        for c in range(C):
+            v = xv[c]
+            m = yv[c]
+            yv[c] = v if _keep(v, m, inf_bits, exact) else m
+
+
 cdef void _nhwc_row(const pool_t* xp, pool_t* yrow, int64_t* irow, int64_t xoff, Py_ssize_t C,
                     const Geom* g, Py_ssize_t od, Py_ssize_t oh, int32_t* wpix,
                     int act, pool_t lo, pool_t hi) noexcept nogil:
     """Output row (od, oh) of one image: yrow/irow hold OW pixels of C channels.
 
     xp: the image in X; xoff: its first pixel's number in the batch; wpix: this
-    thread's C int32 winners (NULL without Indices).
+    thread's C int32 winners (NULL without Indices).  For 16-bit floats the
+    input rows the output row reads are checked once for NaN and -0.0, so
+    the cheap key of _keep serves nearly every row.  float and double keep the
+    exact compare: it vectorises well over C, and the extra pass over rows
+    larger than L1 measured slower (2.2 -> 2.9 ms on 8x112x112x64 k3 s2).
     """
     cdef Py_ssize_t ow, c, td, th, tw, td0, td1, th0, th1, tw0, tw1, dbase, hbase, wbase
-    cdef int32_t pix, mask, old
+    cdef int32_t pix
     cdef const pool_t* xv
     cdef pool_t* yv
-    cdef pool_t v, m
-    cdef bint first
+    cdef bint first, exact = pool_t is not uint16_t
     cdef pool_t empty = _empty_value(<pool_t>0, g.inf_bits)
     dbase = od * g.sd - g.pd
     hbase = oh * g.sh - g.ph
     td0, td1 = g.tdr[2 * od], g.tdr[2 * od + 1]
     th0, th1 = g.thr[2 * oh], g.thr[2 * oh + 1]
+    for td in range(td0, td1):
+        for th in range(th0, th1):
+            if pool_t is uint16_t:
+                exact |= _special(xp + ((dbase + td * g.dd) * g.H + hbase + th * g.dh) * g.W * C,
+                              g.W * C, g.inf_bits)
     for ow in range(g.OW):
         yv = yrow + ow * C
         wbase = ow * g.sw - g.pw
@@ -590,19 +619,10 @@ cdef void _nhwc_row(const pool_t* xp, pool_t* yrow, int64_t* irow, int64_t xoff,
                         if wpix != NULL:
                             for c in range(C):
                                 wpix[c] = pix
-                    elif wpix != NULL:
-                        for c in range(C):
-                            v = xv[c]
-                            m = yv[c]
-                            old = wpix[c]
-                            mask = -<int32_t>_gt(v, m, g.inf_bits)
-                            yv[c] = v if mask else m
-                            wpix[c] = (old & ~mask) | (pix & mask)
+                    elif exact:
+                        _nhwc_tap(xv, yv, wpix, pix, C, g.inf_bits, True)
                     else:
-                        for c in range(C):
-                            v = xv[c]
-                            m = yv[c]
-                            yv[c] = v if _gt(v, m, g.inf_bits) else m
+                        _nhwc_tap(xv, yv, wpix, pix, C, g.inf_bits, False)
         if irow != NULL:
             for c in range(C):
                 irow[ow * C + c] = (xoff + wpix[c]) * C + c if wpix[c] >= 0 else -1
