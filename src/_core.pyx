@@ -172,6 +172,24 @@ cdef inline void _hcol(const pool_t* xr, Py_ssize_t ow, pool_t* hv, int32_t* hp,
         hp[ow] = <int32_t>best
 
 
+cdef void _set_geom(Geom* g, Py_ssize_t D, Py_ssize_t H, Py_ssize_t W,
+                    Py_ssize_t OD, Py_ssize_t OH, Py_ssize_t OW, tuple kernel, tuple strides,
+                    tuple dilations, tuple pads_begin, const Py_ssize_t[:, ::1] taps,
+                    uint16_t inf_bits):
+    """The geometry both 3-D kernels share; taps is (OD + OH + OW, 2): the valid
+    tap range of each output position, axis after axis."""
+    g.D, g.H, g.W = D, H, W
+    g.OD, g.OH, g.OW = OD, OH, OW
+    g.kd, g.kh, g.kw = kernel
+    g.sd, g.sh, g.sw = strides
+    g.dd, g.dh, g.dw = dilations
+    g.pd, g.ph, g.pw = pads_begin
+    g.tdr = &taps[0, 0]
+    g.thr = g.tdr + 2 * OD
+    g.twr = g.thr + 2 * OH
+    g.inf_bits = inf_bits
+
+
 cdef inline bint _keep(pool_t v, pool_t m, uint16_t inf_bits, bint exact) noexcept nogil:
     """v replaces m.  exact: SPEC's rule (_gt).  Otherwise a cheaper compare that
     agrees with it on rows _special() passed: for float and double plain v > m
@@ -479,19 +497,10 @@ def max_pool_3d(const pool_t[:, :, :, ::1] x not None, pool_t[:, :, :, ::1] y no
     act/lo/hi: fused activation (0 none, bit 1 lower bound, bit 2 upper bound).
     """
     cdef Geom g
-    g.D, g.H, g.W = x.shape[1], x.shape[2], x.shape[3]
-    g.OD, g.OH, g.OW = y.shape[1], y.shape[2], y.shape[3]
-    g.kd, g.kh, g.kw = kernel
-    g.sd, g.sh, g.sw = strides
-    g.dd, g.dh, g.dw = dilations
-    g.pd, g.ph, g.pw = pads_begin
-    # taps: (OD + OH + OW, 2), the valid tap range of each output position per axis
-    g.tdr = &taps[0, 0]
-    g.thr = g.tdr + 2 * g.OD
-    g.twr = g.thr + 2 * g.OH
+    _set_geom(&g, x.shape[1], x.shape[2], x.shape[3], y.shape[1], y.shape[2], y.shape[3],
+              kernel, strides, dilations, pads_begin, taps, inf_bits)
     g.ringd = ringd
     g.ring = ring
-    g.inf_bits = inf_bits
     # Output columns ow with ow*sw - pw >= 0 and ow*sw - pw + (kw-1)*dw <= W-1.
     g.ow_lo = min((g.pw + g.sw - 1) // g.sw, g.OW)
     if g.W - 1 - (g.kw - 1) * g.dw + g.pw < 0:
@@ -634,8 +643,8 @@ cdef void _nhwc_row(const pool_t* xp, pool_t* yrow, int64_t* irow, int64_t xoff,
 def max_pool_nhwc(const pool_t[:, :, :, :, ::1] x not None, pool_t[:, :, :, :, ::1] y not None,
                   int64_t[:, :, :, :, ::1] indices,
                   tuple kernel, tuple strides, tuple dilations, tuple pads_begin,
-                  const Py_ssize_t[:, ::1] taps not None, int32_t[:, ::1] wpix, int act, pool_t lo, pool_t hi, uint16_t inf_bits,
-                  int n_threads):
+                  const Py_ssize_t[:, ::1] taps not None, int32_t[:, ::1] wpix,
+                  int act, pool_t lo, pool_t hi, uint16_t inf_bits, int n_threads):
     """MaxPool channels-last: x (N, D, H, W, C) -> y (N, OD, OH, OW, C).
 
     indices (or None): flat offsets into x's own NHWC memory, -1 for an empty
@@ -643,17 +652,8 @@ def max_pool_nhwc(const pool_t[:, :, :, :, ::1] x not None, pool_t[:, :, :, :, :
     per image must be fewer than 2**31).  Work items are output rows.
     """
     cdef Geom g
-    g.D, g.H, g.W = x.shape[1], x.shape[2], x.shape[3]
-    g.OD, g.OH, g.OW = y.shape[1], y.shape[2], y.shape[3]
-    g.kd, g.kh, g.kw = kernel
-    g.sd, g.sh, g.sw = strides
-    g.dd, g.dh, g.dw = dilations
-    g.pd, g.ph, g.pw = pads_begin
-    # taps: (OD + OH + OW, 2), the valid tap range of each output position per axis
-    g.tdr = &taps[0, 0]
-    g.thr = g.tdr + 2 * g.OD
-    g.twr = g.thr + 2 * g.OH
-    g.inf_bits = inf_bits
+    _set_geom(&g, x.shape[1], x.shape[2], x.shape[3], y.shape[1], y.shape[2], y.shape[3],
+              kernel, strides, dilations, pads_begin, taps, inf_bits)
     cdef Py_ssize_t N = x.shape[0], C = x.shape[4]
     cdef Py_ssize_t units = N * g.OD * g.OH
     cdef Py_ssize_t ximage = g.D * g.H * g.W * C, yrow = g.OW * C
