@@ -693,9 +693,10 @@ cdef void _axis_window(const pool_t* x, const int64_t* pos_in, pool_t* y, int64_
                        int act, pool_t lo, pool_t hi, uint16_t inf_bits) noexcept nogil:
     """One output position o of row a: y[b] and pos_out[b] for every b (a function
     of its own so that every variable is private to the thread running it)."""
-    cdef Py_ssize_t b, t, t0, t1, l, base = o * s - pad
+    cdef Py_ssize_t b, t, t0, t1, l, row, base = o * s - pad
     cdef const pool_t* xrow
-    cdef pool_t v
+    cdef pool_t v, m
+    cdef int64_t old, mask
     _taps(base, dil, k, L, &t0, &t1)
     if t0 >= t1:
         for b in range(B):
@@ -705,12 +706,27 @@ cdef void _axis_window(const pool_t* x, const int64_t* pos_in, pool_t* y, int64_
     for t in range(t0, t1):
         l = base + t * dil
         xrow = x + (a * L + l) * B
-        for b in range(B):
-            v = xrow[b]
-            if t == t0 or _gt(v, y[b], inf_bits):
-                y[b] = v
-                if pos_out != NULL:
-                    pos_out[b] = pos_in[(a * L + l) * B + b] if pos_in != NULL else (a * L + l) * B + b
+        row = (a * L + l) * B
+        if t == t0:
+            for b in range(B):
+                y[b] = xrow[b]
+            if pos_out != NULL:
+                for b in range(B):
+                    pos_out[b] = pos_in[row + b] if pos_in != NULL else row + b
+        elif pos_out != NULL:
+            # Unconditional loads and selects, so the loop vectorises.
+            for b in range(B):
+                v = xrow[b]
+                m = y[b]
+                old = pos_out[b]
+                mask = -<int64_t>_gt(v, m, inf_bits)
+                y[b] = v if mask else m
+                pos_out[b] = (old & ~mask) | ((pos_in[row + b] if pos_in != NULL else row + b) & mask)
+        else:
+            for b in range(B):
+                v = xrow[b]
+                m = y[b]
+                y[b] = v if _gt(v, m, inf_bits) else m
     if act:
         for b in range(B):
             y[b] = _clamp(y[b], lo, hi, act, inf_bits)
