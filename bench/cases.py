@@ -5,12 +5,12 @@ threads, one thread, and with preallocated `out=` buffers), onnxruntime, torch
 and OpenVINO where installed, and `floor`, a numpy copy that moves exactly the
 bytes the operation must read and write (this machine's memory floor, measured
 in the same run).  Every implementation returns its result so the benchmark
-can check it.
+can check it against the reference.
 """
 import functools
 import os
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -28,12 +28,15 @@ class Case:
     attrs: tuple = ()             # (name, value) pairs of ONNX attributes
     indices: bool = False         # MaxPool: also return Indices
     layout: str = "NCHW"
-    extra: tuple = field(default=(), compare=True)  # op-specific (Col2Im: image_shape, block_shape)
+    image: tuple = ()             # Col2Im: image_shape and block_shape
+    block: tuple = ()
 
     @property
     def id(self):
         attrs = " ".join(f"{k}={_short(v)}" for k, v in self.attrs)
         parts = [self.op, "x".join(map(str, self.shape)), self.dtype, attrs]
+        if self.image:
+            parts.append(f"image={_short(self.image)} block={_short(self.block)}")
         if self.indices:
             parts.append("+Indices")
         if self.layout != "NCHW":
@@ -44,21 +47,25 @@ class Case:
     def kwargs(self):
         return dict(self.attrs)
 
+    @property
+    def spatial_rank(self):
+        return len(self.image) if self.op == "Col2Im" else len(self.shape) - 2
+
 
 def _short(v):
     return ",".join(map(str, v)) if isinstance(v, (tuple, list)) else str(v)
 
 
-def _pool(shape, dtype="float32", k=3, s=2, p=1, indices=False, layout="NCHW"):
+def _pool(shape, dtype="float32", k=3, s=2, p=1, indices=False, layout="NCHW", op="MaxPool"):
     n = len(shape) - 2
     attrs = (("kernel_shape", (k,) * n), ("strides", (s,) * n))
     if p:
         attrs += (("pads", (p,) * (2 * n)),)
-    return Case("MaxPool", shape, dtype, attrs, indices, layout)
+    return Case(op, shape, dtype, attrs, indices, layout)
 
 
 CASES = [
-    # float32 without Indices: ResNet-like shapes, 1-D and 3-D.
+    # MaxPool float32 without Indices: ResNet-like shapes, 1-D and 3-D.
     _pool((8, 64, 112, 112)),
     _pool((8, 64, 112, 112), k=2, s=2, p=0),
     _pool((8, 64, 112, 112), k=3, s=1, p=1),
@@ -78,20 +85,11 @@ CASES = [
     _pool((8, 112, 112, 64), layout="NHWC"),
     # call overhead
     _pool((1, 1, 8, 8), k=2, s=2, p=0),
+    # MaxUnpool of the k2 s2 MaxPool of 8x64x56x56 (X is the pooled 8x64x28x28)
+    _pool((8, 64, 28, 28), k=2, s=2, p=0, op="MaxUnpool"),
+    # Col2Im: the 3x3 pad-1 columns of 8x64x56x56
+    Case("Col2Im", (8, 576, 3136), "float32", (("pads", (1, 1, 1, 1)),), image=(56, 56), block=(3, 3)),
 ]
-
-
-@functools.lru_cache(maxsize=None)
-def inputs(case):
-    """The case's input arrays (deterministic), as a tuple."""
-    rng = np.random.default_rng(0)
-    if case.dtype in ("int8", "uint8"):
-        info = np.iinfo(case.dtype)
-        x = rng.integers(info.min, int(info.max) + 1, size=case.shape, dtype=case.dtype)
-    else:
-        x = rng.standard_normal(case.shape, dtype=np.float32)
-        x = x.astype(_numpy_dtype(case.dtype))
-    return (x,)
 
 
 def _numpy_dtype(name):
@@ -102,27 +100,59 @@ def _numpy_dtype(name):
     return np.dtype(name)
 
 
-def call_pooling(case, n_threads=None, out=None):
-    (x,) = inputs(case)
-    return pooling.max_pool(x, **case.kwargs, return_indices=case.indices, layout=case.layout,
-                            n_threads=n_threads, **(out or {}))
+def _data(shape, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    if dtype in ("int8", "uint8"):
+        info = np.iinfo(dtype)
+        return rng.integers(info.min, int(info.max) + 1, size=shape, dtype=dtype)
+    return rng.standard_normal(shape, dtype=np.float32).astype(_numpy_dtype(dtype))
+
+
+@functools.lru_cache(maxsize=None)
+def inputs(case):
+    """The case's input arrays (deterministic), as a tuple."""
+    if case.op == "MaxUnpool":
+        # X and I as MaxPool makes them from an input twice the size.
+        big = tuple(case.shape[:2]) + tuple(2 * d for d in case.shape[2:])
+        x, i = pooling.max_pool(_data(big, case.dtype), **case.kwargs, return_indices=True)
+        return x, i
+    return (_data(case.shape, case.dtype),)
+
+
+def pooling_call(case, n_threads=None, out=None):
+    """A zero-argument callable running the case with pooling (arguments bound once,
+    so the benchmark times the library, not this harness)."""
+    args = inputs(case)
+    kw = dict(n_threads=n_threads, **(out or {}))
+    if case.op == "MaxUnpool":
+        return functools.partial(pooling.max_unpool, *args, **case.kwargs, **kw)
+    if case.op == "Col2Im":
+        return functools.partial(pooling.col2im, *args, case.image, case.block, **case.kwargs, **kw)
+    return functools.partial(pooling.max_pool, *args, **case.kwargs, return_indices=case.indices,
+                             layout=case.layout, **kw)
 
 
 @functools.lru_cache(maxsize=None)
 def expected(case):
-    """The reference result (checked once against pooling.reference)."""
-    (x,) = inputs(case)
-    got = call_pooling(case, n_threads=1)
-    xr = x if case.layout == "NCHW" else np.moveaxis(x, -1, 1)
-    y, i = reference.max_pool(xr, **_reference_kwargs(case))
-    if case.layout == "NHWC":
-        y = np.ascontiguousarray(np.moveaxis(y, 1, -1))
-    want = (y, i) if case.indices else y
-    if case.indices and case.layout == "NCHW":
-        assert got[0].tobytes() == y.tobytes() and np.array_equal(got[1], i)
-    elif not case.indices:
-        assert got.tobytes() == y.tobytes()
-    return want if case.layout == "NCHW" else got
+    """pooling's result, checked once against pooling.reference."""
+    got = pooling_call(case, n_threads=1)()
+    args = inputs(case)
+    if case.op == "MaxUnpool":
+        want = reference.max_unpool(*args, **case.kwargs)
+        assert got.tobytes() == want.tobytes()
+    elif case.op == "Col2Im":
+        want = reference.col2im(*args, case.image, case.block, **case.kwargs)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)  # summation order may differ
+    else:
+        x = args[0] if case.layout == "NCHW" else np.moveaxis(args[0], -1, 1)
+        y, i = reference.max_pool(x, **_reference_kwargs(case))
+        if case.layout == "NHWC":
+            y = np.moveaxis(y, 1, -1)
+        y_got = got[0] if case.indices else got
+        assert y_got.tobytes() == np.ascontiguousarray(y).tobytes()
+        if case.indices and case.layout == "NCHW":
+            assert np.array_equal(got[1], i)
+    return got
 
 
 def _reference_kwargs(case):
@@ -135,10 +165,9 @@ def _reference_kwargs(case):
 
 def moved_bytes(case):
     """Bytes the operation must read and write at the least."""
-    (x,) = inputs(case)
-    out = pooling.max_pool_output_shape(x.shape, **case.kwargs, layout=case.layout)
-    size = int(np.prod(out))
-    return x.nbytes + size * x.itemsize + (size * 8 if case.indices else 0)
+    read = sum(a.nbytes for a in inputs(case))
+    got = expected(case)
+    return read + sum(a.nbytes for a in (got if isinstance(got, tuple) else (got,)))
 
 
 # ---------------------------------------------------------------------------
@@ -152,8 +181,8 @@ class Unavailable(Exception):
 def implementations(case):
     """name -> factory; a factory returns a zero-argument callable (or raises Unavailable)."""
     return {
-        "pooling": lambda: functools.partial(call_pooling, case),
-        "pooling 1 thread": lambda: functools.partial(call_pooling, case, 1),
+        "pooling": lambda: pooling_call(case),
+        "pooling 1 thread": lambda: pooling_call(case, 1),
         "pooling out=": lambda: _pooling_out(case),
         "onnxruntime": lambda: _onnxruntime(case),
         "torch": lambda: _torch(case),
@@ -163,12 +192,12 @@ def implementations(case):
 
 
 def _pooling_out(case):
-    want = expected(case)
-    y, i = want if case.indices else (want, None)
-    out = {"out": np.empty_like(y)}
-    if case.indices:
-        out["indices_out"] = np.empty_like(i)
-    return functools.partial(call_pooling, case, None, out)
+    got = expected(case)
+    if case.op == "MaxPool" and case.indices:
+        out = {"out": np.empty_like(got[0]), "indices_out": np.empty_like(got[1])}
+    else:
+        out = {"out": np.empty_like(got)}
+    return pooling_call(case, None, out)
 
 
 def _floor(case):
@@ -182,23 +211,33 @@ _ONNX_TYPES = {"float32": 1, "uint8": 2, "int8": 3, "float16": 10, "float64": 11
 
 
 def onnx_model(case):
-    """A single-node ONNX model of the case (bytes)."""
+    """(model bytes, input names) of a single-node ONNX model of the case."""
     try:
         from onnx import TensorProto, helper
     except ImportError as e:
         raise Unavailable("onnx is not installed") from e
     if case.layout != "NCHW":
-        raise Unavailable("no NHWC MaxPool in the default ONNX domain")
-    (x,) = inputs(case)
+        raise Unavailable("no NHWC operator in the default ONNX domain")
+    args = inputs(case)
     elem = _ONNX_TYPES[case.dtype]
-    outputs = ["Y", "I"] if case.indices else ["Y"]
-    node = helper.make_node("MaxPool", ["X"], outputs, **{k: list(v) for k, v in case.attrs})
+    attrs = {k: list(v) for k, v in case.attrs}
+    if case.op == "Col2Im":
+        names = ["X", "S", "B"]
+        args = args + (np.array(case.image, np.int64), np.array(case.block, np.int64))
+    elif case.op == "MaxUnpool":
+        names = ["X", "I"]
+    else:
+        names = ["X"]
+    outputs = ["Y", "I_out"] if case.indices else ["Y"]
+    node = helper.make_node(case.op, names, outputs, **attrs)
+    types = {np.dtype(np.int64): TensorProto.INT64}
     graph = helper.make_graph(
-        [node], "bench", [helper.make_tensor_value_info("X", elem, x.shape)],
+        [node], "bench",
+        [helper.make_tensor_value_info(n, types.get(a.dtype, elem), a.shape) for n, a in zip(names, args)],
         [helper.make_tensor_value_info(o, elem if o == "Y" else TensorProto.INT64, None) for o in outputs],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)], ir_version=10)
-    return model.SerializeToString()
+    return model.SerializeToString(), dict(zip(names, args))
 
 
 def _onnxruntime(case):
@@ -208,13 +247,18 @@ def _onnxruntime(case):
         raise Unavailable("onnxruntime is not installed") from e
     options = ort.SessionOptions()
     options.intra_op_num_threads = THREADS
+    model, feed = onnx_model(case)
     try:
-        session = ort.InferenceSession(onnx_model(case), options, providers=["CPUExecutionProvider"])
+        session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
     except Exception as e:  # e.g. a dtype it has no kernel for
         raise Unavailable(f"onnxruntime: {str(e).splitlines()[0][:80]}") from e
-    (x,) = inputs(case)
-    feed = {"X": x}
     return lambda: tuple(session.run(None, feed)) if case.indices else session.run(None, feed)[0]
+
+
+def _torch_tensor(torch, x):
+    if x.dtype.name == "bfloat16":
+        return torch.from_numpy(x.view(np.uint16).astype(np.int32) << 16).view(torch.float32).to(torch.bfloat16)
+    return torch.from_numpy(x)
 
 
 def _torch(case):
@@ -222,37 +266,41 @@ def _torch(case):
         import torch
     except ImportError as e:
         raise Unavailable("torch is not installed") from e
-    if case.dtype == "bfloat16":
-        import ml_dtypes  # noqa: F401  (the input is an ml_dtypes array)
     torch.set_num_threads(THREADS)
-    (x,) = inputs(case)
-    n = len(case.kwargs["kernel_shape"])
+    n = case.spatial_rank
     if n > 3:
         raise Unavailable("torch pools at most 3 spatial axes")
     kw = case.kwargs
     pads = kw.get("pads", (0,) * (2 * n))
     if any(pads[i] != pads[i + n] for i in range(n)):
         raise Unavailable("torch has symmetric pads only")
-    if case.dtype == "bfloat16":
-        t = torch.from_numpy(x.view(np.uint16).astype(np.int32) << 16).view(torch.float32).to(torch.bfloat16)
-    elif case.dtype in ("int8", "uint8") and case.indices:
-        raise Unavailable("torch max_pool has no integer Indices kernel")
+    args = [_torch_tensor(torch, a) for a in inputs(case)]
+    F = torch.nn.functional
+    if case.op == "Col2Im":
+        if n != 2:
+            raise Unavailable("torch folds 2-D images only")
+        fn = functools.partial(F.fold, args[0], output_size=case.image, kernel_size=case.block,
+                               padding=pads[:n], stride=kw.get("strides", 1), dilation=kw.get("dilations", 1))
+    elif case.op == "MaxUnpool":
+        # torch's indices are offsets within each plane.
+        plane = int(np.prod([2 * d for d in case.shape[2:]]))
+        local = args[1] % plane
+        fn = functools.partial(getattr(F, f"max_unpool{n}d"), args[0], local, kw["kernel_shape"],
+                               stride=kw.get("strides"))
     else:
-        t = torch.from_numpy(x)
-    if case.layout == "NHWC":
-        t = t.permute(0, 3, 1, 2)  # NCHW view of channels_last memory
-    pool = getattr(torch.nn.functional, f"max_pool{n}d")
-    args = dict(kernel_size=kw["kernel_shape"], stride=kw.get("strides", 1), padding=pads[:n],
-                return_indices=case.indices)
+        if case.dtype in ("int8", "uint8") and case.indices:
+            raise Unavailable("torch max_pool has no integer Indices kernel")
+        x = args[0].permute(0, 3, 1, 2) if case.layout == "NHWC" else args[0]  # channels_last view
+        fn = functools.partial(getattr(F, f"max_pool{n}d"), x, kernel_size=kw["kernel_shape"],
+                               stride=kw.get("strides", 1), padding=pads[:n], return_indices=case.indices)
     try:
-        pool(t, **args)
+        fn()
     except RuntimeError as e:
         raise Unavailable(f"torch: {str(e).splitlines()[0][:80]}") from e
 
     def run():
         with torch.no_grad():
-            r = pool(t, **args)
-        return r
+            return fn()
     return run
 
 
@@ -261,7 +309,9 @@ def _openvino(case):
         import openvino as ov
     except ImportError as e:
         raise Unavailable("openvino is not installed") from e
-    model = onnx_model(case)
+    if case.dtype == "bfloat16":
+        raise Unavailable("openvino takes no bfloat16 numpy input")
+    model, feed = onnx_model(case)
     path = os.path.join(tempfile.mkdtemp(prefix="pooling-bench-"), "model.onnx")
     with open(path, "wb") as f:
         f.write(model)
@@ -270,32 +320,28 @@ def _openvino(case):
     except Exception as e:
         raise Unavailable(f"openvino: {str(e).splitlines()[0][:80]}") from e
     request = compiled.create_infer_request()
-    (x,) = inputs(case)
-    if case.dtype == "bfloat16":
-        raise Unavailable("openvino takes no bfloat16 numpy input")
+    values = list(feed.values())
 
     def run():
-        r = request.infer({0: x})
+        r = request.infer(values)
         return tuple(r.values()) if case.indices else next(iter(r.values()))
     return run
 
 
 def to_numpy(case, name, result):
     """A peer's result as numpy arrays comparable with pooling's (Indices as global int64)."""
-    if name == "torch":
-        import torch
+    if name != "torch":
+        return tuple(np.asarray(r) for r in result) if isinstance(result, tuple) else np.asarray(result)
+    import torch
 
-        def conv(t):
-            if case.layout == "NHWC" and t.dim() == 4:
-                t = t.permute(0, 2, 3, 1)
-            if t.dtype == torch.bfloat16:
-                return (t.float().numpy().view(np.uint32) >> 16).astype(np.uint16).view(_numpy_dtype("bfloat16"))
-            return np.ascontiguousarray(t.numpy())
-        if case.indices:
-            y, i = conv(result[0]), conv(result[1])
-            planes = np.arange(int(np.prod(y.shape[:2]))).reshape(y.shape[:2] + (1,) * (y.ndim - 2))
-            return y, i + planes * int(np.prod(inputs(case)[0].shape[2:]))
-        return conv(result)
+    def conv(t):
+        if case.layout == "NHWC" and t.dim() == 4:
+            t = t.permute(0, 2, 3, 1)
+        if t.dtype == torch.bfloat16:
+            return (t.float().numpy().view(np.uint32) >> 16).astype(np.uint16).view(_numpy_dtype("bfloat16"))
+        return np.ascontiguousarray(t.numpy())
     if isinstance(result, tuple):
-        return tuple(np.asarray(r) for r in result)
-    return np.asarray(result)
+        y, i = conv(result[0]), conv(result[1])
+        planes = np.arange(int(np.prod(y.shape[:2]))).reshape(y.shape[:2] + (1,) * (y.ndim - 2))
+        return y, i + planes * int(np.prod(inputs(case)[0].shape[2:]))
+    return conv(result)

@@ -35,11 +35,15 @@ def test_bench(benchmark, case, name):
 
 
 def check(case, name, result):
-    """The member computed the same result as the reference (bit for bit)."""
+    """The member computed the reference's result: bit for bit, except Col2Im's
+    float sums, whose order may differ between implementations."""
     want = expected(case)
     got = to_numpy(case, name, result)
     if case.indices:
         assert got[0].tobytes() == want[0].tobytes(), f"{name}: Y differs"
         np.testing.assert_array_equal(got[1], want[1], err_msg=f"{name}: Indices differ")
+    elif case.op == "Col2Im":
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=f"{name}: Y differs")
     else:
         assert got.shape == want.shape and got.tobytes() == want.tobytes(), f"{name}: Y differs"

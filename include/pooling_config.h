@@ -14,14 +14,79 @@
 #define PK_COMPILER "unknown"
 #endif
 
+/* PK_SIMD_BASELINE lists, space-separated, the SIMD extensions that the compiler
+ * may use anywhere in this build. A release wheel lists only its platform's
+ * baseline ("sse sse2" on x86-64, "neon" on aarch64) because the build never
+ * passes -march=native. A longer list means someone built with -march/-m
+ * flags, and the extension then fails on older CPUs, so bug reports carry it.
+ * Faster instruction sets have to be picked at run time instead. */
+#if defined(__SSE3__)
+#define PK_ISA_SSE3 " sse3"
+#else
+#define PK_ISA_SSE3 ""
+#endif
+#if defined(__SSSE3__)
+#define PK_ISA_SSSE3 " ssse3"
+#else
+#define PK_ISA_SSSE3 ""
+#endif
+#if defined(__SSE4_1__)
+#define PK_ISA_SSE41 " sse4.1"
+#else
+#define PK_ISA_SSE41 ""
+#endif
+#if defined(__SSE4_2__)
+#define PK_ISA_SSE42 " sse4.2"
+#else
+#define PK_ISA_SSE42 ""
+#endif
+#if defined(__AVX__)
+#define PK_ISA_AVX " avx"
+#else
+#define PK_ISA_AVX ""
+#endif
 #if defined(__AVX2__)
-#define PK_SIMD_BASELINE "avx2"
-#elif defined(__SSE2__) || defined(_M_X64)
-#define PK_SIMD_BASELINE "sse2"
-#elif defined(__ARM_NEON) || defined(__aarch64__)
-#define PK_SIMD_BASELINE "neon"
+#define PK_ISA_AVX2 " avx2"
+#else
+#define PK_ISA_AVX2 ""
+#endif
+#if defined(__FMA__)
+#define PK_ISA_FMA " fma"
+#else
+#define PK_ISA_FMA ""
+#endif
+#if defined(__AVX512F__)
+#define PK_ISA_AVX512F " avx512f"
+#else
+#define PK_ISA_AVX512F ""
+#endif
+#if defined(__ARM_FEATURE_SVE)
+#define PK_ISA_SVE " sve"
+#else
+#define PK_ISA_SVE ""
+#endif
+
+#if defined(__x86_64__) || defined(_M_X64) || defined(__SSE2__)
+/* SSE and SSE2 are part of x86-64 itself. MSVC defines no __SSE*__ macros, only
+ * __AVX__ and up under /arch. */
+#define PK_SIMD_BASELINE "sse sse2" PK_ISA_SSE3 PK_ISA_SSSE3 PK_ISA_SSE41 PK_ISA_SSE42 \
+    PK_ISA_AVX PK_ISA_AVX2 PK_ISA_FMA PK_ISA_AVX512F
+#elif defined(__aarch64__) || defined(_M_ARM64) || defined(__ARM_NEON)
+#define PK_SIMD_BASELINE "neon" PK_ISA_SVE
 #else
 #define PK_SIMD_BASELINE "scalar"
 #endif
+
+/* Whether this CPU can run pooling._core_avx2 (AVX2 and FMA), asked at run
+ * time: wheels are compiled for the baseline ISA of their platform. */
+static inline int pk_cpu_has_avx2(void)
+{
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+    return 0;
+#endif
+}
 
 #endif

@@ -8,19 +8,23 @@ Python layer (``src/pooling``) decides every shape, pad and dtype question.
 """
 from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport INFINITY
-from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint16_t
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t
 
 cdef extern from "pooling_omp.h":
     int omp_get_max_threads() noexcept nogil
     int PK_OPENMP
 
 cdef extern from "pooling_half.h":
+    bint PK_UNORDERED(double a, double b) noexcept nogil
     uint16_t pk_half_key(uint16_t h, uint16_t inf_bits) noexcept nogil
     bint pk_half_isnan(uint16_t h, uint16_t inf_bits) noexcept nogil
+    int16_t pk_half_fast_key(uint16_t h) noexcept nogil
+    bint pk_half_special(uint16_t h, uint16_t inf_bits) noexcept nogil
 
 cdef extern from "pooling_config.h":
     const char* PK_COMPILER
     const char* PK_SIMD_BASELINE
+    int pk_cpu_has_avx2() noexcept nogil
 
 
 # ---------------------------------------------------------------------------
@@ -45,6 +49,11 @@ def openmp_enabled():
 def max_threads():
     """OpenMP's maximum thread count now (OMP_NUM_THREADS, threadpoolctl)."""
     return omp_get_max_threads()
+
+
+def cpu_supports_avx2():
+    """True when this CPU can run the AVX2 build of these kernels (pooling._core_avx2)."""
+    return bool(pk_cpu_has_avx2())
 
 
 def build_info():
@@ -130,6 +139,9 @@ cdef struct Geom:
     Py_ssize_t D, H, W, OD, OH, OW          # one plane of X and of Y
     Py_ssize_t kd, kh, kw, sd, sh, sw, dd, dh, dw, pd, ph, pw
     Py_ssize_t ow_lo, ow_hi                 # output columns whose taps all lie inside a row
+    const Py_ssize_t* tdr                   # valid taps [t0, t1) of each output position, as
+    const Py_ssize_t* thr                   # pairs (2*o, 2*o + 1), per axis: precomputed once
+    const Py_ssize_t* twr                   # per call plan instead of dividing on every row
     Py_ssize_t ringd, ring                  # row cache: ringd x ring rows, slot of (d, h) is
                                             # (d % ringd, h % ring); each ring is at least the
                                             # dilated kernel or the input extent, so the rows
@@ -140,9 +152,8 @@ cdef struct Geom:
 cdef inline void _hcol(const pool_t* xr, Py_ssize_t ow, pool_t* hv, int32_t* hp,
                        const Geom* g) noexcept nogil:
     """Pass 1 for one border column, whose window is cut by the row's ends."""
-    cdef Py_ssize_t t, t0, t1, w = ow * g.sw - g.pw, best
+    cdef Py_ssize_t t, t0 = g.twr[2 * ow], t1 = g.twr[2 * ow + 1], w = ow * g.sw - g.pw, best
     cdef pool_t m, v
-    _taps(w, g.dw, g.kw, g.W, &t0, &t1)
     if t0 >= t1:
         hv[ow] = _empty_value(<pool_t>0, g.inf_bits)
         best = -1
@@ -161,18 +172,39 @@ cdef inline void _hcol(const pool_t* xr, Py_ssize_t ow, pool_t* hv, int32_t* hp,
         hp[ow] = <int32_t>best
 
 
+cdef void _set_geom(Geom* g, Py_ssize_t D, Py_ssize_t H, Py_ssize_t W,
+                    Py_ssize_t OD, Py_ssize_t OH, Py_ssize_t OW, tuple kernel, tuple strides,
+                    tuple dilations, tuple pads_begin, const Py_ssize_t[:, ::1] taps,
+                    uint16_t inf_bits):
+    """The geometry both 3-D kernels share; taps is (OD + OH + OW, 2): the valid
+    tap range of each output position, axis after axis."""
+    g.D, g.H, g.W = D, H, W
+    g.OD, g.OH, g.OW = OD, OH, OW
+    g.kd, g.kh, g.kw = kernel
+    g.sd, g.sh, g.sw = strides
+    g.dd, g.dh, g.dw = dilations
+    g.pd, g.ph, g.pw = pads_begin
+    g.tdr = &taps[0, 0]
+    g.thr = g.tdr + 2 * OD
+    g.twr = g.thr + 2 * OH
+    g.inf_bits = inf_bits
+
+
 cdef inline bint _keep(pool_t v, pool_t m, uint16_t inf_bits, bint exact) noexcept nogil:
-    """v replaces m.  exact: SPEC's rule (_gt).  Otherwise, for float and double,
-    plain v > m, which compiles to maxps and agrees with SPEC everywhere except
-    that a new NaN does not replace a number: callers then check for NaN."""
+    """v replaces m.  exact: SPEC's rule (_gt).  Otherwise a cheaper compare that
+    agrees with it on rows _special() passed: for float and double plain v > m
+    (maxps: wrong only when a new NaN arrives), for 16-bit floats the fast key
+    (wrong only for NaN and -0.0)."""
     if (pool_t is float or pool_t is double) and not exact:
         return v > m
+    if pool_t is uint16_t and not exact:
+        return pk_half_fast_key(v) > pk_half_fast_key(m)
     return _gt(v, m, inf_bits)
 
 
-cdef inline bint _hrow_interior(const pool_t* xr, pool_t* hv, int32_t* hp, const Geom* g,
+cdef inline void _hrow_interior(const pool_t* xr, pool_t* hv, int32_t* hp, const Geom* g,
                                 bint exact) noexcept nogil:
-    """Pass 1 for the columns whose taps all lie inside the row; True if a NaN was read.
+    """Pass 1 for the columns whose taps all lie inside the row.
 
     Taps loop outside and columns inside, with unconditional loads and
     bit-mask selects, so gcc vectorises across output columns (an if-update
@@ -182,20 +214,14 @@ cdef inline bint _hrow_interior(const pool_t* xr, pool_t* hv, int32_t* hp, const
     cdef const pool_t* src = xr - g.pw      # src[ow * sw] is column ow's first tap
     cdef pool_t v, m
     cdef int32_t old, mask
-    cdef bint nan = False
     for ow in range(lo, hi):
-        v = src[ow * sw]
-        hv[ow] = v
-        if pool_t is float or pool_t is double:
-            nan |= v != v
+        hv[ow] = src[ow * sw]
     if hp == NULL:
         for t in range(1, g.kw):
             src = src + g.dw
             for ow in range(lo, hi):
                 v = src[ow * sw]
                 m = hv[ow]
-                if pool_t is float or pool_t is double:
-                    nan |= v != v
                 hv[ow] = v if _keep(v, m, g.inf_bits, exact) else m
     else:
         for ow in range(lo, hi):
@@ -207,34 +233,30 @@ cdef inline bint _hrow_interior(const pool_t* xr, pool_t* hv, int32_t* hp, const
                 v = src[ow * sw]
                 m = hv[ow]
                 old = hp[ow]
-                if pool_t is float or pool_t is double:
-                    nan |= v != v
                 mask = -<int32_t>_keep(v, m, g.inf_bits, exact)
                 hv[ow] = v if mask else m
                 hp[ow] = (old & ~mask) | (<int32_t>(ow * sw + tap) & mask)
-    return nan
 
 
-cdef inline bint _hrow_short(const pool_t* xr, pool_t* hv, int32_t* hp, const Geom* g,
-                             bint exact) noexcept nogil:
+cdef inline void _hrow_short(const pool_t* xr, pool_t* hv, int32_t* hp, const Geom* g,
+                             Py_ssize_t sw, Py_ssize_t d1, Py_ssize_t d2, bint exact) noexcept nogil:
     """Pass 1 for interior columns of a 2- or 3-tap kernel: every tap in one straight loop.
 
-    A 2-tap kernel reads its second tap twice: an equal value never replaces
-    the maximum, so the result is the same and one loop serves both.
+    sw: the stride; d1, d2: the second and third taps' offsets.  A 2-tap
+    kernel reads its second tap twice: an equal value never replaces the
+    maximum, so one loop serves both.  Callers pass literals for the common
+    shapes: with a constant stride gcc loads whole vectors and shuffles, with
+    a run-time one it assembles each vector from scalar loads (3x the work).
     """
-    cdef Py_ssize_t ow, lo = g.ow_lo, hi = g.ow_hi, sw = g.sw, pw = g.pw
-    cdef Py_ssize_t d1 = g.dw, d2 = g.dw * (g.kw - 1)
+    cdef Py_ssize_t ow, lo = g.ow_lo, hi = g.ow_hi, pw = g.pw
     cdef const pool_t* src = xr - pw
     cdef pool_t a, b, c, m
     cdef int32_t col, mask
-    cdef bint nan = False
     if hp == NULL:
         for ow in range(lo, hi):
             a = src[ow * sw]
             b = src[ow * sw + d1]
             c = src[ow * sw + d2]
-            if pool_t is float or pool_t is double:
-                nan |= (a != a) | (b != b) | (c != c)
             m = b if _keep(b, a, g.inf_bits, exact) else a
             hv[ow] = c if _keep(c, m, g.inf_bits, exact) else m
     else:
@@ -242,8 +264,6 @@ cdef inline bint _hrow_short(const pool_t* xr, pool_t* hv, int32_t* hp, const Ge
             a = src[ow * sw]
             b = src[ow * sw + d1]
             c = src[ow * sw + d2]
-            if pool_t is float or pool_t is double:
-                nan |= (a != a) | (b != b) | (c != c)
             col = <int32_t>(ow * sw - pw)
             mask = -<int32_t>_keep(b, a, g.inf_bits, exact)
             m = b if mask else a
@@ -251,38 +271,60 @@ cdef inline bint _hrow_short(const pool_t* xr, pool_t* hv, int32_t* hp, const Ge
             mask = -<int32_t>_keep(c, m, g.inf_bits, exact)
             hv[ow] = c if mask else m
             hp[ow] = (col & ~mask) | (<int32_t>(ow * sw - pw + d2) & mask)
-    return nan
+
+
+cdef inline bint _special(const pool_t* xr, Py_ssize_t n, uint16_t inf_bits) noexcept nogil:
+    """Whether a row holds what the cheap compare of _keep gets wrong: a NaN
+    (float, double; one unordered compare tests two elements), or a NaN or
+    -0.0 (16-bit floats).  Integer rows never do."""
+    cdef Py_ssize_t i, half = n // 2
+    cdef bint special = False
+    if pool_t is float or pool_t is double:
+        for i in range(half):
+            special |= PK_UNORDERED(xr[i], xr[i + half])
+        if n % 2:
+            special |= xr[n - 1] != xr[n - 1]
+    elif pool_t is uint16_t:
+        for i in range(n):
+            special |= pk_half_special(xr[i], inf_bits)
+    return special
 
 
 cdef inline bint _hrow(const pool_t* xr, pool_t* hv, int32_t* hp, const Geom* g) noexcept nogil:
     """Pass 1 over one input row: hv[ow] = max of output column ow's taps, hp[ow] its column.
 
     hp may be NULL (no Indices).  An empty window gives the empty value and -1.
-    Returns True when the row's maxima include a NaN (the vertical pass must
-    then combine it exactly).
+    Float rows are first checked in one cheap pass (_special): rows without a
+    NaN (or -0.0 for 16-bit floats), nearly all, use the cheap compare of
+    _keep, the others SPEC's exact rule.  Returns True for such a row, so the
+    vertical pass combines it exactly too.
     """
     cdef Py_ssize_t ow
-    cdef bint nan = False
+    cdef bint nan = _special(xr, g.W, g.inf_bits)
     if g.ow_lo < g.ow_hi:
-        if g.kw == 2 or g.kw == 3:
-            if pool_t is float or pool_t is double:
-                nan = _hrow_short(xr, hv, hp, g, False)
-                if nan:  # rare: redo the row with SPEC's NaN rule
-                    _hrow_short(xr, hv, hp, g, True)
+        if (g.kw == 2 or g.kw == 3) and g.dw == 1 and (g.sw == 1 or g.sw == 2) and not nan:
+            # The ResNet-like shapes, with literal strides and offsets.
+            if g.sw == 2 and g.kw == 3:
+                _hrow_short(xr, hv, hp, g, 2, 1, 2, False)
+            elif g.sw == 2:
+                _hrow_short(xr, hv, hp, g, 2, 1, 1, False)
+            elif g.kw == 3:
+                _hrow_short(xr, hv, hp, g, 1, 1, 2, False)
             else:
-                _hrow_short(xr, hv, hp, g, True)
-        elif pool_t is float or pool_t is double:
-            nan = _hrow_interior(xr, hv, hp, g, False)
+                _hrow_short(xr, hv, hp, g, 1, 1, 1, False)
+        elif g.kw == 2 or g.kw == 3:
             if nan:
-                _hrow_interior(xr, hv, hp, g, True)
-        else:
+                _hrow_short(xr, hv, hp, g, g.sw, g.dw, g.dw * (g.kw - 1), True)
+            else:
+                _hrow_short(xr, hv, hp, g, g.sw, g.dw, g.dw * (g.kw - 1), False)
+        elif nan:
             _hrow_interior(xr, hv, hp, g, True)
+        else:
+            _hrow_interior(xr, hv, hp, g, False)
     for ow in range(min(g.ow_lo, g.OW)):
         _hcol(xr, ow, hv, hp, g)
-        nan |= _isnan(hv[ow], g.inf_bits)
     for ow in range(max(g.ow_lo, g.ow_hi), g.OW):
         _hcol(xr, ow, hv, hp, g)
-        nan |= _isnan(hv[ow], g.inf_bits)
     return nan
 
 
@@ -366,13 +408,13 @@ cdef void _pool_rows(const pool_t* xp, pool_t* yp, int64_t* ip, int64_t xoff, co
     for slot in range(g.ringd * g.ring):
         tags[slot] = -2  # holds no row
     dbase = od * g.sd - g.pd
-    _taps(dbase, g.dd, g.kd, g.D, &td0, &td1)
+    td0, td1 = g.tdr[2 * od], g.tdr[2 * od + 1]
     for oh in range(oh0, oh1):
         yrow = yp + (od * g.OH + oh) * OW
         if ip != NULL:
             irow = ip + (od * g.OH + oh) * OW
         hbase = oh * g.sh - g.ph
-        _taps(hbase, g.dh, g.kh, g.H, &th0, &th1)
+        th0, th1 = g.thr[2 * oh], g.thr[2 * oh + 1]
         if td0 >= td1 or th0 >= th1:
             for ow in range(OW):
                 yrow[ow] = empty
@@ -438,6 +480,7 @@ cdef void _pool_rows(const pool_t* xp, pool_t* yp, int64_t* ip, int64_t xoff, co
 def max_pool_3d(const pool_t[:, :, :, ::1] x not None, pool_t[:, :, :, ::1] y not None,
                 int64_t[:, :, :, ::1] indices,
                 tuple kernel, tuple strides, tuple dilations, tuple pads_begin,
+                const Py_ssize_t[:, ::1] taps not None,
                 Py_ssize_t ringd, Py_ssize_t ring, Py_ssize_t rows_per_unit,
                 pool_t[:, ::1] hval not None, int32_t[:, ::1] hpos, Py_ssize_t[:, ::1] tags not None,
                 int act, pool_t lo, pool_t hi, uint16_t inf_bits, int n_threads):
@@ -454,15 +497,10 @@ def max_pool_3d(const pool_t[:, :, :, ::1] x not None, pool_t[:, :, :, ::1] y no
     act/lo/hi: fused activation (0 none, bit 1 lower bound, bit 2 upper bound).
     """
     cdef Geom g
-    g.D, g.H, g.W = x.shape[1], x.shape[2], x.shape[3]
-    g.OD, g.OH, g.OW = y.shape[1], y.shape[2], y.shape[3]
-    g.kd, g.kh, g.kw = kernel
-    g.sd, g.sh, g.sw = strides
-    g.dd, g.dh, g.dw = dilations
-    g.pd, g.ph, g.pw = pads_begin
+    _set_geom(&g, x.shape[1], x.shape[2], x.shape[3], y.shape[1], y.shape[2], y.shape[3],
+              kernel, strides, dilations, pads_begin, taps, inf_bits)
     g.ringd = ringd
     g.ring = ring
-    g.inf_bits = inf_bits
     # Output columns ow with ow*sw - pw >= 0 and ow*sw - pw + (kw-1)*dw <= W-1.
     g.ow_lo = min((g.pw + g.sw - 1) // g.sw, g.OW)
     if g.W - 1 - (g.kw - 1) * g.dw + g.pw < 0:
@@ -519,29 +557,58 @@ def max_pool_3d(const pool_t[:, :, :, ::1] x not None, pool_t[:, :, :, ::1] y no
 # the int32 pixel number inside the image, widened once per output pixel.
 # ---------------------------------------------------------------------------
 
+cdef inline void _nhwc_tap(const pool_t* xv, pool_t* yv, int32_t* wpix, int32_t pix, Py_ssize_t C,
+                           uint16_t inf_bits, bint exact) noexcept nogil:
+    """One later tap of a window: a vector update over the C channels (see _keep)."""
+    cdef Py_ssize_t c
+    cdef pool_t v, m
+    cdef int32_t mask, old
+    if wpix != NULL:
+        for c in range(C):
+            v = xv[c]
+            m = yv[c]
+            old = wpix[c]
+            mask = -<int32_t>_keep(v, m, inf_bits, exact)
+            yv[c] = v if mask else m
+            wpix[c] = (old & ~mask) | (pix & mask)
+    else:
+        for c in range(C):
+            v = xv[c]
+            m = yv[c]
+            yv[c] = v if _keep(v, m, inf_bits, exact) else m
+
+
 cdef void _nhwc_row(const pool_t* xp, pool_t* yrow, int64_t* irow, int64_t xoff, Py_ssize_t C,
                     const Geom* g, Py_ssize_t od, Py_ssize_t oh, int32_t* wpix,
                     int act, pool_t lo, pool_t hi) noexcept nogil:
     """Output row (od, oh) of one image: yrow/irow hold OW pixels of C channels.
 
     xp: the image in X; xoff: its first pixel's number in the batch; wpix: this
-    thread's C int32 winners (NULL without Indices).
+    thread's C int32 winners (NULL without Indices).  For 16-bit floats the
+    input rows the output row reads are checked once for NaN and -0.0, so
+    the cheap key of _keep serves nearly every row.  float and double keep the
+    exact compare: it vectorises well over C, and the extra pass over rows
+    larger than L1 measured slower (2.2 -> 2.9 ms on 8x112x112x64 k3 s2).
     """
     cdef Py_ssize_t ow, c, td, th, tw, td0, td1, th0, th1, tw0, tw1, dbase, hbase, wbase
-    cdef int32_t pix, mask, old
+    cdef int32_t pix
     cdef const pool_t* xv
     cdef pool_t* yv
-    cdef pool_t v, m
-    cdef bint first
+    cdef bint first, exact = pool_t is not uint16_t
     cdef pool_t empty = _empty_value(<pool_t>0, g.inf_bits)
     dbase = od * g.sd - g.pd
     hbase = oh * g.sh - g.ph
-    _taps(dbase, g.dd, g.kd, g.D, &td0, &td1)
-    _taps(hbase, g.dh, g.kh, g.H, &th0, &th1)
+    td0, td1 = g.tdr[2 * od], g.tdr[2 * od + 1]
+    th0, th1 = g.thr[2 * oh], g.thr[2 * oh + 1]
+    for td in range(td0, td1):
+        for th in range(th0, th1):
+            if pool_t is uint16_t:
+                exact |= _special(xp + ((dbase + td * g.dd) * g.H + hbase + th * g.dh) * g.W * C,
+                              g.W * C, g.inf_bits)
     for ow in range(g.OW):
         yv = yrow + ow * C
         wbase = ow * g.sw - g.pw
-        _taps(wbase, g.dw, g.kw, g.W, &tw0, &tw1)
+        tw0, tw1 = g.twr[2 * ow], g.twr[2 * ow + 1]
         first = True
         if td0 >= td1 or th0 >= th1 or tw0 >= tw1:
             for c in range(C):
@@ -561,19 +628,10 @@ cdef void _nhwc_row(const pool_t* xp, pool_t* yrow, int64_t* irow, int64_t xoff,
                         if wpix != NULL:
                             for c in range(C):
                                 wpix[c] = pix
-                    elif wpix != NULL:
-                        for c in range(C):
-                            v = xv[c]
-                            m = yv[c]
-                            old = wpix[c]
-                            mask = -<int32_t>_gt(v, m, g.inf_bits)
-                            yv[c] = v if mask else m
-                            wpix[c] = (old & ~mask) | (pix & mask)
+                    elif exact:
+                        _nhwc_tap(xv, yv, wpix, pix, C, g.inf_bits, True)
                     else:
-                        for c in range(C):
-                            v = xv[c]
-                            m = yv[c]
-                            yv[c] = v if _gt(v, m, g.inf_bits) else m
+                        _nhwc_tap(xv, yv, wpix, pix, C, g.inf_bits, False)
         if irow != NULL:
             for c in range(C):
                 irow[ow * C + c] = (xoff + wpix[c]) * C + c if wpix[c] >= 0 else -1
@@ -585,8 +643,8 @@ cdef void _nhwc_row(const pool_t* xp, pool_t* yrow, int64_t* irow, int64_t xoff,
 def max_pool_nhwc(const pool_t[:, :, :, :, ::1] x not None, pool_t[:, :, :, :, ::1] y not None,
                   int64_t[:, :, :, :, ::1] indices,
                   tuple kernel, tuple strides, tuple dilations, tuple pads_begin,
-                  int32_t[:, ::1] wpix, int act, pool_t lo, pool_t hi, uint16_t inf_bits,
-                  int n_threads):
+                  const Py_ssize_t[:, ::1] taps not None, int32_t[:, ::1] wpix,
+                  int act, pool_t lo, pool_t hi, uint16_t inf_bits, int n_threads):
     """MaxPool channels-last: x (N, D, H, W, C) -> y (N, OD, OH, OW, C).
 
     indices (or None): flat offsets into x's own NHWC memory, -1 for an empty
@@ -594,13 +652,8 @@ def max_pool_nhwc(const pool_t[:, :, :, :, ::1] x not None, pool_t[:, :, :, :, :
     per image must be fewer than 2**31).  Work items are output rows.
     """
     cdef Geom g
-    g.D, g.H, g.W = x.shape[1], x.shape[2], x.shape[3]
-    g.OD, g.OH, g.OW = y.shape[1], y.shape[2], y.shape[3]
-    g.kd, g.kh, g.kw = kernel
-    g.sd, g.sh, g.sw = strides
-    g.dd, g.dh, g.dw = dilations
-    g.pd, g.ph, g.pw = pads_begin
-    g.inf_bits = inf_bits
+    _set_geom(&g, x.shape[1], x.shape[2], x.shape[3], y.shape[1], y.shape[2], y.shape[3],
+              kernel, strides, dilations, pads_begin, taps, inf_bits)
     cdef Py_ssize_t N = x.shape[0], C = x.shape[4]
     cdef Py_ssize_t units = N * g.OD * g.OH
     cdef Py_ssize_t ximage = g.D * g.H * g.W * C, yrow = g.OW * C
@@ -640,9 +693,10 @@ cdef void _axis_window(const pool_t* x, const int64_t* pos_in, pool_t* y, int64_
                        int act, pool_t lo, pool_t hi, uint16_t inf_bits) noexcept nogil:
     """One output position o of row a: y[b] and pos_out[b] for every b (a function
     of its own so that every variable is private to the thread running it)."""
-    cdef Py_ssize_t b, t, t0, t1, l, base = o * s - pad
+    cdef Py_ssize_t b, t, t0, t1, l, row, base = o * s - pad
     cdef const pool_t* xrow
-    cdef pool_t v
+    cdef pool_t v, m
+    cdef int64_t old, mask
     _taps(base, dil, k, L, &t0, &t1)
     if t0 >= t1:
         for b in range(B):
@@ -652,12 +706,27 @@ cdef void _axis_window(const pool_t* x, const int64_t* pos_in, pool_t* y, int64_
     for t in range(t0, t1):
         l = base + t * dil
         xrow = x + (a * L + l) * B
-        for b in range(B):
-            v = xrow[b]
-            if t == t0 or _gt(v, y[b], inf_bits):
-                y[b] = v
-                if pos_out != NULL:
-                    pos_out[b] = pos_in[(a * L + l) * B + b] if pos_in != NULL else (a * L + l) * B + b
+        row = (a * L + l) * B
+        if t == t0:
+            for b in range(B):
+                y[b] = xrow[b]
+            if pos_out != NULL:
+                for b in range(B):
+                    pos_out[b] = pos_in[row + b] if pos_in != NULL else row + b
+        elif pos_out != NULL:
+            # Unconditional loads and selects, so the loop vectorises.
+            for b in range(B):
+                v = xrow[b]
+                m = y[b]
+                old = pos_out[b]
+                mask = -<int64_t>_gt(v, m, inf_bits)
+                y[b] = v if mask else m
+                pos_out[b] = (old & ~mask) | ((pos_in[row + b] if pos_in != NULL else row + b) & mask)
+        else:
+            for b in range(B):
+                v = xrow[b]
+                m = y[b]
+                y[b] = v if _gt(v, m, inf_bits) else m
     if act:
         for b in range(B):
             y[b] = _clamp(y[b], lo, hi, act, inf_bits)

@@ -4,6 +4,7 @@ Each case raises the documented ValueError / TypeError naming the operator, or g
 result; never a crash, MemoryError or OverflowError.  Cases that could take the process down (a crash
 is what is being tested) run in a subprocess.
 """
+import importlib
 import math
 import subprocess
 import sys
@@ -16,7 +17,7 @@ import pooling
 from conftest import (ALL_DTYPES, POOL_DTYPES, assert_same, assert_same_or_nan, make_any_array, make_array,
                       memory_orders, reference_col2im, reference_max_pool, to_nhwc, unaligned,
                       unpool_output_shape)
-from pooling import reference
+from pooling import _dispatch, reference
 from pooling._dtypes import LEGACY_BFLOAT16
 
 INT64_MAX, INT64_MIN = 2**63 - 1, -2**63
@@ -239,15 +240,17 @@ def test_results_with_more_bytes_than_an_address_holds(call):
         call()
 
 
-def test_huge_padding_on_an_inner_axis_of_a_long_input():
-    """A 64 MiB input, a 4 MiB result: the staged kernel's intermediate would be 2**26 rows of 2**22
-    padded columns (2**48 bytes, a MemoryError).  The fused kernel computes it in a few MiB."""
-    x = np.broadcast_to(np.int8(5), (1, 1, 2**26, 1))
-    attrs = dict(kernel_shape=1, strides=(2**26, 1), pads=(0, 0, 0, 2**22 + 1))
+@pytest.mark.parametrize("shape, attrs", [
+    ((1, 1, 2**26, 1), dict(kernel_shape=1, strides=(2**26, 1), pads=(0, 0, 0, 2**22 + 1))),
+], ids=["2d"])
+def test_huge_padding_on_an_inner_axis_of_a_long_input(shape, attrs):
+    """A 64 MiB input, a few MiB of result: a staged kernel's intermediate would keep 2**26 rows of
+    2**21+ padded columns (2**47 bytes and more, a MemoryError).  The fused kernel needs a few MiB."""
+    x = np.broadcast_to(np.int8(5), shape)
     y, i = pooling.max_pool(x, return_indices=True, n_threads=1, **attrs)
-    assert y.shape == i.shape == (1, 1, 1, 2**22 + 2)
-    assert y[0, 0, 0, 0] == 5 and i[0, 0, 0, 0] == 0
-    assert (y[..., 1:] == -128).all() and (i[..., 1:] == -1).all()  # windows wholly in the padding
+    assert y.shape == i.shape == pooling.max_pool_output_shape(shape, **attrs)
+    assert y.reshape(-1)[0] == 5 and i.reshape(-1)[0] == 0
+    assert (y.reshape(-1)[1:] == -128).all() and (i.reshape(-1)[1:] == -1).all()  # windows in the padding
     assert_same(pooling.max_pool(x, **attrs), y)
 
 
@@ -405,12 +408,12 @@ class _AlignmentChecked:
 
 @pytest.fixture
 def alignment_checked(monkeypatch):
-    """Every kernel of pooling._core wrapped by _AlignmentChecked; yields the list of checks made."""
-    from pooling import _core, maxpool
+    """Every kernel of the build in use wrapped by _AlignmentChecked; yields the list of checks made."""
+    from pooling import maxpool
 
     seen = []
     for name in ("max_pool_3d", "max_pool_nhwc", "max_pool_axis", "max_unpool", "col2im"):
-        monkeypatch.setattr(_core, name, _AlignmentChecked(getattr(_core, name), seen))
+        monkeypatch.setattr(_dispatch.core, name, _AlignmentChecked(getattr(_dispatch.core, name), seen))
     maxpool._launch.cache_clear()  # launchers hold the kernels they picked
     yield seen
     monkeypatch.undo()
@@ -451,7 +454,13 @@ def test_misaligned_out_is_a_value_error(call):
         call(unaligned(np.empty((1, 1, 3), np.float32)))
 
 
-def test_max_unpool_kernel_with_an_empty_output():
+# Every build of the kernels (baseline, and AVX2 where this CPU has it): the contracts hold for each.
+KERNEL_BUILDS = ["pooling._core" if level == "baseline" else f"pooling._core_{level}"
+                 for level in _dispatch.available]
+
+
+@pytest.mark.parametrize("build", KERNEL_BUILDS)
+def test_max_unpool_kernel_with_an_empty_output(build):
     """Kernel contract (src/_core.pyx, max_unpool): elements but an empty output must return 0, the
     first bad index, without undefined behaviour.  The fused path memsets y + b*0 with y NULL:
     memset(NULL, 0, 0) is undefined, and UBSan (tools/sanitize.sh) reports it, so under the
@@ -459,25 +468,27 @@ def test_max_unpool_kernel_with_an_empty_output():
     indices[0] itself), so only the kernel is left to fix."""
     code = textwrap.dedent("""
         import numpy as np
-        from pooling import _core
+        import importlib
+        _core = importlib.import_module(BUILD)
         x = np.ones(4, np.uint32)
         for n_threads, fused in ((1, True), (2, False)):
             r = _core.max_unpool(x, np.zeros(4, np.int64), np.empty(0, np.uint32), 1, fused, n_threads)
             assert r == 0, r
         print("ok")
     """)
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    run = subprocess.run([sys.executable, "-c", code.replace("BUILD", repr(build))], capture_output=True,
+                         text=True, timeout=120)
     assert run.returncode == 0 and run.stdout.strip() == "ok", (run.returncode, run.stderr[-3000:])
 
 
-def test_max_pool_axis_kernel_with_an_empty_input():
+@pytest.mark.parametrize("build", KERNEL_BUILDS)
+def test_max_pool_axis_kernel_with_an_empty_input(build):
     """Kernel contract (src/_core.pyx, max_pool_axis): an empty stage input with positions to carry
     gives every window empty (-inf, position -1) without raising.  The kernel takes &pos_in[0, 0, 0]
     of the empty array: harmless in a release build, an IndexError with the bounds checks of
     POOLING_DEBUG=1 (tools/sanitize.sh builds so).  The Python layer no longer passes positions for
     an empty input, so only the kernel is left to fix."""
-    from pooling import _core
-
+    _core = importlib.import_module(build)
     x = np.empty((1, 0, 1), np.float32)
     y, pos_out = np.zeros((1, 2, 1), np.float32), np.zeros((1, 2, 1), np.int64)
     _core.max_pool_axis(x, np.empty((1, 0, 1), np.int64), y, pos_out, 1, 1, 1, 1, 0, 0.0, 0.0, 0, 1)

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Sanitizer run: build pooling._core with AddressSanitizer + UndefinedBehaviorSanitizer and Cython's
+# Sanitizer run: build the kernels (pooling._core and, where gcc targets AVX2, pooling._core_avx2) with
+# AddressSanitizer + UndefinedBehaviorSanitizer and Cython's
 # bounds/wraparound/initialized checks (POOLING_DEBUG=1), in a scratch copy of this tree (the
 # checkout's own build is left alone), then run under it:
 #   1. the whole test suite (-q -p no:randomly; no -x, so that one finding does not hide the next),
@@ -91,8 +92,9 @@ sanitize="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit
 CC="gcc $sanitize" LDSHARED="gcc $sanitize -shared" CFLAGS="-fno-wrapv -g" \
 POOLING_DEBUG=1 POOLING_REQUIRE_OPENMP=$openmp "$PY" setup.py -q build_ext --inplace > "$logs/build.log" 2>&1 \
     || { cat "$logs/build.log"; echo "sanitize.sh: build failed" >&2; exit 1; }
-so=$(ls src/pooling/_core*.so)
-ldd "$so" | grep libasan >/dev/null || { echo "sanitize.sh: $so is not linked with libasan" >&2; exit 1; }
+for so in src/pooling/_core*.so; do
+    ldd "$so" | grep libasan >/dev/null || { echo "sanitize.sh: $so is not linked with libasan" >&2; exit 1; }
+done
 # Cython raises IndexError from these only where POOLING_DEBUG turned bounds checks on.
 grep "__Pyx_RaiseBufferIndexError(" src/_core.c >/dev/null \
     || { echo "sanitize.sh: Cython bounds checks are not in the generated C" >&2; exit 1; }
@@ -105,7 +107,7 @@ export LD_PRELOAD="$libasan:$libubsan"
 export ASAN_OPTIONS="detect_leaks=0:allocator_may_return_null=1:halt_on_error=1:log_path=$logs/asan"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 
-"$PY" -c "import pooling._core as c, sys; sys.exit(not c.__file__.startswith('$work'))" \
+"$PY" -c "from pooling import _dispatch as d; import sys; sys.exit(not d.core.__file__.startswith('$work'))" \
     || { echo "sanitize.sh: the tests would not import the sanitized build" >&2; exit 1; }
 
 status=0

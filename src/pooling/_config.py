@@ -1,11 +1,19 @@
 """Build and run-time facts, printed with bug reports."""
+import ctypes
+import os
 import platform
 import sys
 
 import numpy as np
 
-from . import _core
+from . import _dispatch
+from ._dispatch import core as _core
 from ._version import __version__
+
+try:
+    from ._build_info import BUILD_INFO
+except ImportError:  # setup.py writes it next to the extension; an older build lacks it
+    BUILD_INFO = {}
 
 
 def openmp_enabled():
@@ -18,16 +26,77 @@ def max_threads():
     return _core.max_threads()
 
 
+class _DlInfo(ctypes.Structure):
+    _fields_ = [
+        ("dli_fname", ctypes.c_char_p),
+        ("dli_fbase", ctypes.c_void_p),
+        ("dli_sname", ctypes.c_char_p),
+        ("dli_saddr", ctypes.c_void_p),
+    ]
+
+
+def openmp_runtime():
+    """Path of the OpenMP runtime library that pooling._core calls, or None.
+
+    None for a serial build, and where the library cannot be located (Windows,
+    or a libc without dladdr). A wheel's own copy (pooling_kernels.libs/ on
+    Linux, pooling/.dylibs/ on macOS) shows that the vendored runtime is in use
+    and not a system one.
+    """
+    if not openmp_enabled() or os.name != "posix":
+        return None
+    try:
+        # dlsym on the extension's own handle searches the extension and then the
+        # libraries it links, which finds the runtime that provides omp_*.
+        symbol = ctypes.CDLL(_core.__file__).omp_get_max_threads
+        address = ctypes.cast(symbol, ctypes.c_void_p).value
+    except (OSError, AttributeError):
+        return None
+    for libc in (None, "libdl.so.2"):  # glibc < 2.34 keeps dladdr in libdl
+        try:
+            dladdr = ctypes.CDLL(libc).dladdr
+            break
+        except (OSError, AttributeError):
+            continue
+    else:
+        return None
+    dladdr.argtypes = [ctypes.c_void_p, ctypes.POINTER(_DlInfo)]
+    dladdr.restype = ctypes.c_int
+    info = _DlInfo()
+    if not dladdr(address, ctypes.byref(info)) or not info.dli_fname:
+        return None
+    return os.path.realpath(os.fsdecode(info.dli_fname))
+
+
+def _c_flags():
+    """Every flag the C compiler got: its command (with $CFLAGS) plus setup.py's additions."""
+    if not BUILD_INFO:
+        return None
+    return [*BUILD_INFO["compiler_command"][1:], *BUILD_INFO["extra_compile_args"]]
+
+
 def config_lines():
     info = _core.build_info()
+    flags = _c_flags()
+    runtime = openmp_runtime()
+    if not openmp_enabled():
+        runtime_line = "none (serial build)"
+    elif runtime is None:
+        runtime_line = "not located on this platform"
+    else:
+        runtime_line = runtime
     return [
         f"pooling-kernels {__version__}",
         f"python          {sys.version.split()[0]} ({platform.machine()}, {platform.system()})",
         f"numpy           {np.__version__}",
         f"compiler        {info['compiler']}",
         f"openmp          {'yes' if openmp_enabled() else 'no (serial build)'}",
+        f"openmp runtime  {runtime_line}",
         f"max threads     {max_threads()}",
-        f"simd            baseline {info['simd_baseline']}; no run-time dispatch yet",
+        f"simd            baseline {_dispatch._baseline.build_info()['simd_baseline']}; "
+        f"run-time choice of {', '.join(_dispatch.available)}; in use: {_dispatch.level}",
+        f"c flags         {' '.join(flags) if flags is not None else 'not recorded by this build'}",
+        f"cython          {BUILD_INFO.get('cython', 'not recorded by this build')}",
     ]
 
 

@@ -2,7 +2,7 @@
 import operator
 import os
 
-from . import _core
+from ._dispatch import core as _core
 
 # Below this many input elements the fork/join costs more than a second core
 # gains (measured on the ResNet-stem MaxPool: 1x64x16x16 is ~5 us serial).
@@ -47,3 +47,16 @@ def _is_int(value):
     except TypeError:
         return False
     return True
+
+
+def split_rows(slices, rows, nt):
+    """(rows per work item, work items): enough items to keep nt threads busy.
+
+    The split is over (plane x depth slice) x blocks of output rows, so that a
+    few large planes still use every core; a longer block reuses more cached rows.
+    """
+    if nt <= 1 or slices >= 8 * nt:
+        return max(rows, 1), slices
+    blocks = -(-8 * nt // slices)
+    per = max(1, -(-rows // blocks))
+    return per, slices * -(-rows // per)

@@ -5,13 +5,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import _core
+from ._dispatch import core as _core
 from ._attrs import (INDEX_LIMIT, check_size, hashable, int_tuple, resolve_version, shape_tuple,
                      unhash)
 from ._dtypes import HALF_INF_BITS, as_kernel_array, result_dtype
 from ._outputs import output_array
-from ._threads import resolve_n_threads
-from .maxpool import _split
+from ._threads import resolve_n_threads, split_rows
 
 OP = "Col2Im"
 
@@ -162,7 +161,7 @@ def _run(plan, xk, y, inf_bits, nt):
     image = plan.out_shape[2:]
     planes = n_img * channels
     row = math.prod(image[1:])  # output elements per position on the first axis
-    rows, items = _split(planes, image[0], nt)
+    rows, items = split_rows(planes, image[0], nt)
     if rows * row > _ITEM_ELEMENTS:
         rows = max(1, _ITEM_ELEMENTS // row)
         items = planes * -(-image[0] // rows)

@@ -4,7 +4,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import _core
+from ._dispatch import core as _core
 from ._attrs import (INDEX_LIMIT, check_size, choice, hashable, int_tuple, resolve_version,
                      shape_tuple, unhash)
 from ._dtypes import as_kernel_array, result_dtype

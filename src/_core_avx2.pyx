@@ -1,0 +1,4 @@
+# The kernels of _core.pyx, compiled by setup.py a second time with AVX2 and FMA
+# enabled.  pooling._dispatch imports this module instead of pooling._core on
+# CPUs that have them; wheels still run on every CPU through the baseline build.
+include "_core.pyx"
