@@ -242,7 +242,8 @@ def test_results_with_more_bytes_than_an_address_holds(call):
 
 @pytest.mark.parametrize("shape, attrs", [
     ((1, 1, 2**26, 1), dict(kernel_shape=1, strides=(2**26, 1), pads=(0, 0, 0, 2**22 + 1))),
-], ids=["2d"])
+    ((1, 1, 2**26, 1, 1), dict(kernel_shape=(2, 1, 1), strides=(2**26, 1, 1), pads=(0, 0, 0, 0, 0, 2**21))),
+], ids=["2d", "3d-depth"])
 def test_huge_padding_on_an_inner_axis_of_a_long_input(shape, attrs):
     """A 64 MiB input, a few MiB of result: a staged kernel's intermediate would keep 2**26 rows of
     2**21+ padded columns (2**47 bytes and more, a MemoryError).  The fused kernel needs a few MiB."""

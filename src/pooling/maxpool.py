@@ -294,7 +294,10 @@ def _launch_depth_split(plan, kind, nt, act, inf_bits):
                            dilations=plan.dilations[1:], pads_begin=plan.pads_begin[1:])
     spatial, out, kernel, _, dilations, _ = _promote(slices)
     rings = _rings(spatial, out, kernel, dilations)
-    if rings is None:
+    between = planes * depth * out_h * out_w
+    if rings is None or between > math.prod(plan.out_shape) + planes * depth * height * width:
+        # The slices' results must not dwarf input and output (huge pads across a long,
+        # strided depth would make them a MemoryError for a small result).
         return None
     pool_slices = _launch_3d(slices, kind, nt, rings, (0, 0, 0), inf_bits)
     pool_depth = _core.max_pool_axis[_CTYPE[kind]]
@@ -305,7 +308,9 @@ def _launch_depth_split(plan, kind, nt, act, inf_bits):
         inner = np.empty(between, xk.dtype)
         positions = None if indices is None else np.empty(between, np.int64)
         pool_slices(xk, inner, positions)
-        pool_depth(inner, positions, y.reshape(after),
+        # No positions for an empty depth (every window empty): the kernel would index
+        # element 0 of the empty array (an IndexError with bounds checks).
+        pool_depth(inner, positions if inner.size else None, y.reshape(after),
                    None if indices is None else indices.reshape(after), *depth_geometry, *act, inf_bits, nt)
     return run
 
