@@ -277,6 +277,7 @@ def test_shape_twins_take_sequences_only(fn, x_shape):
     ((2, 3, 0, 0), dict(kernel_shape=2, auto_pad="SAME_UPPER")),
     ((1, 2, 0), dict(kernel_shape=2, pads=(3, 3), dilations=2)),
     ((1, 2, 0, 2, 3), dict(kernel_shape=(1, 2, 2), pads=(1, 0, 0, 1, 0, 0))),
+    ((1, 2, 0, 3, 4), dict(kernel_shape=(2, 2, 2), pads=(1, 0, 0, 1, 0, 0))),     # the depth-split path
     ((1, 1, 2, 0, 1, 2), dict(kernel_shape=1, pads=(0, 1, 0, 0, 0, 0, 0, 0))),
     ((0, 0, 0, 0), dict(kernel_shape=1)),
 ], ids=lambda v: str(v))
