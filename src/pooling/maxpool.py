@@ -263,7 +263,7 @@ def _launch_3d(plan, kind, nt, rings, act, inf_bits):
     ringd, ring = rings
     OW = out[2]
     rows, units = split_rows(planes * out[0], out[1], nt)
-    nt = min(nt, units)
+    nt = max(1, min(nt, units))  # no planes (an empty depth split): still one thread's scratch
     kernel_fn = _core.max_pool_3d[_CTYPE[kind]]
     x_shape, y_shape = (planes,) + spatial, (planes,) + out
     taps = _tap_ranges(spatial, out, kernel, strides, dilations, pads_begin)
