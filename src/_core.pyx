@@ -748,7 +748,7 @@ def max_pool_axis(const pool_t[:, :, ::1] x not None, const int64_t[:, :, ::1] p
     cdef int64_t* pout = NULL
     if A * O * B == 0:
         return
-    if pos_in is not None:
+    if pos_in is not None and A * L * B:  # no tap reads an empty input
         pin = &pos_in[0, 0, 0]
     if pos_out is not None:
         pout = &pos_out[0, 0, 0]
@@ -859,6 +859,8 @@ def max_unpool(const bits_t[::1] x not None, const int64_t[::1] indices not None
         return -2
     if n == 0 and size == 0:
         return -1
+    if size == 0:  # every index is outside an empty output; y has no memory to zero
+        return 0
     with nogil:
         r = _max_unpool(&x[0] if n else NULL, &indices[0] if n else NULL, n,
                         &y[0] if size else NULL, size, blocks, fused, n_threads)
