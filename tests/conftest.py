@@ -266,8 +266,8 @@ def to_nhwc(x):
 def nchw_indices_as_nhwc(indices, x_shape):
     """Re-encode NCHW flat offsets (into x of x_shape) as offsets into the NHWC transpose of x."""
     channels, plane = x_shape[1], int(np.prod(x_shape[2:]))
-    image_channel, pixel = np.divmod(indices, plane)
-    image, channel = np.divmod(image_channel, channels)
+    image_channel, pixel = np.divmod(indices, max(plane, 1))  # empty planes: only -1 entries
+    image, channel = np.divmod(image_channel, max(channels, 1))
     return np.moveaxis(np.where(indices < 0, -1, (image * plane + pixel) * channels + channel), 1, -1)
 
 

@@ -347,8 +347,9 @@ def _run_nhwc_transposed(plan, xk, y, indices, act, inf_bits, nt):
     y[...] = y_nchw.transpose(to_nhwc)
     if indices is not None:
         channels, plane = x_nchw.shape[1], int(np.prod(plan.spatial))
-        image_channel, pixel = np.divmod(i_nchw, plane)
-        image, channel = np.divmod(image_channel, channels)
+        # An empty plane has only empty windows (-1), whatever the division gives.
+        image_channel, pixel = np.divmod(i_nchw, max(plane, 1))
+        image, channel = np.divmod(image_channel, max(channels, 1))
         nhwc = (image * plane + pixel) * channels + channel
         indices[...] = np.where(i_nchw < 0, -1, nhwc).transpose(to_nhwc)
 

@@ -28,6 +28,11 @@ def _storage(x, kind):
 
 def _values(raw, kind):
     """float64 values of raw storage, ordering like SPEC 1.4 (NaN kept as NaN)."""
+    with np.errstate(invalid="ignore"):  # signalling NaNs stay NaN: all that ordering needs
+        return _as_float64(raw, kind)
+
+
+def _as_float64(raw, kind):
     if kind == "bfloat16":
         return (raw.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
     if kind == "float16":
