@@ -14,6 +14,7 @@ from onnx.reference import ReferenceEvaluator  # noqa: E402
 import pooling  # noqa: E402
 import pooling.onnx  # noqa: E402
 
+import conftest  # noqa: E402
 from conftest import assert_same  # noqa: E402
 
 # ---------------------------------------------------------------------------
@@ -204,3 +205,45 @@ def test_run_node_nhwc_max_pool_then_unpool(rng):
     assert z.shape == x.shape
     assert_same(z.reshape(-1)[i.reshape(-1)], y.reshape(-1))
     assert np.count_nonzero(z) == y.size
+
+
+def _outcome(fn):
+    """('ok', results as bytes) or the exception type: how a call ended."""
+    try:
+        result = fn()
+    except (ValueError, TypeError) as e:
+        return type(e).__name__
+    results = result if isinstance(result, (list, tuple)) else [result]
+    return "ok", tuple(np.asarray(r).tobytes() for r in results)
+
+
+@pytest.mark.parametrize("opset", range(1, 24))
+@pytest.mark.parametrize("case", ["pool", "pool_indices", "pool_dilated", "pool_int8", "pool_bf16",
+                                  "unpool", "unpool_bf16", "col2im"])
+def test_run_node_gating_matches_the_functions_for_every_opset(case, opset):
+    """run_node(node, opset=K) accepts exactly what the function accepts under opset=K, with the same result."""
+    rng = np.random.default_rng(opset)
+    x = rng.standard_normal((1, 2, 6, 6)).astype(np.float32)
+    if case.startswith("pool"):
+        attrs = dict(kernel_shape=[2, 2], strides=[2, 2])
+        if case == "pool_dilated":
+            attrs.update(dilations=[2, 2], ceil_mode=1)
+        data = {"pool_int8": x.astype(np.int8), "pool_bf16": x.astype(conftest.BFLOAT16)}.get(case, x)
+        outputs = ["Y", "I"] if case == "pool_indices" else ["Y"]
+        node = helper.make_node("MaxPool", ["X"], outputs, **attrs)
+        direct = lambda: pooling.max_pool(data, opset=opset, return_indices=len(outputs) == 2, **attrs)  # noqa: E731
+        inputs = [data]
+    elif case.startswith("unpool"):
+        y, i = pooling.max_pool(x, 2, strides=2, return_indices=True)
+        if case == "unpool_bf16":
+            y = y.astype(conftest.BFLOAT16)
+        node = helper.make_node("MaxUnpool", ["X", "I"], ["Y"], kernel_shape=[2, 2], strides=[2, 2])
+        direct = lambda: pooling.max_unpool(y, i, [2, 2], strides=[2, 2], opset=opset)  # noqa: E731
+        inputs = [y, i]
+    else:
+        cols = rng.standard_normal((1, 2 * 4, 9)).astype(np.float32)
+        image, block = np.array([4, 4], np.int64), np.array([2, 2], np.int64)
+        node = helper.make_node("Col2Im", ["X", "S", "B"], ["Y"])
+        direct = lambda: pooling.col2im(cols, image, block, opset=opset)  # noqa: E731
+        inputs = [cols, image, block]
+    assert _outcome(lambda: pooling.onnx.run_node(node, inputs, opset=opset)) == _outcome(direct)
