@@ -1,15 +1,23 @@
-"""Type stubs for the compiled kernels (pooling._core). Arrays are validated by the Python layer."""
+"""Type stubs for the compiled kernels (pooling._core, and pooling._core_avx2, the same kernels built for
+AVX2). Arrays are validated by the Python layer."""
 import numpy as np
 import numpy.typing as npt
 
 def openmp_enabled() -> bool: ...
 def max_threads() -> int: ...
+def cpu_supports_avx2() -> bool: ...
 def build_info() -> dict[str, str]: ...
 def max_pool_3d(
     x: npt.NDArray[np.generic], y: npt.NDArray[np.generic], indices: npt.NDArray[np.int64] | None,
     kernel: tuple[int, int, int], strides: tuple[int, int, int], dilations: tuple[int, int, int],
-    pads_begin: tuple[int, int, int], ring: int, rows_per_unit: int,
-    hval: npt.NDArray[np.generic], hpos: npt.NDArray[np.int64] | None, tags: npt.NDArray[np.intp],
+    pads_begin: tuple[int, int, int], taps: npt.NDArray[np.intp], ringd: int, ring: int,
+    rows_per_unit: int, hval: npt.NDArray[np.generic], hpos: npt.NDArray[np.int32] | None,
+    tags: npt.NDArray[np.intp], act: int, lo: float, hi: float, inf_bits: int, n_threads: int,
+) -> None: ...
+def max_pool_nhwc(
+    x: npt.NDArray[np.generic], y: npt.NDArray[np.generic], indices: npt.NDArray[np.int64] | None,
+    kernel: tuple[int, int, int], strides: tuple[int, int, int], dilations: tuple[int, int, int],
+    pads_begin: tuple[int, int, int], taps: npt.NDArray[np.intp], wpix: npt.NDArray[np.int32] | None,
     act: int, lo: float, hi: float, inf_bits: int, n_threads: int,
 ) -> None: ...
 def max_pool_axis(
