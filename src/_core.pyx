@@ -9,6 +9,7 @@ Python layer (``src/pooling``) decides every shape, pad and dtype question.
 from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport INFINITY
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t
+from libc.string cimport memmove
 
 cdef extern from "pooling_omp.h":
     int omp_get_max_threads() noexcept nogil
@@ -124,15 +125,28 @@ cdef inline void _taps(Py_ssize_t base, Py_ssize_t dil, Py_ssize_t k, Py_ssize_t
 # ---------------------------------------------------------------------------
 # MaxPool, ranks 1-3 (promoted to 3-D with singleton axes by the caller).
 #
-# Two passes per output row, innermost axis first:
-#   1. horizontal: for each input row the window needs, the maximum over each
-#      output column's taps along W (cached: consecutive output rows share
-#      input rows, so each row is reduced once per block of output rows);
-#   2. vertical: combine those rows, in tap order, into the output row.
+# Two passes, innermost axis first, over chunks of output rows:
+#   1. horizontal: every input row the chunk needs (of each depth slice it
+#      reads) is reduced along W into a row buffer: hv[ow] = the maximum over
+#      output column ow's taps;
+#   2. vertical: for each output row, the buffer rows of its window are
+#      combined in tap order straight into Y.
 # Reducing the innermost axis first and the outer ones after, each with
 # "strictly greater replaces", picks exactly the first maximum in
 # lexicographic tap order, which is SPEC 1.4's tie rule.  Indices are carried
 # through both passes (never a per-window rescan).
+#
+# When W == OW * sw (the common "same" and "halving" shapes) a block of rows
+# is one long row: column ow of row r is position r*OW + ow of the block, and
+# its taps are the same offsets from the block's start.  Pass 1 then runs as
+# one long loop over the block, and only the border columns (whose windows
+# would read a neighbouring row) are redone row by row.  On narrow images
+# per-row loops of 56 outputs spent most of their time in loop set-up and
+# scalar remainders (8x64x112x112 k3 s2, one thread: uint8 1.77 -> 0.89 ms,
+# float16 4.26 -> 1.97 ms).  Reduced rows live in a ring of g.brows rows per
+# depth tap (slot h % brows), filled a chunk of output rows at a time, so each
+# input row is reduced once per work item and the chunk is still in L1 when
+# pass 2 reads it.
 # ---------------------------------------------------------------------------
 
 cdef struct Geom:
@@ -142,18 +156,19 @@ cdef struct Geom:
     const Py_ssize_t* tdr                   # valid taps [t0, t1) of each output position, as
     const Py_ssize_t* thr                   # pairs (2*o, 2*o + 1), per axis: precomputed once
     const Py_ssize_t* twr                   # per call plan instead of dividing on every row
-    Py_ssize_t ringd, ring                  # row cache: ringd x ring rows, slot of (d, h) is
-                                            # (d % ringd, h % ring); each ring is at least the
-                                            # dilated kernel or the input extent, so the rows
-                                            # one output row needs never share a slot
+    Py_ssize_t brows                        # buffer rows per depth tap (at least the rows of
+                                            # one output row's window, or H)
+    bint flat                               # W == OW * sw with interior columns: see above
     uint16_t inf_bits
 
 
-cdef inline void _hcol(const pool_t* xr, Py_ssize_t ow, pool_t* hv, int32_t* hp,
+cdef inline void _hcol(const pool_t* xr, Py_ssize_t ow, pool_t* hv, int32_t* hp, Py_ssize_t pbase,
                        const Geom* g) noexcept nogil:
-    """Pass 1 for one border column, whose window is cut by the row's ends."""
+    """Pass 1 for one border column, whose window is cut by the row's ends.
+    Positions are pbase + column (the row's offset in its block); -1: empty."""
     cdef Py_ssize_t t, t0 = g.twr[2 * ow], t1 = g.twr[2 * ow + 1], w = ow * g.sw - g.pw, best
     cdef pool_t m, v
+    cdef bint keep
     if t0 >= t1:
         hv[ow] = _empty_value(<pool_t>0, g.inf_bits)
         best = -1
@@ -164,10 +179,13 @@ cdef inline void _hcol(const pool_t* xr, Py_ssize_t ow, pool_t* hv, int32_t* hp,
         for t in range(t0 + 1, t1):
             w = w + g.dw
             v = xr[w]
-            if _gt(v, m, g.inf_bits):
-                m = v
-                best = w
+            # Selects, not a branch: on random data the branch mispredicts,
+            # and these columns run once per row.
+            keep = _gt(v, m, g.inf_bits)
+            m = v if keep else m
+            best = w if keep else best
         hv[ow] = m
+        best = best + pbase
     if hp != NULL:
         hp[ow] = <int32_t>best
 
@@ -192,7 +210,7 @@ cdef void _set_geom(Geom* g, Py_ssize_t D, Py_ssize_t H, Py_ssize_t W,
 
 cdef inline bint _keep(pool_t v, pool_t m, uint16_t inf_bits, bint exact) noexcept nogil:
     """v replaces m.  exact: SPEC's rule (_gt).  Otherwise a cheaper compare that
-    agrees with it on rows _special() passed: for float and double plain v > m
+    agrees with it when neither is _odd(): for float and double plain v > m
     (maxps: wrong only when a new NaN arrives), for 16-bit floats the fast key
     (wrong only for NaN and -0.0)."""
     if (pool_t is float or pool_t is double) and not exact:
@@ -202,81 +220,28 @@ cdef inline bint _keep(pool_t v, pool_t m, uint16_t inf_bits, bint exact) noexce
     return _gt(v, m, inf_bits)
 
 
-cdef inline void _hrow_interior(const pool_t* xr, pool_t* hv, int32_t* hp, const Geom* g,
-                                bint exact) noexcept nogil:
-    """Pass 1 for the columns whose taps all lie inside the row.
-
-    Taps loop outside and columns inside, with unconditional loads and
-    bit-mask selects, so gcc vectorises across output columns (an if-update
-    compiles to branches).  Called with a literal `exact`, which folds away.
-    """
-    cdef Py_ssize_t ow, t, lo = g.ow_lo, hi = g.ow_hi, sw = g.sw, tap
-    cdef const pool_t* src = xr - g.pw      # src[ow * sw] is column ow's first tap
-    cdef pool_t v, m
-    cdef int32_t old, mask
-    for ow in range(lo, hi):
-        hv[ow] = src[ow * sw]
-    if hp == NULL:
-        for t in range(1, g.kw):
-            src = src + g.dw
-            for ow in range(lo, hi):
-                v = src[ow * sw]
-                m = hv[ow]
-                hv[ow] = v if _keep(v, m, g.inf_bits, exact) else m
+cdef inline bint _odd(pool_t v, uint16_t inf_bits) noexcept nogil:
+    """Whether v is what the cheap compare of _keep gets wrong: a NaN (float,
+    double), a NaN or -0.0 (16-bit floats).  Integers never are."""
+    if pool_t is float or pool_t is double:
+        return v != v
+    elif pool_t is uint16_t:
+        return pk_half_special(v, inf_bits)
     else:
-        for ow in range(lo, hi):
-            hp[ow] = <int32_t>(ow * sw - g.pw)
-        for t in range(1, g.kw):
-            src = src + g.dw
-            tap = t * g.dw - g.pw
-            for ow in range(lo, hi):
-                v = src[ow * sw]
-                m = hv[ow]
-                old = hp[ow]
-                mask = -<int32_t>_keep(v, m, g.inf_bits, exact)
-                hv[ow] = v if mask else m
-                hp[ow] = (old & ~mask) | (<int32_t>(ow * sw + tap) & mask)
+        return False
 
 
-cdef inline void _hrow_short(const pool_t* xr, pool_t* hv, int32_t* hp, const Geom* g,
-                             Py_ssize_t sw, Py_ssize_t d1, Py_ssize_t d2, bint exact) noexcept nogil:
-    """Pass 1 for interior columns of a 2- or 3-tap kernel: every tap in one straight loop.
-
-    sw: the stride; d1, d2: the second and third taps' offsets.  A 2-tap
-    kernel reads its second tap twice: an equal value never replaces the
-    maximum, so one loop serves both.  Callers pass literals for the common
-    shapes: with a constant stride gcc loads whole vectors and shuffles, with
-    a run-time one it assembles each vector from scalar loads (3x the work).
-    """
-    cdef Py_ssize_t ow, lo = g.ow_lo, hi = g.ow_hi, pw = g.pw
-    cdef const pool_t* src = xr - pw
-    cdef pool_t a, b, c, m
-    cdef int32_t col, mask
-    if hp == NULL:
-        for ow in range(lo, hi):
-            a = src[ow * sw]
-            b = src[ow * sw + d1]
-            c = src[ow * sw + d2]
-            m = b if _keep(b, a, g.inf_bits, exact) else a
-            hv[ow] = c if _keep(c, m, g.inf_bits, exact) else m
+cdef inline bint _odd2(pool_t a, pool_t b, uint16_t inf_bits) noexcept nogil:
+    """_odd(a) or _odd(b); for float and double one unordered compare."""
+    if pool_t is float or pool_t is double:
+        return PK_UNORDERED(a, b)
     else:
-        for ow in range(lo, hi):
-            a = src[ow * sw]
-            b = src[ow * sw + d1]
-            c = src[ow * sw + d2]
-            col = <int32_t>(ow * sw - pw)
-            mask = -<int32_t>_keep(b, a, g.inf_bits, exact)
-            m = b if mask else a
-            col = (col & ~mask) | (<int32_t>(ow * sw - pw + d1) & mask)
-            mask = -<int32_t>_keep(c, m, g.inf_bits, exact)
-            hv[ow] = c if mask else m
-            hp[ow] = (col & ~mask) | (<int32_t>(ow * sw - pw + d2) & mask)
+        return _odd(a, inf_bits) | _odd(b, inf_bits)
 
 
 cdef inline bint _special(const pool_t* xr, Py_ssize_t n, uint16_t inf_bits) noexcept nogil:
-    """Whether a row holds what the cheap compare of _keep gets wrong: a NaN
-    (float, double; one unordered compare tests two elements), or a NaN or
-    -0.0 (16-bit floats).  Integer rows never do."""
+    """Whether n values hold an _odd() one (one unordered compare tests two
+    float or double values)."""
     cdef Py_ssize_t i, half = n // 2
     cdef bint special = False
     if pool_t is float or pool_t is double:
@@ -290,70 +255,227 @@ cdef inline bint _special(const pool_t* xr, Py_ssize_t n, uint16_t inf_bits) noe
     return special
 
 
-cdef inline bint _hrow(const pool_t* xr, pool_t* hv, int32_t* hp, const Geom* g) noexcept nogil:
-    """Pass 1 over one input row: hv[ow] = max of output column ow's taps, hp[ow] its column.
+cdef inline bint _hrow_interior(const pool_t* xr, pool_t* hv, int32_t* hp, Py_ssize_t lo,
+                                Py_ssize_t hi, Py_ssize_t pbase, const Geom* g,
+                                bint exact) noexcept nogil:
+    """Pass 1 for columns [lo, hi), whose taps all lie inside the row (or block).
 
-    hp may be NULL (no Indices).  An empty window gives the empty value and -1.
-    Float rows are first checked in one cheap pass (_special): rows without a
-    NaN (or -0.0 for 16-bit floats), nearly all, use the cheap compare of
-    _keep, the others SPEC's exact rule.  Returns True for such a row, so the
-    vertical pass combines it exactly too.
+    Taps loop outside and columns inside, with unconditional loads and
+    bit-mask selects, so gcc vectorises across output columns (an if-update
+    compiles to branches).  Called with a literal `exact`, which folds away.
+    Returns whether a tap read an _odd() value (only without `exact`).
+    """
+    cdef Py_ssize_t ow, t, sw = g.sw, tap
+    cdef const pool_t* src = xr - g.pw      # src[ow * sw] is column ow's first tap
+    cdef pool_t v, m
+    cdef int32_t old, mask
+    cdef bint odd = False
+    for ow in range(lo, hi):
+        v = src[ow * sw]
+        if not exact and pool_t is not uint16_t:
+            odd |= _odd(v, g.inf_bits)
+        hv[ow] = v
+    if hp == NULL:
+        for t in range(1, g.kw):
+            src = src + g.dw
+            for ow in range(lo, hi):
+                v = src[ow * sw]
+                m = hv[ow]
+                if not exact and pool_t is not uint16_t:
+                    odd |= _odd(v, g.inf_bits)
+                hv[ow] = v if _keep(v, m, g.inf_bits, exact) else m
+    else:
+        for ow in range(lo, hi):
+            hp[ow] = <int32_t>(pbase + ow * sw - g.pw)
+        for t in range(1, g.kw):
+            src = src + g.dw
+            tap = pbase + t * g.dw - g.pw
+            for ow in range(lo, hi):
+                v = src[ow * sw]
+                m = hv[ow]
+                old = hp[ow]
+                if not exact and pool_t is not uint16_t:
+                    odd |= _odd(v, g.inf_bits)
+                mask = -<int32_t>_keep(v, m, g.inf_bits, exact)
+                hv[ow] = v if mask else m
+                hp[ow] = (old & ~mask) | (<int32_t>(ow * sw + tap) & mask)
+    return odd
+
+
+cdef inline bint _hrow_short(const pool_t* xr, pool_t* hv, int32_t* hp, Py_ssize_t lo,
+                             Py_ssize_t hi, Py_ssize_t pbase, const Geom* g,
+                             Py_ssize_t sw, Py_ssize_t d1, Py_ssize_t d2) noexcept nogil:
+    """Pass 1 for columns [lo, hi) of a 2- or 3-tap kernel with the cheap
+    compare: every tap in one straight loop.  Returns whether a tap read an
+    _odd() value (the caller then redoes the row exactly).
+
+    sw: the stride; d1, d2: the second and third taps' offsets.  A 2-tap
+    kernel reads its second tap twice: an equal value never replaces the
+    maximum, so one loop serves both.  Callers pass literals: with a constant
+    stride gcc loads whole vectors and shuffles, with a run-time one it
+    assembles each vector from scalar loads (3x the work).  Checking the taps
+    here, in registers, costs little; a separate pass over the rows measured
+    0.5 ms of 2 on 8x64x112x112 float32 (a pass that only loads cannot
+    overlap memory with work).
     """
     cdef Py_ssize_t ow
-    cdef bint nan = _special(xr, g.W, g.inf_bits)
-    if g.ow_lo < g.ow_hi:
-        if (g.kw == 2 or g.kw == 3) and g.dw == 1 and (g.sw == 1 or g.sw == 2) and not nan:
-            # The ResNet-like shapes, with literal strides and offsets.
-            if g.sw == 2 and g.kw == 3:
-                _hrow_short(xr, hv, hp, g, 2, 1, 2, False)
-            elif g.sw == 2:
-                _hrow_short(xr, hv, hp, g, 2, 1, 1, False)
-            elif g.kw == 3:
-                _hrow_short(xr, hv, hp, g, 1, 1, 2, False)
-            else:
-                _hrow_short(xr, hv, hp, g, 1, 1, 1, False)
-        elif g.kw == 2 or g.kw == 3:
-            if nan:
-                _hrow_short(xr, hv, hp, g, g.sw, g.dw, g.dw * (g.kw - 1), True)
-            else:
-                _hrow_short(xr, hv, hp, g, g.sw, g.dw, g.dw * (g.kw - 1), False)
-        elif nan:
-            _hrow_interior(xr, hv, hp, g, True)
+    cdef const pool_t* src = xr - g.pw
+    cdef pool_t a, b, c, m
+    cdef bint odd = False
+    if hp != NULL:
+        return _hrow_short_pos(xr, hv, hp, lo, hi, pbase, g, sw, d1, d2)
+    for ow in range(lo, hi):
+        a = src[ow * sw]
+        b = src[ow * sw + d1]
+        c = src[ow * sw + d2]
+        if pool_t is not uint16_t:
+            odd |= _odd2(a, b, g.inf_bits) | _odd(c, g.inf_bits)
+        m = b if _keep(b, a, g.inf_bits, False) else a
+        hv[ow] = c if _keep(c, m, g.inf_bits, False) else m
+    return odd
+
+
+cdef bint _hrow_short_pos(const pool_t* xr, pool_t* hv, int32_t* hp, Py_ssize_t lo,
+                          Py_ssize_t hi, Py_ssize_t pbase, const Geom* g,
+                          Py_ssize_t sw, Py_ssize_t d1, Py_ssize_t d2) noexcept nogil:
+    """_hrow_short with positions (a function of its own: one large body
+    holding both loops made gcc stop inlining the 16-bit ones)."""
+    cdef Py_ssize_t ow, first = pbase - g.pw
+    cdef const pool_t* src = xr - g.pw
+    cdef pool_t a, b, c, m
+    cdef int32_t col, mask
+    cdef bint odd = False
+    for ow in range(lo, hi):
+        a = src[ow * sw]
+        b = src[ow * sw + d1]
+        c = src[ow * sw + d2]
+        if pool_t is not uint16_t:
+            odd |= _odd2(a, b, g.inf_bits) | _odd(c, g.inf_bits)
+        col = <int32_t>(ow * sw + first)
+        mask = -<int32_t>_keep(b, a, g.inf_bits, False)
+        m = b if mask else a
+        col = (col & ~mask) | (<int32_t>(ow * sw + first + d1) & mask)
+        mask = -<int32_t>_keep(c, m, g.inf_bits, False)
+        hv[ow] = c if mask else m
+        hp[ow] = (col & ~mask) | (<int32_t>(ow * sw + first + d2) & mask)
+    return odd
+
+
+cdef bint _hinterior(const pool_t* xr, pool_t* hv, int32_t* hp, Py_ssize_t lo,
+                     Py_ssize_t hi, Py_ssize_t pbase, const Geom* g, bint exact) noexcept nogil:
+    """Pass 1 for interior columns [lo, hi): the straight-line loop for the shape.
+    Without `exact`, returns whether a tap read an _odd() value.
+
+    Not inline: a second inlined copy of these loops made gcc stop inlining
+    the literal-stride ones (3x slower)."""
+    cdef bint odd
+    if (g.kw == 2 or g.kw == 3) and g.dw == 1 and (g.sw == 1 or g.sw == 2) and not exact:
+        # The ResNet-like shapes, with literal strides and offsets.
+        if g.sw == 2 and g.kw == 3:
+            odd = _hrow_short(xr, hv, hp, lo, hi, pbase, g, 2, 1, 2)
+        elif g.sw == 2:
+            odd = _hrow_short(xr, hv, hp, lo, hi, pbase, g, 2, 1, 1)
+        elif g.kw == 3:
+            odd = _hrow_short(xr, hv, hp, lo, hi, pbase, g, 1, 1, 2)
         else:
-            _hrow_interior(xr, hv, hp, g, False)
+            odd = _hrow_short(xr, hv, hp, lo, hi, pbase, g, 1, 1, 1)
+        return odd
+    elif exact:
+        return _hrow_interior(xr, hv, hp, lo, hi, pbase, g, True)
+    else:
+        return _hrow_interior(xr, hv, hp, lo, hi, pbase, g, False)
+
+
+cdef inline bint _hcheap(const pool_t* xr, pool_t* hv, int32_t* hp, Py_ssize_t lo,
+                         Py_ssize_t hi, Py_ssize_t pbase, const Geom* g) noexcept nogil:
+    """_hinterior with the cheap compare; returns whether a tap read an _odd() value.
+
+    The loops check float and double taps as they go, in registers.  16-bit
+    floats are checked after, while the taps are in cache: checking inside
+    made those loops 2x slower (and stopped gcc inlining them)."""
+    cdef bint odd = _hinterior(xr, hv, hp, lo, hi, pbase, g, False)
+    if pool_t is uint16_t:
+        odd = _special(xr + lo * g.sw - g.pw, (hi - 1 - lo) * g.sw + (g.kw - 1) * g.dw + 1,
+                       g.inf_bits)
+    return odd
+
+
+cdef inline bint _hborders(const pool_t* xr, pool_t* hv, int32_t* hp, Py_ssize_t pbase,
+                           const Geom* g) noexcept nogil:
+    """Pass 1 for the border columns of one row (always the exact compare);
+    returns whether a result is _odd()."""
+    cdef Py_ssize_t ow
+    cdef bint odd = False
     for ow in range(min(g.ow_lo, g.OW)):
-        _hcol(xr, ow, hv, hp, g)
+        _hcol(xr, ow, hv, hp, pbase, g)
+        odd |= _odd(hv[ow], g.inf_bits)
     for ow in range(max(g.ow_lo, g.ow_hi), g.OW):
-        _hcol(xr, ow, hv, hp, g)
-    return nan
+        _hcol(xr, ow, hv, hp, pbase, g)
+        odd |= _odd(hv[ow], g.inf_bits)
+    return odd
 
 
-cdef inline void _vcombine(const pool_t* hv, const int32_t* hp, pool_t* yrow, int32_t* wrow,
-                           int32_t* wcol, int32_t row, Py_ssize_t OW, uint16_t inf_bits,
+cdef void _hrows(const pool_t* xr, Py_ssize_t rows, pool_t* hv, int32_t* hp, uint8_t* nan,
+                 Py_ssize_t pbase, const Geom* g) noexcept nogil:
+    """Pass 1 over `rows` consecutive input rows starting at xr: buffer row r gets
+    row r's maxima (hv, OW values) and their positions (hp: pbase + r*W +
+    column; hp NULL without Indices).  nan[r]: whether row r's maxima need the
+    exact compare in pass 2.
+
+    Rows go through the cheap compare of _keep, which is right for rows
+    without an _odd() value (nearly all), and the ones that have one are
+    redone with SPEC's exact compare.  A flat geometry first takes all rows as
+    one long row, then redoes rows one by one only if that saw an _odd() value.
+    """
+    cdef Py_ssize_t r, OW = g.OW, W = g.W
+    cdef bint redo = True, odd
+    cdef const pool_t* x
+    cdef int32_t* p
+    if g.flat:
+        redo = _hcheap(xr, hv, hp, g.ow_lo, (rows - 1) * OW + g.ow_hi, pbase, g)
+    for r in range(rows):
+        x = xr + r * W
+        p = hp + r * OW if hp != NULL else NULL
+        odd = False
+        if redo and g.ow_lo < g.ow_hi:
+            odd = _hcheap(x, hv + r * OW, p, g.ow_lo, g.ow_hi, pbase + r * W, g)
+            if odd:
+                _hinterior(x, hv + r * OW, p, g.ow_lo, g.ow_hi, pbase + r * W, g, True)
+        nan[r] = _hborders(x, hv + r * OW, p, pbase + r * W, g) | odd
+
+
+cdef inline void _vcombine(const pool_t* hv, const int32_t* hp, pool_t* yrow, int32_t* wpos,
+                           int32_t* wdep, int32_t d, Py_ssize_t OW, uint16_t inf_bits,
                            bint exact) noexcept nogil:
-    """Pass 2, one later row: yrow[ow] = hv[ow] where it is greater; winners move along.
+    """Pass 2, one later row: yrow[ow] = hv[ow] where it is greater; its position
+    (and depth, when wdep is not NULL) moves along.
 
     32-bit lanes and mask selects so float32 rows vectorise; `exact` is a
     literal at each call site (see _keep).
     """
     cdef Py_ssize_t ow
     cdef pool_t v, m
-    cdef int32_t r, col, mask
+    cdef int32_t mask
     if hp == NULL:
         for ow in range(OW):
             v = hv[ow]
             m = yrow[ow]
             yrow[ow] = v if _keep(v, m, inf_bits, exact) else m
+    elif wdep == NULL:
+        for ow in range(OW):
+            v = hv[ow]
+            m = yrow[ow]
+            mask = -<int32_t>_keep(v, m, inf_bits, exact)
+            yrow[ow] = v if mask else m
+            wpos[ow] = (wpos[ow] & ~mask) | (hp[ow] & mask)
     else:
         for ow in range(OW):
             v = hv[ow]
             m = yrow[ow]
-            r = wrow[ow]
-            col = wcol[ow]
             mask = -<int32_t>_keep(v, m, inf_bits, exact)
             yrow[ow] = v if mask else m
-            wrow[ow] = (r & ~mask) | (row & mask)
-            wcol[ow] = (col & ~mask) | (hp[ow] & mask)
+            wpos[ow] = (wpos[ow] & ~mask) | (hp[ow] & mask)
+            wdep[ow] = (wdep[ow] & ~mask) | (d & mask)
 
 
 cdef inline void _vcombine3(pool_t** rv, pool_t* yrow, Py_ssize_t OW, uint16_t inf_bits,
@@ -378,119 +500,134 @@ cdef inline void _vcombine3(pool_t** rv, pool_t* yrow, Py_ssize_t OW, uint16_t i
 
 cdef void _pool_rows(const pool_t* xp, pool_t* yp, int64_t* ip, int64_t xoff, const Geom* g,
                      Py_ssize_t od, Py_ssize_t oh0, Py_ssize_t oh1,
-                     pool_t* hval, int32_t* hpos, Py_ssize_t* tags,
+                     pool_t* hval, int32_t* hpos, uint8_t* nan,
                      int act, pool_t lo, pool_t hi) noexcept nogil:
     """Output rows [oh0, oh1) of depth slice od of one plane.
 
     xp, yp, ip: the plane in X, Y and Indices (ip NULL without Indices); xoff is
-    the plane's flat offset in X.  hval/hpos/tags: this thread's row cache, one
-    ring of g.ringd x g.ring rows, each tagged with the input row it holds;
-    hpos also holds the running winner's row and column (2 * OW int32 after the ring).
+    the plane's flat offset in X.  hval/hpos/nan: this thread's row buffer,
+    g.brows rows per depth tap (hpos NULL without Indices; after the buffer it
+    holds the running winner's position and depth, 2 * OW int32).
     """
-    cdef Py_ssize_t OW = g.OW
-    cdef Py_ssize_t oh, ow, td, th, td0, td1, th0, th1, d, h, slot, dbase, hbase
-    cdef int32_t row, r, col, mask
-    cdef pool_t v, m
+    cdef Py_ssize_t OW = g.OW, W = g.W
+    cdef Py_ssize_t span = (g.kh - 1) * g.dh + 1
+    cdef Py_ssize_t per = max(1, (g.brows - span) // g.sh + 1)  # output rows per chunk
+    cdef Py_ssize_t c0, c1, hlo, hhi, oh, ow, td, th, td0, td1, th0, th1, d, i, dbase, hbase
+    cdef Py_ssize_t nrows, t, hu, have, a, n, slot
     cdef pool_t* yrow
     cdef int64_t* irow = NULL
     cdef pool_t* hv
     cdef int32_t* hp = NULL
-    cdef int32_t* wrow = NULL      # winner's row (d*H + h) and column, per output column
-    cdef int32_t* wcol = NULL
+    cdef int32_t* wpos = NULL      # winner's position in its depth slice's block, per column
+    cdef int32_t* wdep = NULL      # and its depth (3-D kernels only)
     cdef bint first, exact
-    cdef Py_ssize_t nrows, t
-    cdef pool_t* rv[3]             # the first three rows this output row combines
+    cdef pool_t* rv[3]             # the first three rows an output row combines
     cdef pool_t empty = _empty_value(<pool_t>0, g.inf_bits)
     if hpos != NULL:
-        wrow = hpos + g.ringd * g.ring * OW
-        wcol = wrow + OW
+        wpos = hpos + g.kd * g.brows * OW
+        if g.kd > 1:
+            wdep = wpos + OW
 
-    for slot in range(g.ringd * g.ring):
-        tags[slot] = -2  # holds no row
     dbase = od * g.sd - g.pd
     td0, td1 = g.tdr[2 * od], g.tdr[2 * od + 1]
-    for oh in range(oh0, oh1):
-        yrow = yp + (od * g.OH + oh) * OW
-        if ip != NULL:
-            irow = ip + (od * g.OH + oh) * OW
-        hbase = oh * g.sh - g.ph
-        th0, th1 = g.thr[2 * oh], g.thr[2 * oh + 1]
-        if td0 >= td1 or th0 >= th1:
-            for ow in range(OW):
-                yrow[ow] = empty
-                if irow != NULL:
-                    irow[ow] = -1
-        else:
-            # Reduce (or find in the ring) every input row this output row
-            # needs; a tag is 2*h + (row holds a NaN).
-            exact = False
-            nrows = 0
+    hu = max(0, oh0 * g.sh - g.ph)  # the unit's first input row: positions count from it
+    have = hu                       # rows below `have` are reduced (those still needed
+    c0 = oh0                        # are in the ring)
+    while c0 < oh1:
+        c1 = min(c0 + per, oh1)
+        # Input rows [hlo, hhi) of this chunk; ring slot of row h: h % brows.
+        hlo = max(0, c0 * g.sh - g.ph)
+        hhi = min(g.H, (c1 - 1) * g.sh - g.ph + span)
+        a = max(hlo, have)
+        while a < hhi:
+            slot = a % g.brows
+            n = min(hhi - a, g.brows - slot)  # up to the ring's end
             for td in range(td0, td1):
-                d = dbase + td * g.dd
-                for th in range(th0, th1):
-                    h = hbase + th * g.dh
-                    slot = (d % g.ringd) * g.ring + h % g.ring
-                    hv = hval + slot * OW
-                    hp = hpos + slot * OW if hpos != NULL else NULL
-                    if tags[slot] // 2 != h:
-                        tags[slot] = 2 * h + _hrow(xp + (d * g.H + h) * g.W, hv, hp, g)
-                    exact |= tags[slot] % 2
-                    if nrows < 3:
-                        rv[nrows] = hv
-                    nrows += 1
-            # Combine them in tap order: without Indices, up to three rows in
-            # one loop (the last repeated, which never changes the winner).
-            if nrows <= 3 and hpos == NULL:
-                for t in range(nrows, 3):
-                    rv[t] = rv[nrows - 1]
-                if exact:
-                    _vcombine3(rv, yrow, OW, g.inf_bits, True)
-                else:
-                    _vcombine3(rv, yrow, OW, g.inf_bits, False)
-            else:
-                first = True
-                for td in range(td0, td1):
-                    d = dbase + td * g.dd
-                    for th in range(th0, th1):
-                        h = hbase + th * g.dh
-                        slot = (d % g.ringd) * g.ring + h % g.ring
-                        hv = hval + slot * OW
-                        hp = hpos + slot * OW if hpos != NULL else NULL
-                        row = <int32_t>(d * g.H + h)
-                        if first:
-                            first = False
-                            for ow in range(OW):
-                                yrow[ow] = hv[ow]
-                            if hp != NULL:
-                                for ow in range(OW):
-                                    wrow[ow] = row
-                                    wcol[ow] = hp[ow]
-                        elif exact:
-                            _vcombine(hv, hp, yrow, wrow, wcol, row, OW, g.inf_bits, True)
-                        else:
-                            _vcombine(hv, hp, yrow, wrow, wcol, row, OW, g.inf_bits, False)
-            if irow != NULL:
+                i = (td - td0) * g.brows + slot
+                _hrows(xp + ((dbase + td * g.dd) * g.H + a) * W, n, hval + i * OW,
+                       hpos + i * OW if hpos != NULL else NULL, nan + i, (a - hu) * W, g)
+            a += n
+        have = max(have, hhi)
+        for oh in range(c0, c1):
+            yrow = yp + (od * g.OH + oh) * OW
+            if ip != NULL:
+                irow = ip + (od * g.OH + oh) * OW
+            hbase = oh * g.sh - g.ph
+            th0, th1 = g.thr[2 * oh], g.thr[2 * oh + 1]
+            if td0 >= td1 or th0 >= th1:
                 for ow in range(OW):
-                    irow[ow] = xoff + <int64_t>wrow[ow] * g.W + wcol[ow] if wcol[ow] >= 0 else -1
-        if act:
-            for ow in range(OW):
-                yrow[ow] = _clamp(yrow[ow], lo, hi, act, g.inf_bits)
+                    yrow[ow] = empty
+                    if irow != NULL:
+                        irow[ow] = -1
+            else:
+                # Buffer row of tap (td, th): (td - td0) * brows + h % brows.
+                exact = False
+                nrows = 0
+                for td in range(td0, td1):
+                    for th in range(th0, th1):
+                        i = (td - td0) * g.brows + (hbase + th * g.dh) % g.brows
+                        exact |= nan[i]
+                        if nrows < 3:
+                            rv[nrows] = hval + i * OW
+                        nrows += 1
+                # Combine them in tap order: without Indices, up to three rows in
+                # one loop (the last repeated, which never changes the winner).
+                if nrows <= 3 and hpos == NULL:
+                    for t in range(nrows, 3):
+                        rv[t] = rv[nrows - 1]
+                    if exact:
+                        _vcombine3(rv, yrow, OW, g.inf_bits, True)
+                    else:
+                        _vcombine3(rv, yrow, OW, g.inf_bits, False)
+                else:
+                    first = True
+                    for td in range(td0, td1):
+                        d = dbase + td * g.dd
+                        for th in range(th0, th1):
+                            i = (td - td0) * g.brows + (hbase + th * g.dh) % g.brows
+                            hv = hval + i * OW
+                            hp = hpos + i * OW if hpos != NULL else NULL
+                            if first:
+                                first = False
+                                for ow in range(OW):
+                                    yrow[ow] = hv[ow]
+                                if hp != NULL:
+                                    for ow in range(OW):
+                                        wpos[ow] = hp[ow]
+                                if wdep != NULL:
+                                    for ow in range(OW):
+                                        wdep[ow] = <int32_t>d
+                            elif exact:
+                                _vcombine(hv, hp, yrow, wpos, wdep, <int32_t>d, OW, g.inf_bits, True)
+                            else:
+                                _vcombine(hv, hp, yrow, wpos, wdep, <int32_t>d, OW, g.inf_bits, False)
+                if irow != NULL:
+                    # Positions count from row hu of the winner's depth slice.
+                    d = dbase + td0 * g.dd
+                    for ow in range(OW):
+                        if wdep != NULL:
+                            d = wdep[ow]
+                        irow[ow] = (xoff + (<int64_t>d * g.H + hu) * W + wpos[ow]
+                                    if wpos[ow] >= 0 else -1)
+            if act:
+                for ow in range(OW):
+                    yrow[ow] = _clamp(yrow[ow], lo, hi, act, g.inf_bits)
+        c0 = c1
 
 
 def max_pool_3d(const pool_t[:, :, :, ::1] x not None, pool_t[:, :, :, ::1] y not None,
                 int64_t[:, :, :, ::1] indices,
                 tuple kernel, tuple strides, tuple dilations, tuple pads_begin,
-                const Py_ssize_t[:, ::1] taps not None,
-                Py_ssize_t ringd, Py_ssize_t ring, Py_ssize_t rows_per_unit,
-                pool_t[:, ::1] hval not None, int32_t[:, ::1] hpos, Py_ssize_t[:, ::1] tags not None,
+                const Py_ssize_t[:, ::1] taps not None, Py_ssize_t brows, Py_ssize_t rows_per_unit,
+                pool_t[:, ::1] hval not None, int32_t[:, ::1] hpos, uint8_t[:, ::1] nan not None,
                 int act, pool_t lo, pool_t hi, uint16_t inf_bits, int n_threads):
     """MaxPool over planes: x (planes, D, H, W) -> y (planes, OD, OH, OW).
 
     indices (or None): row-major flat offsets into x of each winner, -1 when
-    the window is empty.  hval/hpos/tags: per-thread scratch (hpos holds
-    columns as int32, so rows must be shorter than 2**31), shaped
-    (n_threads, ringd*ring*OW), (n_threads, ringd*ring*OW + 2*OW) and
-    (n_threads, ringd*ring);
+    the window is empty.  brows: buffer rows per depth tap, at least
+    min(H, (kh - 1) * dh + 1); brows * W and D must stay below 2**31 (positions
+    are int32).  hval/hpos/nan: per-thread scratch, shaped (n_threads,
+    kd*brows*OW), (n_threads, kd*brows*OW + 2*OW) and (n_threads, kd*brows);
     hpos None without indices.
     rows_per_unit: output rows per work item (the parallel split is over
     planes x depth x blocks of rows, so a few large planes still use every core).
@@ -499,20 +636,20 @@ def max_pool_3d(const pool_t[:, :, :, ::1] x not None, pool_t[:, :, :, ::1] y no
     cdef Geom g
     _set_geom(&g, x.shape[1], x.shape[2], x.shape[3], y.shape[1], y.shape[2], y.shape[3],
               kernel, strides, dilations, pads_begin, taps, inf_bits)
-    g.ringd = ringd
-    g.ring = ring
+    g.brows = brows
     # Output columns ow with ow*sw - pw >= 0 and ow*sw - pw + (kw-1)*dw <= W-1.
     g.ow_lo = min((g.pw + g.sw - 1) // g.sw, g.OW)
     if g.W - 1 - (g.kw - 1) * g.dw + g.pw < 0:
         g.ow_hi = 0
     else:
         g.ow_hi = min((g.W - 1 - (g.kw - 1) * g.dw + g.pw) // g.sw + 1, g.OW)
+    g.flat = g.W == g.OW * g.sw and g.ow_lo < g.ow_hi
 
     cdef Py_ssize_t planes = x.shape[0]
     cdef Py_ssize_t nblk = (g.OH + rows_per_unit - 1) // rows_per_unit
     cdef Py_ssize_t units = planes * g.OD * nblk
     cdef Py_ssize_t xplane = g.D * g.H * g.W, yplane = g.OD * g.OH * g.OW
-    cdef Py_ssize_t vscratch = hval.shape[1], pscratch = 0, ntags = tags.shape[1]
+    cdef Py_ssize_t vscratch = hval.shape[1], pscratch = 0, nscratch = nan.shape[1]
     cdef Py_ssize_t u, plane, r, od, oh0
     cdef int tid
     cdef const pool_t* xb = NULL
@@ -520,7 +657,7 @@ def max_pool_3d(const pool_t[:, :, :, ::1] x not None, pool_t[:, :, :, ::1] y no
     cdef int64_t* ib = NULL
     cdef pool_t* hvb = &hval[0, 0]
     cdef int32_t* hpb = NULL
-    cdef Py_ssize_t* tgb = &tags[0, 0]
+    cdef uint8_t* nanb = &nan[0, 0]
     if units == 0:
         return
     if xplane:  # with an empty plane every window is empty and no tap reads x
@@ -545,7 +682,7 @@ def max_pool_3d(const pool_t[:, :, :, ::1] x not None, pool_t[:, :, :, ::1] y no
                        ib + plane * yplane if ib != NULL else NULL,
                        plane * xplane, &g, od, oh0, min(oh0 + rows_per_unit, g.OH),
                        hvb + tid * vscratch, hpb + tid * pscratch if hpb != NULL else NULL,
-                       tgb + tid * ntags, act, lo, hi)
+                       nanb + tid * nscratch, act, lo, hi)
 
 
 # ---------------------------------------------------------------------------

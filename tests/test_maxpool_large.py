@@ -71,6 +71,12 @@ CASES = {
     "ring_recompute_3d": ((1, 1, 3, 25, 30000), dict(kernel_shape=(2, 3, 3), dilations=(1, 10, 1))),
     "long_kernel_1d": ((2, 3, 5000), dict(kernel_shape=(1500,), strides=(7,), pads=(100, 700))),
     "big_kernel_2d": ((1, 2, 120, 130), dict(kernel_shape=(40, 50), strides=(3, 4), dilations=(1, 2))),
+    # Wide rows: chunks of a few rows, the row ring wrapping many times per plane, with rows
+    # reduced as one long row (W == OW * stride) and not (W odd under stride 2).
+    "ring_wraps_s1": ((2, 3, 30, 1200), dict(kernel_shape=(3, 3), pads=(1, 1, 1, 1))),
+    "ring_wraps_s2": ((1, 2, 33, 2050), dict(kernel_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1))),
+    "ring_wraps_odd": ((1, 2, 33, 2051), dict(kernel_shape=(2, 3), strides=(2, 2), pads=(0, 1, 1, 0))),
+    "ring_wraps_3d": ((1, 2, 4, 21, 1500), dict(kernel_shape=(2, 3, 2), strides=(1, 2, 2))),
     "many_planes": ((64, 64, 9, 9), dict(kernel_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1))),
     "resnet_stem": ((1, 64, 112, 112), dict(kernel_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1))),
     "pads_ge_kernel_3d": ((2, 3, 20, 21, 22), dict(kernel_shape=(2, 3, 2), strides=(3, 2, 2),
@@ -81,6 +87,10 @@ CASES = {
 KINDS = {
     "ring_recompute_2d": ("float32", "int8", "float16"),
     "resnet_stem": ("float32", "float64", "int8", "uint8", "float16", "bfloat16"),
+    "ring_wraps_s1": ("float32", "float64", "int8", "uint8", "float16", "bfloat16"),
+    "ring_wraps_s2": ("float32", "uint8", "float16"),
+    "ring_wraps_odd": ("float32", "int8"),
+    "ring_wraps_3d": ("float32", "float16"),
 }
 
 

@@ -11,7 +11,7 @@ import pytest
 
 import pooling
 from conftest import (
-    BFLOAT16, FLOAT_KINDS, POOL_DTYPES, assert_same, make_array, memory_orders, reference_args,
+    BFLOAT16, FLOAT_KINDS, POOL_DTYPES, as_float64, assert_same, make_array, memory_orders, reference_args,
     to_dtype, unaligned,
 )
 from pooling import reference
@@ -140,6 +140,22 @@ def test_kernel_matches_reference(kind, case, rank):
     for variant in variants:
         x = data(rng, shape, kind, variant)
         check_against_reference(x, attrs, orders=(variant == 0))
+
+
+@pytest.mark.parametrize("strides", [(1, 1), (2, 2)])
+@pytest.mark.parametrize("kind", ["float32", "float64", "float16", "bfloat16"])
+def test_rare_nan_and_negative_zero_in_wide_rows(kind, strides, rng):
+    """Wide rows (W == OW * stride) are reduced as one long row, a few rows at a time through a
+    ring that wraps many times per plane; a NaN or -0.0 in a few rows sends only their chunks to
+    the exact compare, and the other chunks' cheap compare must still be right (ties of -0.0 and
+    +0.0 included: the data is small integers)."""
+    x = make_array(rng, (1, 2, 9, 1100 * strides[1]), kind, special=False)
+    for (c, h, w), v in zip([(0, 2, 17), (1, 5, 700), (1, 6, 3), (0, 8, 1099)],
+                            to_dtype([np.nan, -0.0, np.nan, -np.nan], kind)):
+        x[0, c, h, w] = v
+    expected = check_against_reference(x, dict(kernel_shape=(3, 3), strides=strides, pads=(1, 1, 1, 1)),
+                                       storage_orders=(0,), orders=False)
+    assert np.isnan(as_float64(expected[0][0])).sum() >= 6  # the NaNs reached Y
 
 
 @pytest.mark.parametrize("case", ["k2", "mixed_per_axis", "pads_ge_kernel", "ceil_drop", "same_lower_odd",

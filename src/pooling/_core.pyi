@@ -10,9 +10,9 @@ def build_info() -> dict[str, str]: ...
 def max_pool_3d(
     x: npt.NDArray[np.generic], y: npt.NDArray[np.generic], indices: npt.NDArray[np.int64] | None,
     kernel: tuple[int, int, int], strides: tuple[int, int, int], dilations: tuple[int, int, int],
-    pads_begin: tuple[int, int, int], taps: npt.NDArray[np.intp], ringd: int, ring: int,
+    pads_begin: tuple[int, int, int], taps: npt.NDArray[np.intp], brows: int,
     rows_per_unit: int, hval: npt.NDArray[np.generic], hpos: npt.NDArray[np.int32] | None,
-    tags: npt.NDArray[np.intp], act: int, lo: float, hi: float, inf_bits: int, n_threads: int,
+    nan: npt.NDArray[np.uint8], act: int, lo: float, hi: float, inf_bits: int, n_threads: int,
 ) -> None: ...
 def max_pool_nhwc(
     x: npt.NDArray[np.generic], y: npt.NDArray[np.generic], indices: npt.NDArray[np.int64] | None,

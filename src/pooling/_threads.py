@@ -49,14 +49,16 @@ def _is_int(value):
     return True
 
 
-def split_rows(slices, rows, nt):
-    """(rows per work item, work items): enough items to keep nt threads busy.
+def split_rows(slices, rows, nt, most=None):
+    """(rows per work item, work items): enough items to keep nt threads busy,
+    each at most `most` rows (None: no limit).
 
     The split is over (plane x depth slice) x blocks of output rows, so that a
     few large planes still use every core; a longer block reuses more cached rows.
     """
-    if nt <= 1 or slices >= 8 * nt:
-        return max(rows, 1), slices
-    blocks = -(-8 * nt // slices)
-    per = max(1, -(-rows // blocks))
+    per = max(rows, 1)
+    if nt > 1 and slices < 8 * nt:
+        per = max(1, -(-rows // -(-8 * nt // slices)))
+    if most is not None:
+        per = max(1, min(per, most))
     return per, slices * -(-rows // per)

@@ -22,9 +22,14 @@ _DTYPE_SINCE = {"float16": 1, "float32": 1, "float64": 1, "int8": 12, "uint8": 1
 LAYOUTS = ("NCHW", "NHWC")
 ACTIVATIONS = ("Relu", "Clip")
 
-# Horizontal maxima each thread may cache (elements); a call needing more
-# (huge dilated kernels over wide rows) takes the separable kernel instead.
-_RING_ELEMENTS = 1 << 22
+# The fused kernel reduces input rows in chunks of about this many bytes (of
+# each depth slice) as one long row: small enough that the chunk is still in
+# L1 when pass 2 reads it back (measured 4-16 KB: float32 up to 1.3x slower at
+# 16 KB), long enough that loop set-up and remainders do not dominate.
+_BUFFER_BYTES = 8192
+# ... but it must hold one output row's window whatever that costs; past this
+# (huge dilated kernels over wide rows) the separable kernel is taken instead.
+_BUFFER_LIMIT = 1 << 22
 
 
 class _Plan(NamedTuple):
@@ -206,6 +211,7 @@ def _activation_bounds(activation, params, kind):
 # float16 and bfloat16 share the uint16 one and differ only in inf_bits.
 _CTYPE = {"float32": "float", "float64": "double", "int8": "int8_t", "uint8": "uint8_t",
           "float16": "uint16_t", "bfloat16": "uint16_t"}
+_ITEMSIZE = {"float32": 4, "float64": 8, "int8": 1, "uint8": 1, "float16": 2, "bfloat16": 2}
 _INT64 = np.dtype(np.int64)
 
 
@@ -227,18 +233,18 @@ def _launch(plan, kind, nt, with_indices):
         if run is not None:
             return run
     if plan.layout == "NCHW" and n <= 3 and _fits_int32(plan.spatial):
-        spatial, out, kernel, _, dilations, _ = _promote(plan)
-        rings = _rings(spatial, out, kernel, dilations)
-        if rings is None:
-            # Past its budget the fused kernel is the slower one, but the staged one's
+        spatial, out, kernel, strides, dilations, _ = _promote(plan)
+        brows = _buffer_rows(spatial, out, kernel, strides, dilations, _ITEMSIZE[kind])
+        if brows is None:
+            # Past its limit the fused kernel is the slower one, but the staged one's
             # intermediates can dwarf input and output (huge pads on an inner axis times a
             # long outer axis: a MemoryError for a call whose result is small): take
             # whichever needs less memory.
-            full = _rings(spatial, out, kernel, dilations, budget=None)
-            if nt * full[0] * full[1] * out[2] < _separable_peak(plan):
-                rings = full
-        if rings is not None:
-            return _launch_3d(plan, kind, nt, rings, act, inf_bits)
+            full = _buffer_rows(spatial, out, kernel, strides, dilations, _ITEMSIZE[kind], limit=None)
+            if full is not None and nt * kernel[0] * full * out[2] < _separable_peak(plan):
+                brows = full
+        if brows is not None:
+            return _launch_3d(plan, kind, nt, brows, act, inf_bits)
     rare = _run_nhwc_transposed if plan.layout == "NHWC" else _run_separable
     return lambda xk, y, indices: rare(plan, xk, y, indices, act, inf_bits, nt)
 
@@ -256,26 +262,29 @@ def _promote(plan):
     return spatial, out, kernel, strides, dilations, pads_begin
 
 
-def _launch_3d(plan, kind, nt, rings, act, inf_bits):
+def _launch_3d(plan, kind, nt, brows, act, inf_bits):
     """NCHW, ranks 1-3: the fused two-pass kernel over (N*C) planes."""
     planes = plan.out_shape[0] * plan.out_shape[1]
     spatial, out, kernel, strides, dilations, pads_begin = _promote(plan)
-    ringd, ring = rings
     OW = out[2]
-    rows, units = split_rows(planes * out[0], out[1], nt)
+    # Positions count from a work item's first input row, in int32.
+    most = ((1 << 31) - 1) // max(spatial[2], 1)
+    rows, units = split_rows(planes * out[0], out[1], nt,
+                             most=max(1, (most - (kernel[1] - 1) * dilations[1] - 1) // strides[1] + 1))
     nt = max(1, min(nt, units))  # no planes (an empty depth split): still one thread's scratch
     kernel_fn = _core.max_pool_3d[_CTYPE[kind]]
     x_shape, y_shape = (planes,) + spatial, (planes,) + out
     taps = _tap_ranges(spatial, out, kernel, strides, dilations, pads_begin)
-    geometry = (kernel, strides, dilations, pads_begin, taps, ringd, ring, rows)
+    geometry = (kernel, strides, dilations, pads_begin, taps, brows, rows)
     tail = act + (inf_bits, nt)
-    vals, poss, tags = (nt, ringd * ring * OW), (nt, (ringd * ring + 2) * OW), (nt, ringd * ring)
+    rows = kernel[0] * brows
+    vals, poss, flags = (nt, rows * OW), (nt, (rows + 2) * OW), (nt, rows)
 
     def run(xk, y, indices):
         kernel_fn(xk.reshape(x_shape), y.reshape(y_shape),
                   None if indices is None else indices.reshape(y_shape), *geometry,
                   np.empty(vals, xk.dtype), None if indices is None else np.empty(poss, np.int32),
-                  np.empty(tags, np.intp), *tail)
+                  np.empty(flags, np.uint8), *tail)
     return run
 
 
@@ -292,14 +301,14 @@ def _launch_depth_split(plan, kind, nt, act, inf_bits):
     slices = plan._replace(out_shape=(planes * depth, 1, out_h, out_w), spatial=(height, width),
                            kernel=plan.kernel[1:], strides=plan.strides[1:],
                            dilations=plan.dilations[1:], pads_begin=plan.pads_begin[1:])
-    spatial, out, kernel, _, dilations, _ = _promote(slices)
-    rings = _rings(spatial, out, kernel, dilations)
+    spatial, out, kernel, strides, dilations, _ = _promote(slices)
+    brows = _buffer_rows(spatial, out, kernel, strides, dilations, _ITEMSIZE[kind])
     between = planes * depth * out_h * out_w
-    if rings is None or between > math.prod(plan.out_shape) + planes * depth * height * width:
+    if brows is None or between > math.prod(plan.out_shape) + planes * depth * height * width:
         # The slices' results must not dwarf input and output (huge pads across a long,
         # strided depth would make them a MemoryError for a small result).
         return None
-    pool_slices = _launch_3d(slices, kind, nt, rings, (0, 0, 0), inf_bits)
+    pool_slices = _launch_3d(slices, kind, nt, brows, (0, 0, 0), inf_bits)
     pool_depth = _core.max_pool_axis[_CTYPE[kind]]
     depth_geometry = (plan.kernel[0], plan.strides[0], plan.dilations[0], plan.pads_begin[0])
     between, after = (planes, depth, out_h * out_w), (planes, out_depth, out_h * out_w)
@@ -399,18 +408,31 @@ def _tap_ranges(spatial, out, kernel, strides, dilations, pads_begin):
     return np.ascontiguousarray(np.concatenate(parts), dtype=np.intp)
 
 
-def _rings(spatial, out, kernel, dilations, budget=_RING_ELEMENTS):
-    """(ringd, ring): the fused kernel's row cache, or None when it would exceed `budget`
-    elements per thread (None: no budget).
+def _buffer_rows(spatial, out, kernel, strides, dilations, itemsize, limit=_BUFFER_LIMIT):
+    """Rows of the fused kernel's row ring per depth tap, or None when one output
+    row's window would take more than `limit` elements per thread (None: no
+    limit) or its positions (int32) would overflow.
 
-    Rows one output row needs span at most the dilated kernel and lie inside
-    the input, so rings of min(dilated kernel, input extent) keep them apart.
+    A chunk of output rows reduces the input rows its windows span that the
+    ring does not hold yet (of each depth slice it reads), about _BUFFER_BYTES
+    of input at a time.  Rows one output row needs span the dilated kernel;
+    with a stride longer than that, output rows share no input rows and a
+    chunk is one output row, so rows in between are never reduced.
     """
-    ringd = min((kernel[0] - 1) * dilations[0] + 1, spatial[0])
-    ring = min((kernel[1] - 1) * dilations[1] + 1, spatial[1])
-    if budget is not None and max(ringd, 1) * max(ring, 1) * out[2] > budget:
+    depth, height, width = spatial
+    span = (kernel[1] - 1) * dilations[1] + 1
+    need = max(1, min(span, height))
+    brows = need
+    if strides[1] <= span:
+        # (Rows of the ring are out[2] wide: huge pads can make them wider than the input's.)
+        per = max(1, _BUFFER_BYTES // max(1, kernel[0] * strides[1] * max(width, out[2]) * itemsize))
+        brows = max(need, min(height, (per - 1) * strides[1] + span))
+    if limit is not None and kernel[0] * need * out[2] > limit:
         return None
-    return max(ringd, 1), max(ring, 1)
+    brows = min(brows, max(need, ((1 << 31) - 1) // max(width, 1)))
+    if brows * width >= 1 << 31 or depth >= 1 << 31:
+        return None
+    return brows
 
 
 def _separable_peak(plan):
@@ -422,9 +444,8 @@ def _separable_peak(plan):
 
 
 def _fits_int32(spatial):
-    """The fused kernel tracks winners as int32 (row within plane, column)."""
-    rows = int(np.prod(spatial[:-1]))
-    return rows < 1 << 31 and spatial[-1] < 1 << 31
+    """The fused kernels track winners as int32 (positions in a few rows, depth)."""
+    return int(np.prod(spatial[:-1])) < 1 << 31 and spatial[-1] < 1 << 31
 
 
 def _to_column_major(indices, spatial):
