@@ -144,7 +144,8 @@ cdef inline void _taps(Py_ssize_t base, Py_ssize_t dil, Py_ssize_t k, Py_ssize_t
 # per-row loops of 56 outputs spent most of their time in loop set-up and
 # scalar remainders (8x64x112x112 k3 s2, one thread: uint8 1.77 -> 0.89 ms,
 # float16 4.26 -> 1.97 ms).  Reduced rows live in a ring of g.brows rows per
-# depth tap (slot h % brows), filled a chunk of output rows at a time, so each
+# depth tap (slot h & (brows - 1); a power of two, since a division per row
+# measured 12% of the time), filled a chunk of output rows at a time, so each
 # input row is reduced once per work item and the chunk is still in L1 when
 # pass 2 reads it.
 # ---------------------------------------------------------------------------
@@ -156,38 +157,10 @@ cdef struct Geom:
     const Py_ssize_t* tdr                   # valid taps [t0, t1) of each output position, as
     const Py_ssize_t* thr                   # pairs (2*o, 2*o + 1), per axis: precomputed once
     const Py_ssize_t* twr                   # per call plan instead of dividing on every row
-    Py_ssize_t brows                        # buffer rows per depth tap (at least the rows of
+    Py_ssize_t brows                        # ring rows per depth tap, a power of two (at least the rows of
                                             # one output row's window, or H)
     bint flat                               # W == OW * sw with interior columns: see above
     uint16_t inf_bits
-
-
-cdef inline void _hcol(const pool_t* xr, Py_ssize_t ow, pool_t* hv, int32_t* hp, Py_ssize_t pbase,
-                       const Geom* g) noexcept nogil:
-    """Pass 1 for one border column, whose window is cut by the row's ends.
-    Positions are pbase + column (the row's offset in its block); -1: empty."""
-    cdef Py_ssize_t t, t0 = g.twr[2 * ow], t1 = g.twr[2 * ow + 1], w = ow * g.sw - g.pw, best
-    cdef pool_t m, v
-    cdef bint keep
-    if t0 >= t1:
-        hv[ow] = _empty_value(<pool_t>0, g.inf_bits)
-        best = -1
-    else:
-        w = w + t0 * g.dw
-        m = xr[w]
-        best = w
-        for t in range(t0 + 1, t1):
-            w = w + g.dw
-            v = xr[w]
-            # Selects, not a branch: on random data the branch mispredicts,
-            # and these columns run once per row.
-            keep = _gt(v, m, g.inf_bits)
-            m = v if keep else m
-            best = w if keep else best
-        hv[ow] = m
-        best = best + pbase
-    if hp != NULL:
-        hp[ow] = <int32_t>best
 
 
 cdef void _set_geom(Geom* g, Py_ssize_t D, Py_ssize_t H, Py_ssize_t W,
@@ -400,19 +373,36 @@ cdef inline bint _hcheap(const pool_t* xr, pool_t* hv, int32_t* hp, Py_ssize_t l
     return odd
 
 
-cdef inline bint _hborders(const pool_t* xr, pool_t* hv, int32_t* hp, Py_ssize_t pbase,
-                           const Geom* g) noexcept nogil:
-    """Pass 1 for the border columns of one row (always the exact compare);
-    returns whether a result is _odd()."""
-    cdef Py_ssize_t ow
-    cdef bint odd = False
-    for ow in range(min(g.ow_lo, g.OW)):
-        _hcol(xr, ow, hv, hp, pbase, g)
-        odd |= _odd(hv[ow], g.inf_bits)
-    for ow in range(max(g.ow_lo, g.ow_hi), g.OW):
-        _hcol(xr, ow, hv, hp, pbase, g)
-        odd |= _odd(hv[ow], g.inf_bits)
-    return odd
+cdef inline void _hborder(const pool_t* xr, Py_ssize_t rows, Py_ssize_t ow, pool_t* hv, int32_t* hp,
+                          uint8_t* nan, Py_ssize_t pbase, const Geom* g) noexcept nogil:
+    """Pass 1 for border column ow (whose window is cut by the row's ends) of
+    `rows` rows, with the exact compare; nan[r] is set where the result is
+    _odd().  Column by column over the rows, so the tap range is looked up
+    once: per row and column it measured a quarter of 56x56 planes' time."""
+    cdef Py_ssize_t r, t, t0 = g.twr[2 * ow], t1 = g.twr[2 * ow + 1], best
+    cdef Py_ssize_t w0 = ow * g.sw - g.pw + t0 * g.dw, OW = g.OW, W = g.W, dw = g.dw
+    cdef const pool_t* x
+    cdef pool_t m, v
+    cdef bint keep
+    for r in range(rows):
+        if t0 >= t1:
+            hv[r * OW + ow] = _empty_value(<pool_t>0, g.inf_bits)
+            if hp != NULL:
+                hp[r * OW + ow] = -1
+            continue
+        x = xr + r * W + w0
+        m = x[0]
+        best = 0
+        for t in range(1, t1 - t0):
+            v = x[t * dw]
+            # Selects, not a branch: on random data the branch mispredicts.
+            keep = _gt(v, m, g.inf_bits)
+            m = v if keep else m
+            best = t if keep else best
+        hv[r * OW + ow] = m
+        if hp != NULL:
+            hp[r * OW + ow] = <int32_t>(pbase + r * W + w0 + best * dw)
+        nan[r] |= _odd(m, g.inf_bits)
 
 
 cdef void _hrows(const pool_t* xr, Py_ssize_t rows, pool_t* hv, int32_t* hp, uint8_t* nan,
@@ -427,21 +417,25 @@ cdef void _hrows(const pool_t* xr, Py_ssize_t rows, pool_t* hv, int32_t* hp, uin
     redone with SPEC's exact compare.  A flat geometry first takes all rows as
     one long row, then redoes rows one by one only if that saw an _odd() value.
     """
-    cdef Py_ssize_t r, OW = g.OW, W = g.W
+    cdef Py_ssize_t r, ow, OW = g.OW, W = g.W
     cdef bint redo = True, odd
     cdef const pool_t* x
     cdef int32_t* p
     if g.flat:
         redo = _hcheap(xr, hv, hp, g.ow_lo, (rows - 1) * OW + g.ow_hi, pbase, g)
     for r in range(rows):
-        x = xr + r * W
-        p = hp + r * OW if hp != NULL else NULL
         odd = False
         if redo and g.ow_lo < g.ow_hi:
+            x = xr + r * W
+            p = hp + r * OW if hp != NULL else NULL
             odd = _hcheap(x, hv + r * OW, p, g.ow_lo, g.ow_hi, pbase + r * W, g)
             if odd:
                 _hinterior(x, hv + r * OW, p, g.ow_lo, g.ow_hi, pbase + r * W, g, True)
-        nan[r] = _hborders(x, hv + r * OW, p, pbase + r * W, g) | odd
+        nan[r] = odd
+    for ow in range(min(g.ow_lo, OW)):
+        _hborder(xr, rows, ow, hv, hp, nan, pbase, g)
+    for ow in range(max(g.ow_lo, g.ow_hi), OW):
+        _hborder(xr, rows, ow, hv, hp, nan, pbase, g)
 
 
 cdef inline void _vcombine(const pool_t* hv, const int32_t* hp, pool_t* yrow, int32_t* wpos,
@@ -535,12 +529,12 @@ cdef void _pool_rows(const pool_t* xp, pool_t* yp, int64_t* ip, int64_t xoff, co
     c0 = oh0                        # are in the ring)
     while c0 < oh1:
         c1 = min(c0 + per, oh1)
-        # Input rows [hlo, hhi) of this chunk; ring slot of row h: h % brows.
+        # Input rows [hlo, hhi) of this chunk; ring slot of row h: h & (brows - 1).
         hlo = max(0, c0 * g.sh - g.ph)
         hhi = min(g.H, (c1 - 1) * g.sh - g.ph + span)
         a = max(hlo, have)
         while a < hhi:
-            slot = a % g.brows
+            slot = a & (g.brows - 1)
             n = min(hhi - a, g.brows - slot)  # up to the ring's end
             for td in range(td0, td1):
                 i = (td - td0) * g.brows + slot
@@ -560,12 +554,12 @@ cdef void _pool_rows(const pool_t* xp, pool_t* yp, int64_t* ip, int64_t xoff, co
                     if irow != NULL:
                         irow[ow] = -1
             else:
-                # Buffer row of tap (td, th): (td - td0) * brows + h % brows.
+                # Buffer row of tap (td, th): (td - td0) * brows + (h & (brows - 1)).
                 exact = False
                 nrows = 0
                 for td in range(td0, td1):
                     for th in range(th0, th1):
-                        i = (td - td0) * g.brows + (hbase + th * g.dh) % g.brows
+                        i = (td - td0) * g.brows + ((hbase + th * g.dh) & (g.brows - 1))
                         exact |= nan[i]
                         if nrows < 3:
                             rv[nrows] = hval + i * OW
@@ -584,7 +578,7 @@ cdef void _pool_rows(const pool_t* xp, pool_t* yp, int64_t* ip, int64_t xoff, co
                     for td in range(td0, td1):
                         d = dbase + td * g.dd
                         for th in range(th0, th1):
-                            i = (td - td0) * g.brows + (hbase + th * g.dh) % g.brows
+                            i = (td - td0) * g.brows + ((hbase + th * g.dh) & (g.brows - 1))
                             hv = hval + i * OW
                             hp = hpos + i * OW if hpos != NULL else NULL
                             if first:
@@ -624,7 +618,7 @@ def max_pool_3d(const pool_t[:, :, :, ::1] x not None, pool_t[:, :, :, ::1] y no
     """MaxPool over planes: x (planes, D, H, W) -> y (planes, OD, OH, OW).
 
     indices (or None): row-major flat offsets into x of each winner, -1 when
-    the window is empty.  brows: buffer rows per depth tap, at least
+    the window is empty.  brows: ring rows per depth tap, a power of two, at least
     min(H, (kh - 1) * dh + 1); brows * W and D must stay below 2**31 (positions
     are int32).  hval/hpos/nan: per-thread scratch, shaped (n_threads,
     kd*brows*OW), (n_threads, kd*brows*OW + 2*OW) and (n_threads, kd*brows);

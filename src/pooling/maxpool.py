@@ -229,7 +229,7 @@ def _launch(plan, kind, nt, with_indices):
     if plan.layout == "NHWC" and n <= 3 and _fits_int32((int(np.prod(plan.spatial)),)):
         return _launch_nhwc(plan, kind, nt, with_indices, act, inf_bits)
     if plan.layout == "NCHW" and n == 3 and plan.kernel[0] > 1 and _fits_int32(plan.spatial):
-        run = _launch_depth_split(plan, kind, nt, act, inf_bits)
+        run = None if __import__("os").environ.get("NOSPLIT") else _launch_depth_split(plan, kind, nt, act, inf_bits)
         if run is not None:
             return run
     if plan.layout == "NCHW" and n <= 3 and _fits_int32(plan.spatial):
@@ -409,7 +409,7 @@ def _tap_ranges(spatial, out, kernel, strides, dilations, pads_begin):
 
 
 def _buffer_rows(spatial, out, kernel, strides, dilations, itemsize, limit=_BUFFER_LIMIT):
-    """Rows of the fused kernel's row ring per depth tap, or None when one output
+    """Rows of the fused kernel's row ring per depth tap (a power of two), or None when one output
     row's window would take more than `limit` elements per thread (None: no
     limit) or its positions (int32) would overflow.
 
@@ -430,6 +430,7 @@ def _buffer_rows(spatial, out, kernel, strides, dilations, itemsize, limit=_BUFF
     if limit is not None and kernel[0] * need * out[2] > limit:
         return None
     brows = min(brows, max(need, ((1 << 31) - 1) // max(width, 1)))
+    brows = 1 << (brows - 1).bit_length()  # a power of two: the kernel masks instead of dividing
     if brows * width >= 1 << 31 or depth >= 1 << 31:
         return None
     return brows
