@@ -374,11 +374,12 @@ cdef inline bint _hcheap(const pool_t* xr, pool_t* hv, int32_t* hp, Py_ssize_t l
 
 
 cdef inline void _hborder(const pool_t* xr, Py_ssize_t rows, Py_ssize_t ow, pool_t* hv, int32_t* hp,
-                          uint8_t* nan, Py_ssize_t pbase, const Geom* g) noexcept nogil:
+                          uint8_t* nan, Py_ssize_t pbase, const Geom* g, bint exact) noexcept nogil:
     """Pass 1 for border column ow (whose window is cut by the row's ends) of
-    `rows` rows, with the exact compare; nan[r] is set where the result is
-    _odd().  Column by column over the rows, so the tap range is looked up
-    once: per row and column it measured a quarter of 56x56 planes' time."""
+    `rows` rows; with `exact`, nan[r] is set where the result is _odd()
+    (without, the caller knows the rows hold no _odd() value).  Column by
+    column over the rows, so the tap range is looked up once: per row and
+    column it measured a quarter of 56x56 planes' time."""
     cdef Py_ssize_t r, t, t0 = g.twr[2 * ow], t1 = g.twr[2 * ow + 1], best
     cdef Py_ssize_t w0 = ow * g.sw - g.pw + t0 * g.dw, OW = g.OW, W = g.W, dw = g.dw
     cdef const pool_t* x
@@ -395,14 +396,14 @@ cdef inline void _hborder(const pool_t* xr, Py_ssize_t rows, Py_ssize_t ow, pool
         best = 0
         for t in range(1, t1 - t0):
             v = x[t * dw]
-            # Selects, not a branch: on random data the branch mispredicts.
-            keep = _gt(v, m, g.inf_bits)
+            keep = _keep(v, m, g.inf_bits, exact)
             m = v if keep else m
             best = t if keep else best
         hv[r * OW + ow] = m
         if hp != NULL:
             hp[r * OW + ow] = <int32_t>(pbase + r * W + w0 + best * dw)
-        nan[r] |= _odd(m, g.inf_bits)
+        if exact:
+            nan[r] |= _odd(m, g.inf_bits)
 
 
 cdef void _hrows(const pool_t* xr, Py_ssize_t rows, pool_t* hv, int32_t* hp, uint8_t* nan,
@@ -417,7 +418,7 @@ cdef void _hrows(const pool_t* xr, Py_ssize_t rows, pool_t* hv, int32_t* hp, uin
     redone with SPEC's exact compare.  A flat geometry first takes all rows as
     one long row, then redoes rows one by one only if that saw an _odd() value.
     """
-    cdef Py_ssize_t r, ow, OW = g.OW, W = g.W
+    cdef Py_ssize_t r, ow, first, last, OW = g.OW, W = g.W
     cdef bint redo = True, odd
     cdef const pool_t* x
     cdef int32_t* p
@@ -432,10 +433,23 @@ cdef void _hrows(const pool_t* xr, Py_ssize_t rows, pool_t* hv, int32_t* hp, uin
             if odd:
                 _hinterior(x, hv + r * OW, p, g.ow_lo, g.ow_hi, pbase + r * W, g, True)
         nan[r] = odd
+    # Border columns: the cheap compare too (the exact one compiles to a
+    # mispredicting branch here) when the long row's check covered every
+    # value of the block but a few at its ends, and those are clean too.
+    if g.flat and not redo:
+        first = g.ow_lo * g.sw - g.pw
+        last = (rows - 1) * W + (g.ow_hi - 1) * g.sw - g.pw + (g.kw - 1) * g.dw + 1
+        redo = _special(xr, first, g.inf_bits) | _special(xr + last, rows * W - last, g.inf_bits)
     for ow in range(min(g.ow_lo, OW)):
-        _hborder(xr, rows, ow, hv, hp, nan, pbase, g)
+        if redo:
+            _hborder(xr, rows, ow, hv, hp, nan, pbase, g, True)
+        else:
+            _hborder(xr, rows, ow, hv, hp, nan, pbase, g, False)
     for ow in range(max(g.ow_lo, g.ow_hi), OW):
-        _hborder(xr, rows, ow, hv, hp, nan, pbase, g)
+        if redo:
+            _hborder(xr, rows, ow, hv, hp, nan, pbase, g, True)
+        else:
+            _hborder(xr, rows, ow, hv, hp, nan, pbase, g, False)
 
 
 cdef inline void _vcombine(const pool_t* hv, const int32_t* hp, pool_t* yrow, int32_t* wpos,

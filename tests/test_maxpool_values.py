@@ -150,12 +150,19 @@ def test_rare_nan_and_negative_zero_in_wide_rows(kind, strides, rng):
     the exact compare, and the other chunks' cheap compare must still be right (ties of -0.0 and
     +0.0 included: the data is small integers)."""
     x = make_array(rng, (1, 2, 9, 1100 * strides[1]), kind, special=False)
-    for (c, h, w), v in zip([(0, 2, 17), (1, 5, 700), (1, 6, 3), (0, 8, 1099)],
-                            to_dtype([np.nan, -0.0, np.nan, -np.nan], kind)):
+    # Inside rows, and at the first and last value of a chunk (which only border columns read).
+    for (c, h, w), v in zip([(0, 2, 17), (1, 5, 700), (1, 6, 3), (0, 8, -1), (1, 2, 0), (1, 3, -1)],
+                            to_dtype([np.nan, -0.0, np.nan, -np.nan, np.nan, np.nan], kind)):
         x[0, c, h, w] = v
+    # A -0.0 that ties +0.0 in the first output column, where nothing greater hides it: the
+    # first value of the chunks that reduce row 4 (16-bit floats' cheap key gets this wrong).
+    x[0, 0, 3:6, :3] = to_dtype([-1.0], kind)[0]
+    x[0, 0, 4, :2] = to_dtype([-0.0, 0.0], kind)
     expected = check_against_reference(x, dict(kernel_shape=(3, 3), strides=strides, pads=(1, 1, 1, 1)),
                                        storage_orders=(0,), orders=False)
-    assert np.isnan(as_float64(expected[0][0])).sum() >= 6  # the NaNs reached Y
+    y = expected[0][0]
+    assert np.isnan(as_float64(y)).sum() >= 5  # the NaNs reached Y
+    assert np.signbit(as_float64(y[0, 0, 4 // strides[0], 0]))  # and the -0.0
 
 
 @pytest.mark.parametrize("case", ["k2", "mixed_per_axis", "pads_ge_kernel", "ceil_drop", "same_lower_odd",
