@@ -676,11 +676,14 @@ def max_pool_3d(const pool_t[:, :, :, ::1] x not None, pool_t[:, :, :, ::1] y no
         hpb = &hpos[0, 0]
         pscratch = hpos.shape[1]
 
+    # Dynamic: on a busy machine a descheduled thread must not hold work the
+    # others could take; in chunks of about units / (16 threads), since taking
+    # units one at a time cost as much as the work on 2048 planes of 56x56 (no
+    # gain from a second thread).  Units write disjoint outputs and scratch is
+    # per thread, so results cannot depend on the schedule.
+    cdef Py_ssize_t chunk = max(1, units // (16 * n_threads))
     with nogil, parallel(num_threads=n_threads):
-        # Dynamic: on a busy machine a descheduled thread must not hold work
-        # the others could take.  Units write disjoint outputs and scratch is
-        # per thread, so results cannot depend on the schedule.
-        for u in prange(units, schedule="dynamic"):
+        for u in prange(units, schedule="dynamic", chunksize=chunk):
             tid = threadid()
             plane = u // (g.OD * nblk)
             r = u - plane * (g.OD * nblk)
@@ -816,8 +819,9 @@ def max_pool_nhwc(const pool_t[:, :, :, :, ::1] x not None, pool_t[:, :, :, :, :
     if indices is not None:
         ib = &indices[0, 0, 0, 0, 0]
         wb = &wpix[0, 0]
+    cdef Py_ssize_t chunk = max(1, units // (16 * n_threads))
     with nogil, parallel(num_threads=n_threads):
-        for u in prange(units, schedule="dynamic"):  # see max_pool_3d
+        for u in prange(units, schedule="dynamic", chunksize=chunk):  # see max_pool_3d
             tid = threadid()
             n = u // (g.OD * g.OH)
             r = u - n * (g.OD * g.OH)
