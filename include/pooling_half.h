@@ -12,6 +12,7 @@
 #define POOLING_HALF_H
 
 #include <stdint.h>
+#include <string.h>
 
 #define PK_F16_INF 0x7c00u
 #define PK_BF16_INF 0x7f80u
@@ -48,5 +49,21 @@ static inline int pk_half_special(uint16_t h, uint16_t inf_bits)
 
 /* True when a or b is NaN: one unordered compare tests two elements. */
 #define PK_UNORDERED(a, b) __builtin_isunordered((a), (b))
+
+/* True when a float or double is NaN or -0.0: the values whose bits can
+ * differ from an equal maximum's, so that the order of the compares shows. */
+static inline int pk_f32_tie_odd(float v)
+{
+    uint32_t u;
+    memcpy(&u, &v, sizeof u);
+    return (u == 0x80000000u) | ((u & 0x7fffffffu) > 0x7f800000u);
+}
+
+static inline int pk_f64_tie_odd(double v)
+{
+    uint64_t u;
+    memcpy(&u, &v, sizeof u);
+    return (u == 0x8000000000000000u) | ((u & 0x7fffffffffffffffu) > 0x7ff0000000000000u);
+}
 
 #endif

@@ -21,6 +21,8 @@ cdef extern from "pooling_half.h":
     bint pk_half_isnan(uint16_t h, uint16_t inf_bits) noexcept nogil
     int16_t pk_half_fast_key(uint16_t h) noexcept nogil
     bint pk_half_special(uint16_t h, uint16_t inf_bits) noexcept nogil
+    bint pk_f32_tie_odd(float v) noexcept nogil
+    bint pk_f64_tie_odd(double v) noexcept nogil
 
 cdef extern from "pooling_config.h":
     const char* PK_COMPILER
@@ -629,12 +631,45 @@ cdef void _pool_rows(const pool_t* xp, pool_t* yp, int64_t* ip, int64_t xoff, co
         c0 = c1
 
 
+cdef bint _depth_first(const pool_t* xp, pool_t* m, const Geom* g, Py_ssize_t od) noexcept nogil:
+    """m = the elementwise maximum of the depth slices output depth od reads
+    (one H x W slice), for pooling it in 2-D after: half the 2-D work of the
+    slice-by-slice order on stride-2 depths.  Reducing depth first breaks
+    SPEC's tie order, which only shows when equal values have different bits:
+    returns False (m unusable) if the slices hold a NaN or -0.0, or the
+    depth window is empty; integers always pass."""
+    cdef Py_ssize_t i, td, HW = g.H * g.W
+    cdef Py_ssize_t td0 = g.tdr[2 * od], td1 = g.tdr[2 * od + 1]
+    cdef const pool_t* src
+    cdef pool_t v, a
+    cdef bint odd = False
+    if td0 >= td1:
+        return False
+    for td in range(td0, td1):
+        src = xp + (od * g.sd - g.pd + td * g.dd) * HW
+        if pool_t is uint16_t:
+            odd |= _special(src, HW, g.inf_bits)
+        for i in range(HW):
+            v = src[i]
+            if pool_t is float:
+                odd |= pk_f32_tie_odd(v)
+            elif pool_t is double:
+                odd |= pk_f64_tie_odd(v)
+            if td == td0:
+                m[i] = v
+            else:
+                a = m[i]
+                m[i] = v if _keep(v, a, g.inf_bits, False) else a
+    return not odd
+
+
 def max_pool_3d(const pool_t[:, :, :, ::1] x not None, pool_t[:, :, :, ::1] y not None,
                 int64_t[:, :, :, ::1] indices,
                 tuple kernel, tuple strides, tuple dilations, tuple pads_begin,
                 const Py_ssize_t[:, ::1] taps not None, Py_ssize_t brows, Py_ssize_t rows_per_unit,
                 pool_t[:, ::1] hval not None, int32_t[:, ::1] hpos, uint8_t[:, ::1] nan not None,
-                int act, pool_t lo, pool_t hi, uint16_t inf_bits, int n_threads):
+                pool_t[:, ::1] depth_max, int act, pool_t lo, pool_t hi, uint16_t inf_bits,
+                int n_threads):
     """MaxPool over planes: x (planes, D, H, W) -> y (planes, OD, OH, OW).
 
     indices (or None): row-major flat offsets into x of each winner, -1 when
@@ -645,9 +680,13 @@ def max_pool_3d(const pool_t[:, :, :, ::1] x not None, pool_t[:, :, :, ::1] y no
     hpos None without indices.
     rows_per_unit: output rows per work item (the parallel split is over
     planes x depth x blocks of rows, so a few large planes still use every core).
+    depth_max: (n_threads, H*W) scratch to reduce depth first (_depth_first)
+    where the data allows, or None; only without indices and with
+    rows_per_unit == OH.
     act/lo/hi: fused activation (0 none, bit 1 lower bound, bit 2 upper bound).
     """
-    cdef Geom g
+    cdef Geom g, flat_g
+    cdef Py_ssize_t one_tap[2]
     _set_geom(&g, x.shape[1], x.shape[2], x.shape[3], y.shape[1], y.shape[2], y.shape[3],
               kernel, strides, dilations, pads_begin, taps, inf_bits)
     g.brows = brows
@@ -658,6 +697,11 @@ def max_pool_3d(const pool_t[:, :, :, ::1] x not None, pool_t[:, :, :, ::1] y no
     else:
         g.ow_hi = min((g.W - 1 - (g.kw - 1) * g.dw + g.pw) // g.sw + 1, g.OW)
     g.flat = g.W == g.OW * g.sw and g.ow_lo < g.ow_hi
+    # The same geometry for one depth slice pooled in 2-D (after _depth_first).
+    flat_g = g
+    flat_g.D, flat_g.OD, flat_g.kd, flat_g.sd, flat_g.dd, flat_g.pd = 1, 1, 1, 1, 1, 0
+    one_tap[0], one_tap[1] = 0, 1
+    flat_g.tdr = one_tap
 
     cdef Py_ssize_t planes = x.shape[0]
     cdef Py_ssize_t nblk = (g.OH + rows_per_unit - 1) // rows_per_unit
@@ -672,8 +716,13 @@ def max_pool_3d(const pool_t[:, :, :, ::1] x not None, pool_t[:, :, :, ::1] y no
     cdef pool_t* hvb = &hval[0, 0]
     cdef int32_t* hpb = NULL
     cdef uint8_t* nanb = &nan[0, 0]
+    cdef pool_t* mb = NULL
+    cdef Py_ssize_t mscratch = 0
     if units == 0:
         return
+    if depth_max is not None:
+        mb = &depth_max[0, 0]
+        mscratch = depth_max.shape[1]
     if xplane:  # with an empty plane every window is empty and no tap reads x
         xb = &x[0, 0, 0, 0]
     yb = &y[0, 0, 0, 0]
@@ -695,11 +744,16 @@ def max_pool_3d(const pool_t[:, :, :, ::1] x not None, pool_t[:, :, :, ::1] y no
             r = u - plane * (g.OD * nblk)
             od = r // nblk
             oh0 = (r - od * nblk) * rows_per_unit
-            _pool_rows(xb + plane * xplane, yb + plane * yplane,
-                       ib + plane * yplane if ib != NULL else NULL,
-                       plane * xplane, &g, od, oh0, min(oh0 + rows_per_unit, g.OH),
-                       hvb + tid * vscratch, hpb + tid * pscratch if hpb != NULL else NULL,
-                       nanb + tid * nscratch, act, lo, hi)
+            if mb != NULL and _depth_first(xb + plane * xplane, mb + tid * mscratch, &g, od):
+                _pool_rows(mb + tid * mscratch, yb + plane * yplane + od * g.OH * g.OW, NULL, 0,
+                           &flat_g, 0, 0, g.OH, hvb + tid * vscratch, NULL, nanb + tid * nscratch,
+                           act, lo, hi)
+            else:
+                _pool_rows(xb + plane * xplane, yb + plane * yplane,
+                           ib + plane * yplane if ib != NULL else NULL,
+                           plane * xplane, &g, od, oh0, min(oh0 + rows_per_unit, g.OH),
+                           hvb + tid * vscratch, hpb + tid * pscratch if hpb != NULL else NULL,
+                           nanb + tid * nscratch, act, lo, hi)
 
 
 # ---------------------------------------------------------------------------

@@ -165,6 +165,31 @@ def test_rare_nan_and_negative_zero_in_wide_rows(kind, strides, rng):
     assert np.signbit(as_float64(y[0, 0, 4 // strides[0], 0]))  # and the -0.0
 
 
+@pytest.mark.parametrize("kind", list(POOL_DTYPES))
+def test_3d_depth_first_and_its_fallback(kind, rng):
+    """3-D without Indices on many output depth slices: 1- and 2-byte types reduce depth first
+    when a slice's inputs hold no NaN or -0.0 (equal values then have equal bits, so the order of
+    the compares cannot show), and fall back to SPEC's order for the slices that do."""
+    shape = (2, 3, 9, 7, 8)
+    x = make_array(rng, shape, kind, special=False)
+    if kind in FLOAT_KINDS:
+        # +0.0 at (d, h, w) = (3, 0, 0) and -0.0 at (2, 1, 0), nothing greater around: SPEC's
+        # first maximum is the -0.0 (smaller d), depth first would find the +0.0 (smaller h).
+        x[0, 1, 1:5, :2, :2] = to_dtype([-1.0], kind)[0]
+        x[0, 1, 3, 0, 0], x[0, 1, 2, 1, 0] = to_dtype([0.0, -0.0], kind)
+        x[1, 2, 6, 4, 4] = to_dtype([np.nan], kind)[0]
+    for i, attrs in enumerate([dict(kernel_shape=(3, 2, 2), strides=(2, 1, 2), pads=(1, 0, 1, 1, 1, 0)),
+                               dict(kernel_shape=(2, 3, 3), dilations=(2, 1, 1), pads=(0, 1, 1, 1, 1, 1)),
+                               dict(kernel_shape=(3, 3, 3), strides=(1, 2, 2), pads=(1, 1, 1, 1, 1, 1),
+                                    activation="Clip", activation_params=(-2.0, 3.0))]):
+        expected, _ = reference.max_pool(x, **reference_args(attrs, 3))
+        for nt in (1, 2):
+            assert_same(pooling.max_pool(x, n_threads=nt, **attrs), expected)
+        if i == 0 and kind in FLOAT_KINDS:
+            # Output (1, 0, 0) reads d 1-3, h 0-1, w 0: the two zeros tie there.
+            assert np.signbit(as_float64(expected[0, 1, 1, 0, 0]))
+
+
 @pytest.mark.parametrize("case", ["k2", "mixed_per_axis", "pads_ge_kernel", "ceil_drop", "same_lower_odd",
                                   "same_upper_dilation", "clip"])
 @pytest.mark.parametrize("kind", ["float32", "int8", "bfloat16"])
