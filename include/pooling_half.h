@@ -41,12 +41,6 @@ static inline int16_t pk_half_fast_key(uint16_t h)
     return (int16_t)(h ^ ((uint16_t)((int16_t)h >> 15) & 0x7fffu));
 }
 
-/* True when the bits are a NaN or -0.0: what rules the fast key out. */
-static inline int pk_half_special(uint16_t h, uint16_t inf_bits)
-{
-    return ((h & 0x7fffu) > inf_bits) | (h == 0x8000u);
-}
-
 /* True when a or b is NaN: one unordered compare tests two elements. */
 #define PK_UNORDERED(a, b) __builtin_isunordered((a), (b))
 

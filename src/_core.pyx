@@ -20,7 +20,6 @@ cdef extern from "pooling_half.h":
     uint16_t pk_half_key(uint16_t h, uint16_t inf_bits) noexcept nogil
     bint pk_half_isnan(uint16_t h, uint16_t inf_bits) noexcept nogil
     int16_t pk_half_fast_key(uint16_t h) noexcept nogil
-    bint pk_half_special(uint16_t h, uint16_t inf_bits) noexcept nogil
     bint pk_f32_tie_odd(float v) noexcept nogil
     bint pk_f64_tie_odd(double v) noexcept nogil
 
@@ -198,12 +197,9 @@ cdef inline bint _keep(pool_t v, pool_t m, uint16_t inf_bits, bint exact) noexce
 cdef inline bint _odd(pool_t v, uint16_t inf_bits) noexcept nogil:
     """Whether v is what the cheap compare of _keep gets wrong: a NaN (float,
     double), a NaN or -0.0 (16-bit floats).  Integers never are."""
-    if pool_t is float or pool_t is double:
-        return v != v
-    elif pool_t is uint16_t:
-        return pk_half_special(v, inf_bits)
-    else:
-        return False
+    if pool_t is uint16_t:
+        return _isnan(v, inf_bits) | (v == 0x8000)
+    return _isnan(v, inf_bits)
 
 
 cdef inline bint _odd2(pool_t a, pool_t b, uint16_t inf_bits) noexcept nogil:
@@ -228,7 +224,7 @@ cdef inline bint _special(const pool_t* xr, Py_ssize_t n, uint16_t inf_bits) noe
             special |= xr[n - 1] != xr[n - 1]
     elif pool_t is uint16_t:
         # The largest magnitude and whether -0.0 occurs, in 16-bit lanes
-        # (pk_half_special's int result widened them to 32: 2x slower).
+        # (an int result per value widened them to 32: 2x slower).
         for i in range(n):
             top = max(top, <int16_t>(xr[i] & 0x7fff))
             zero |= xr[i] == 0x8000
@@ -393,12 +389,13 @@ cdef inline void _hborder(const pool_t* xr, Py_ssize_t rows, Py_ssize_t ow, pool
     cdef const pool_t* x
     cdef pool_t m, v
     cdef bint keep
-    for r in range(rows):
-        if t0 >= t1:
+    if t0 >= t1:  # the window lies wholly in the padding
+        for r in range(rows):
             hv[r * OW + ow] = _empty_value(<pool_t>0, g.inf_bits)
             if hp != NULL:
                 hp[r * OW + ow] = -1
-            continue
+        return
+    for r in range(rows):
         x = xr + r * W + w0
         m = x[0]
         best = 0

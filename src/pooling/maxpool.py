@@ -292,8 +292,8 @@ def _launch_3d(plan, kind, nt, brows, act, inf_bits, depth_first=False):
     taps = _tap_ranges(spatial, out, kernel, strides, dilations, pads_begin)
     geometry = (kernel, strides, dilations, pads_begin, taps, brows, rows)
     tail = act + (inf_bits, nt)
-    rows = kernel[0] * brows
-    vals, poss, flags = (nt, rows * OW), (nt, (rows + 2) * OW), (nt, rows)
+    ring = kernel[0] * brows  # buffer rows per thread
+    vals, poss, flags = (nt, ring * OW), (nt, (ring + 2) * OW), (nt, ring)
     slab = (nt, spatial[1] * spatial[2]) if depth_first else None
 
     def run(xk, y, indices):
