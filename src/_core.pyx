@@ -705,7 +705,7 @@ def max_pool_3d(const pool_t[:, :, :, ::1] x not None, pool_t[:, :, :, ::1] y no
     cdef Py_ssize_t units = planes * g.OD * nblk
     cdef Py_ssize_t xplane = g.D * g.H * g.W, yplane = g.OD * g.OH * g.OW
     cdef Py_ssize_t vscratch = hval.shape[1], pscratch = 0, nscratch = nan.shape[1]
-    cdef Py_ssize_t u, plane, r, od, oh0
+    cdef Py_ssize_t u
     cdef int tid
     cdef const pool_t* xb = NULL
     cdef pool_t* yb
@@ -728,6 +728,14 @@ def max_pool_3d(const pool_t[:, :, :, ::1] x not None, pool_t[:, :, :, ::1] y no
         hpb = &hpos[0, 0]
         pscratch = hpos.shape[1]
 
+    if n_threads == 1:
+        # No parallel region: entering one costs a futex system call even with one thread,
+        # a tenth of a small call (1x1x8x8).
+        with nogil:
+            for u in range(units):
+                _pool_unit(xb, yb, ib, &g, &flat_g, u, nblk, rows_per_unit, xplane, yplane,
+                           hvb, hpb, nanb, mb, act, lo, hi)
+        return
     # Dynamic: on a busy machine a descheduled thread must not hold work the
     # others could take; in chunks of about units / (16 threads), since taking
     # units one at a time cost as much as the work on 2048 planes of 56x56 (no
@@ -737,20 +745,35 @@ def max_pool_3d(const pool_t[:, :, :, ::1] x not None, pool_t[:, :, :, ::1] y no
     with nogil, parallel(num_threads=n_threads):
         for u in prange(units, schedule="dynamic", chunksize=chunk):
             tid = threadid()
-            plane = u // (g.OD * nblk)
-            r = u - plane * (g.OD * nblk)
-            od = r // nblk
-            oh0 = (r - od * nblk) * rows_per_unit
-            if mb != NULL and _depth_first(xb + plane * xplane, mb + tid * mscratch, &g, od):
-                _pool_rows(mb + tid * mscratch, yb + plane * yplane + od * g.OH * g.OW, NULL, 0,
-                           &flat_g, 0, 0, g.OH, hvb + tid * vscratch, NULL, nanb + tid * nscratch,
-                           act, lo, hi)
-            else:
-                _pool_rows(xb + plane * xplane, yb + plane * yplane,
-                           ib + plane * yplane if ib != NULL else NULL,
-                           plane * xplane, &g, od, oh0, min(oh0 + rows_per_unit, g.OH),
-                           hvb + tid * vscratch, hpb + tid * pscratch if hpb != NULL else NULL,
-                           nanb + tid * nscratch, act, lo, hi)
+            _pool_unit(xb, yb, ib, &g, &flat_g, u, nblk, rows_per_unit, xplane, yplane,
+                       hvb + tid * vscratch, hpb + tid * pscratch if hpb != NULL else NULL,
+                       nanb + tid * nscratch, mb + tid * mscratch if mb != NULL else NULL,
+                       act, lo, hi)
+
+
+cdef void _pool_unit(const pool_t* xb, pool_t* yb, int64_t* ib, const Geom* g,
+                            const Geom* flat_g, Py_ssize_t u, Py_ssize_t nblk,
+                            Py_ssize_t rows_per_unit, Py_ssize_t xplane, Py_ssize_t yplane,
+                            pool_t* hval, int32_t* hpos, uint8_t* nan, pool_t* m,
+                            int act, pool_t lo, pool_t hi) noexcept nogil:
+    """Work item u of max_pool_3d: rows_per_unit output rows of one depth slice of
+    one plane, with this thread's scratch (m NULL: never reduce depth first)."""
+    # Copies the compiler can keep in registers: through the pointers, every store
+    # to a row might change the geometry (float32 +Indices 5.3 -> 4.5 ms).
+    cdef Geom gc = g[0], fc = flat_g[0]
+    g, flat_g = &gc, &fc
+    cdef Py_ssize_t plane = u // (g.OD * nblk)
+    cdef Py_ssize_t r = u - plane * (g.OD * nblk)
+    cdef Py_ssize_t od = r // nblk
+    cdef Py_ssize_t oh0 = (r - od * nblk) * rows_per_unit
+    if m != NULL and _depth_first(xb + plane * xplane, m, g, od):
+        _pool_rows(m, yb + plane * yplane + od * g.OH * g.OW, NULL, 0, flat_g, 0, 0, g.OH,
+                   hval, NULL, nan, act, lo, hi)
+    else:
+        _pool_rows(xb + plane * xplane, yb + plane * yplane,
+                   ib + plane * yplane if ib != NULL else NULL,
+                   plane * xplane, g, od, oh0, min(oh0 + rows_per_unit, g.OH),
+                   hval, hpos, nan, act, lo, hi)
 
 
 # ---------------------------------------------------------------------------
@@ -795,6 +818,8 @@ cdef void _nhwc_row(const pool_t* xp, pool_t* yrow, int64_t* irow, int64_t xoff,
     exact compare: it vectorises well over C, and the extra pass over rows
     larger than L1 measured slower (2.2 -> 2.9 ms on 8x112x112x64 k3 s2).
     """
+    cdef Geom gc = g[0]  # in registers: see _pool_unit
+    g = &gc
     cdef Py_ssize_t ow, c, td, th, tw, td0, td1, th0, th1, tw0, tw1, dbase, hbase, wbase
     cdef int32_t pix
     cdef const pool_t* xv
@@ -862,7 +887,7 @@ def max_pool_nhwc(const pool_t[:, :, :, :, ::1] x not None, pool_t[:, :, :, :, :
     cdef Py_ssize_t N = x.shape[0], C = x.shape[4]
     cdef Py_ssize_t units = N * g.OD * g.OH
     cdef Py_ssize_t ximage = g.D * g.H * g.W * C, yrow = g.OW * C
-    cdef Py_ssize_t u, n, r
+    cdef Py_ssize_t u
     cdef int tid
     cdef const pool_t* xb = NULL
     cdef pool_t* yb
@@ -876,15 +901,25 @@ def max_pool_nhwc(const pool_t[:, :, :, :, ::1] x not None, pool_t[:, :, :, :, :
     if indices is not None:
         ib = &indices[0, 0, 0, 0, 0]
         wb = &wpix[0, 0]
+    if n_threads == 1:  # see max_pool_3d
+        with nogil:
+            for u in range(units):
+                _nhwc_unit(xb, yb, ib, C, &g, u, wb, act, lo, hi)
+        return
     cdef Py_ssize_t chunk = max(1, units // (16 * n_threads))
     with nogil, parallel(num_threads=n_threads):
         for u in prange(units, schedule="dynamic", chunksize=chunk):  # see max_pool_3d
             tid = threadid()
-            n = u // (g.OD * g.OH)
-            r = u - n * (g.OD * g.OH)
-            _nhwc_row(xb + n * ximage, yb + u * yrow, ib + u * yrow if ib != NULL else NULL,
-                      n * g.D * g.H * g.W, C, &g, r // g.OH, r % g.OH,
-                      wb + tid * C if wb != NULL else NULL, act, lo, hi)
+            _nhwc_unit(xb, yb, ib, C, &g, u, wb + tid * C if wb != NULL else NULL, act, lo, hi)
+
+
+cdef inline void _nhwc_unit(const pool_t* xb, pool_t* yb, int64_t* ib, Py_ssize_t C, const Geom* g,
+                            Py_ssize_t u, int32_t* wpix, int act, pool_t lo, pool_t hi) noexcept nogil:
+    """Work item u of max_pool_nhwc: one output row."""
+    cdef Py_ssize_t n = u // (g.OD * g.OH), yrow = g.OW * C
+    cdef Py_ssize_t r = u - n * (g.OD * g.OH)
+    _nhwc_row(xb + n * g.D * g.H * g.W * C, yb + u * yrow, ib + u * yrow if ib != NULL else NULL,
+              n * g.D * g.H * g.W, C, g, r // g.OH, r % g.OH, wpix, act, lo, hi)
 
 
 # ---------------------------------------------------------------------------
