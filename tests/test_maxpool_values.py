@@ -190,6 +190,25 @@ def test_3d_depth_first_and_its_fallback(kind, rng):
             assert np.signbit(as_float64(expected[0, 1, 1, 0, 0]))
 
 
+@pytest.mark.parametrize("kind", list(POOL_DTYPES))
+def test_scratch_kept_between_calls_carries_nothing(kind, rng):
+    """Small calls reuse their launch's scratch (row ring, NaN flags, depth slab): calls on the same
+    shape, alternating data with and without NaN/-0.0 and with and without Indices, each match
+    the reference alone."""
+    for shape, attrs in [((1, 2, 6, 10), dict(kernel_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1))),
+                         ((1, 2, 5, 4, 6), dict(kernel_shape=(3, 2, 2), strides=(2, 1, 2)))]:
+        noisy = make_array(rng, shape, kind)  # special values (NaN, -0.0, inf) where the kind has them
+        calm = make_array(rng, shape, kind, special=False)
+        for x, indices in [(noisy, False), (calm, False), (noisy, True), (calm, True), (noisy, False)]:
+            expected = reference.max_pool(x, **reference_args(attrs, len(shape) - 2))
+            got = pooling.max_pool(x, return_indices=indices, n_threads=1, **attrs)
+            if indices:
+                assert_same(got[0], expected[0])
+                np.testing.assert_array_equal(got[1], expected[1])
+            else:
+                assert_same(got, expected[0])
+
+
 @pytest.mark.parametrize("case", ["k2", "mixed_per_axis", "pads_ge_kernel", "ceil_drop", "same_lower_odd",
                                   "same_upper_dilation", "clip"])
 @pytest.mark.parametrize("kind", ["float32", "int8", "bfloat16"])

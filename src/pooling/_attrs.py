@@ -99,6 +99,9 @@ def shape_tuple(op, name, shape):
     return dims
 
 
+_INT = frozenset((int,))
+
+
 def hashable(value, op=None, name=None):
     """A hashable key for an attribute value, so validated plans can be cached.
 
@@ -109,7 +112,7 @@ def hashable(value, op=None, name=None):
     kind = type(value)
     if value is None or kind is int or kind is str:
         return value
-    if (kind is tuple or kind is list) and all(type(v) is int for v in value):
+    if (kind is tuple or kind is list) and _INT.issuperset(map(type, value)):
         return ("ints", tuple(value))
     return ("tagged", _tag(value, op, name))
 

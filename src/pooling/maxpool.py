@@ -211,6 +211,10 @@ def _activation_bounds(activation, params, kind):
 # float16 and bfloat16 share the uint16 one and differ only in inf_bits.
 _CTYPE = {"float32": "float", "float64": "double", "int8": "int8_t", "uint8": "uint8_t",
           "float16": "uint16_t", "bfloat16": "uint16_t"}
+_CTYPE_DTYPE = {"float": np.float32, "double": np.float64, "int8_t": np.int8, "uint8_t": np.uint8,
+                "uint16_t": np.uint16}
+# Scratch of at most this many bytes stays with its launch for the next call.
+_KEEP_SCRATCH = 16384
 _ITEMSIZE = {"float32": 4, "float64": 8, "int8": 1, "uint8": 1, "float16": 2, "bfloat16": 2}
 _INT64 = np.dtype(np.int64)
 
@@ -295,12 +299,27 @@ def _launch_3d(plan, kind, nt, brows, act, inf_bits, depth_first=False):
     ring = kernel[0] * brows  # buffer rows per thread
     vals, poss, flags = (nt, ring * OW), (nt, (ring + 2) * OW), (nt, ring)
     slab = (nt, spatial[1] * spatial[2]) if depth_first else None
+    dtype = np.dtype(_CTYPE_DTYPE[_CTYPE[kind]])
+    scratch_bytes = (math.prod(vals) * dtype.itemsize + math.prod(poss) * 4 + math.prod(flags)
+                     + (math.prod(slab) * dtype.itemsize if slab else 0))
+    # Small scratch is kept for the next call (allocating it was a tenth of a
+    # 1x1x8x8 call): sets no call is using, taken and given back whole (list pop
+    # and append are atomic, so concurrent calls never share one).
+    keep, spare = scratch_bytes <= _KEEP_SCRATCH, []
 
     def run(xk, y, indices):
+        try:
+            hv, hp, nan, depth_max = spare.pop()
+        except IndexError:
+            hv, hp, nan = np.empty(vals, dtype), None, np.empty(flags, np.uint8)
+            depth_max = None if slab is None else np.empty(slab, dtype)
+        if indices is not None and hp is None:
+            hp = np.empty(poss, np.int32)
         kernel_fn(xk.reshape(x_shape), y.reshape(y_shape),
                   None if indices is None else indices.reshape(y_shape), *geometry,
-                  np.empty(vals, xk.dtype), None if indices is None else np.empty(poss, np.int32),
-                  np.empty(flags, np.uint8), None if slab is None else np.empty(slab, xk.dtype), *tail)
+                  hv, hp, nan, depth_max, *tail)
+        if keep:
+            spare.append((hv, hp, nan, depth_max))
     return run
 
 
