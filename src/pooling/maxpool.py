@@ -297,9 +297,10 @@ def _launch_3d(plan, kind, nt, brows, act, inf_bits, depth_first=False):
     geometry = (kernel, strides, dilations, pads_begin, taps, brows, rows)
     tail = act + (inf_bits, nt)
     ring = kernel[0] * brows  # buffer rows per thread
-    vals, poss, flags = (nt, ring * OW), (nt, (ring + 2) * OW), (nt, ring)
-    slab = (nt, spatial[1] * spatial[2]) if depth_first else None
     dtype = np.dtype(_CTYPE_DTYPE[_CTYPE[kind]])
+    vals, poss = _per_thread(nt, ring * OW, dtype.itemsize), _per_thread(nt, (ring + 2) * OW, 4)
+    flags = _per_thread(nt, ring, 1)
+    slab = _per_thread(nt, spatial[1] * spatial[2], dtype.itemsize) if depth_first else None
     scratch_bytes = (math.prod(vals) * dtype.itemsize + math.prod(poss) * 4 + math.prod(flags)
                      + (math.prod(slab) * dtype.itemsize if slab else 0))
     # Small scratch is kept for the next call (allocating it was a tenth of a
@@ -389,11 +390,12 @@ def _launch_nhwc(plan, kind, nt, with_indices, act, inf_bits):
     taps = _tap_ranges(spatial, out, kernel, strides, dilations, pads_begin)
     geometry = (kernel, strides, dilations, pads_begin, taps)
     tail = act + (inf_bits, nt)
+    wpix = _per_thread(nt, c, 4)
 
     def run(xk, y, indices):
         kernel_fn(xk.reshape(x_shape), y.reshape(y_shape),
                   None if indices is None else indices.reshape(y_shape), *geometry,
-                  None if indices is None else np.empty((nt, c), np.int32), *tail)
+                  None if indices is None else np.empty(wpix, np.int32), *tail)
     return run
 
 
@@ -497,6 +499,13 @@ def _separable_peak(plan):
     planes, out = plan.out_shape[0] * plan.out_shape[1], plan.out_shape[2:]
     return max((planes * math.prod(plan.spatial[:i]) * math.prod(out[i:]) for i in range(1, len(out))),
                default=0)
+
+
+def _per_thread(nt, n, itemsize):
+    """Shape of per-thread scratch rows of n elements: (nt, m) with m >= n and rows a multiple
+    of 64 bytes with at least 64 spare, so no two threads write to one cache line.  Without the
+    padding the NaN flags of both threads (16 bytes each) shared a line, written on every row."""
+    return nt, -(-(n * itemsize + 64) // 64) * 64 // itemsize
 
 
 def _fits_int32(spatial):
