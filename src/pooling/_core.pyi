@@ -12,7 +12,8 @@ def max_pool_3d(
     kernel: tuple[int, int, int], strides: tuple[int, int, int], dilations: tuple[int, int, int],
     pads_begin: tuple[int, int, int], taps: npt.NDArray[np.intp], brows: int,
     rows_per_unit: int, hval: npt.NDArray[np.generic], hpos: npt.NDArray[np.int32] | None,
-    nan: npt.NDArray[np.uint8], act: int, lo: float, hi: float, inf_bits: int, n_threads: int,
+    nan: npt.NDArray[np.uint8], depth_max: npt.NDArray[np.generic] | None,
+    act: int, lo: float, hi: float, inf_bits: int, n_threads: int,
 ) -> None: ...
 def max_pool_nhwc(
     x: npt.NDArray[np.generic], y: npt.NDArray[np.generic], indices: npt.NDArray[np.int64] | None,
