@@ -156,6 +156,37 @@ def test_two_python_threads_run_kernels_at_once():
         raise errors[0]
 
 
+def test_python_threads_never_share_kept_scratch():
+    """Small calls keep their launch's scratch for the next call: four Python threads calling the
+    same small MaxPool at once, each on its own data (NaN and -0.0 included), must each get their
+    own results, so no two calls ever use one scratch set."""
+    rng = np.random.default_rng(8)
+    attrs = dict(kernel_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1), return_indices=True, n_threads=1)
+    inputs = [make_array(rng, (1, 2, 12, 14), "float16") for _ in range(4)]
+    expected = [pooling.max_pool(x, **attrs) for x in inputs]
+    barrier = threading.Barrier(len(inputs))
+    errors = []
+
+    def worker(k):
+        try:
+            barrier.wait(timeout=60)
+            for _ in range(300):
+                y, ind = pooling.max_pool(inputs[k], **attrs)
+                assert_same(y, expected[k][0])
+                assert_same(ind, expected[k][1])
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(len(inputs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert not any(t.is_alive() for t in threads)
+    if errors:
+        raise errors[0]
+
+
 def test_gil_is_released_while_a_kernel_runs():
     """While one thread is inside a long kernel call, another Python thread keeps running."""
     x = make_array(np.random.default_rng(6), (1, 4, 1024, 1024), "float32")
