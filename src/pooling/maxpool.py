@@ -8,7 +8,7 @@ import numpy as np
 from ._dispatch import core as _core
 from ._attrs import (INDEX_LIMIT, check_size, choice, flag, hashable, int_tuple, resolve_version,
                      shape_tuple, unhash)
-from ._dtypes import HALF_INF_BITS, as_kernel_array, float_to_half_bits, result_dtype
+from ._dtypes import HALF_INF_BITS, KERNEL_DTYPE, as_kernel_array, float_to_half_bits, result_dtype
 from ._outputs import output_array
 from ._shapes import AUTO_PADS, pool_output
 from ._threads import resolve_n_threads, split_rows
@@ -211,11 +211,11 @@ def _activation_bounds(activation, params, kind):
 # float16 and bfloat16 share the uint16 one and differ only in inf_bits.
 _CTYPE = {"float32": "float", "float64": "double", "int8": "int8_t", "uint8": "uint8_t",
           "float16": "uint16_t", "bfloat16": "uint16_t"}
-_CTYPE_DTYPE = {"float": np.float32, "double": np.float64, "int8_t": np.int8, "uint8_t": np.uint8,
-                "uint16_t": np.uint16}
 # Scratch of at most this many bytes stays with its launch for the next call.
 _KEEP_SCRATCH = 16384
-_ITEMSIZE = {"float32": 4, "float64": 8, "int8": 1, "uint8": 1, "float16": 2, "bfloat16": 2}
+# The array type each kind reaches the kernels as (what as_kernel_array hands them), for scratch.
+_KERNEL_DTYPE = {kind: KERNEL_DTYPE[kind] if kind in KERNEL_DTYPE else np.dtype(kind) for kind in _CTYPE}
+_ITEMSIZE = {kind: dtype.itemsize for kind, dtype in _KERNEL_DTYPE.items()}
 _INT64 = np.dtype(np.int64)
 
 
@@ -297,7 +297,7 @@ def _launch_3d(plan, kind, nt, brows, act, inf_bits, depth_first=False):
     geometry = (kernel, strides, dilations, pads_begin, taps, brows, rows)
     tail = act + (inf_bits, nt)
     ring = kernel[0] * brows  # buffer rows per thread
-    dtype = np.dtype(_CTYPE_DTYPE[_CTYPE[kind]])
+    dtype = _KERNEL_DTYPE[kind]
     vals, poss = _per_thread(nt, ring * OW, dtype.itemsize), _per_thread(nt, (ring + 2) * OW, 4)
     flags = _per_thread(nt, ring, 1)
     slab = _per_thread(nt, spatial[1] * spatial[2], dtype.itemsize) if depth_first else None
