@@ -113,6 +113,29 @@ def test_max_threads_follows_threadpoolctl():
     assert pooling.max_threads() == before
 
 
+def run_at_once(worker, args):
+    """worker(a) in one Python thread per a in args, started together; the first failure is raised."""
+    args = list(args)
+    barrier = threading.Barrier(len(args))
+    errors = []
+
+    def run(a):
+        try:
+            barrier.wait(timeout=60)
+            worker(a)
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(a,)) for a in args]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert not any(t.is_alive() for t in threads)
+    if errors:
+        raise errors[0]
+
+
 def test_two_python_threads_run_kernels_at_once():
     """Concurrent calls from two Python threads give the serial results (no shared scratch)."""
     rng = np.random.default_rng(8)
@@ -127,33 +150,19 @@ def test_two_python_threads_run_kernels_at_once():
     big = make_array(rng, (1, 4, 300, 300), "float32")
     big_expected = pooling.max_pool(big, 3, return_indices=True, n_threads=1)
 
-    barrier = threading.Barrier(2)
-    errors = []
-
     def worker(offset):
-        try:
-            barrier.wait(timeout=60)
-            for rep in range(40):
-                x, attrs, (ey, ei) = jobs[(rep + offset) % len(jobs)]
-                nt = (1, 2, None)[rep % 3]
-                y, ind = pooling.max_pool(x, return_indices=True, n_threads=nt, **attrs)
-                assert_same(y, ey)
-                assert_same(ind, ei)
-                if rep % 10 == 0:
-                    y, ind = pooling.max_pool(big, 3, return_indices=True, n_threads=nt)
-                    assert_same(y, big_expected[0])
-                    assert_same(ind, big_expected[1])
-        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
-            errors.append(exc)
+        for rep in range(40):
+            x, attrs, (ey, ei) = jobs[(rep + offset) % len(jobs)]
+            nt = (1, 2, None)[rep % 3]
+            y, ind = pooling.max_pool(x, return_indices=True, n_threads=nt, **attrs)
+            assert_same(y, ey)
+            assert_same(ind, ei)
+            if rep % 10 == 0:
+                y, ind = pooling.max_pool(big, 3, return_indices=True, n_threads=nt)
+                assert_same(y, big_expected[0])
+                assert_same(ind, big_expected[1])
 
-    threads = [threading.Thread(target=worker, args=(k,)) for k in (0, 3)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=300)
-    assert not any(t.is_alive() for t in threads)
-    if errors:
-        raise errors[0]
+    run_at_once(worker, (0, 3))
 
 
 def test_python_threads_never_share_kept_scratch():
@@ -162,29 +171,15 @@ def test_python_threads_never_share_kept_scratch():
     own results, so no two calls ever use one scratch set."""
     rng = np.random.default_rng(8)
     attrs = dict(kernel_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1), return_indices=True, n_threads=1)
-    inputs = [make_array(rng, (1, 2, 12, 14), "float16") for _ in range(4)]
+    inputs = [make_array(rng, (1, 16, 40, 40), "float16") for _ in range(4)]
     expected = [pooling.max_pool(x, **attrs) for x in inputs]
-    barrier = threading.Barrier(len(inputs))
-    errors = []
-
     def worker(k):
-        try:
-            barrier.wait(timeout=60)
-            for _ in range(300):
-                y, ind = pooling.max_pool(inputs[k], **attrs)
-                assert_same(y, expected[k][0])
-                assert_same(ind, expected[k][1])
-        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
-            errors.append(exc)
+        for _ in range(300):
+            y, ind = pooling.max_pool(inputs[k], **attrs)
+            assert_same(y, expected[k][0])
+            assert_same(ind, expected[k][1])
 
-    threads = [threading.Thread(target=worker, args=(k,)) for k in range(len(inputs))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=300)
-    assert not any(t.is_alive() for t in threads)
-    if errors:
-        raise errors[0]
+    run_at_once(worker, range(len(inputs)))
 
 
 def test_gil_is_released_while_a_kernel_runs():
