@@ -215,20 +215,20 @@ cdef inline bint _special(const pool_t* xr, Py_ssize_t n, uint16_t inf_bits) noe
     float or double values)."""
     cdef Py_ssize_t i, half = n // 2
     cdef bint special = False
-    cdef int16_t top = 0
-    cdef uint16_t zero = 0
+    cdef uint16_t top = 0, low = 0xffff
     if pool_t is float or pool_t is double:
         for i in range(half):
             special |= PK_UNORDERED(xr[i], xr[i + half])
         if n % 2:
             special |= xr[n - 1] != xr[n - 1]
     elif pool_t is uint16_t:
-        # The largest magnitude and whether -0.0 occurs, in 16-bit lanes
-        # (an int result per value widened them to 32: 2x slower).
+        # The largest magnitude (above +inf's: a NaN), and the smallest value with
+        # the sign bit flipped (0 only for -0.0): two 16-bit reductions (a flag per
+        # value widened the lanes to 32 bits: 2x slower).
         for i in range(n):
-            top = max(top, <int16_t>(xr[i] & 0x7fff))
-            zero |= xr[i] == 0x8000
-        special = (top > inf_bits) | (zero != 0)
+            top = max(top, <uint16_t>(xr[i] & 0x7fff))
+            low = min(low, <uint16_t>(xr[i] ^ 0x8000))
+        special = (top > inf_bits) | (low == 0)
     return special
 
 
