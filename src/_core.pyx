@@ -129,7 +129,7 @@ cdef inline void _taps(Py_ssize_t base, Py_ssize_t dil, Py_ssize_t k, Py_ssize_t
 # Two passes, innermost axis first, over chunks of output rows:
 #   1. horizontal: every input row the chunk needs (of each depth slice it
 #      reads) is reduced along W into a row buffer: hv[ow] = the maximum over
-#      output column ow's taps;
+#      output column ow's taps (16-bit floats as their order key, _ring);
 #   2. vertical: for each output row, the buffer rows of its window are
 #      combined in tap order straight into Y.
 # Reducing the innermost axis first and the outer ones after, each with
@@ -192,6 +192,15 @@ cdef inline bint _keep(pool_t v, pool_t m, uint16_t inf_bits, bint exact) noexce
     if pool_t is uint16_t and not exact:
         return pk_half_fast_key(v) > pk_half_fast_key(m)
     return _gt(v, m, inf_bits)
+
+
+cdef inline pool_t _ring(pool_t v) noexcept nogil:
+    """A row maximum as pass 1 stores it in the row buffer, and back: 16-bit
+    floats as their fast key (an involution), so that pass 2 combines clean rows
+    with int16 maxima and converts once per output; other types as they are."""
+    if pool_t is uint16_t:
+        return <uint16_t>pk_half_fast_key(v)
+    return v
 
 
 cdef inline bint _odd(pool_t v, uint16_t inf_bits) noexcept nogil:
@@ -276,6 +285,9 @@ cdef inline bint _hrow_interior(const pool_t* xr, pool_t* hv, int32_t* hp, Py_ss
                 mask = -<int32_t>_keep(v, m, g.inf_bits, exact)
                 hv[ow] = v if mask else m
                 hp[ow] = (old & ~mask) | (<int32_t>(ow * sw + tap) & mask)
+    if pool_t is uint16_t:
+        for ow in range(lo, hi):
+            hv[ow] = _ring(hv[ow])
     return odd
 
 
@@ -305,10 +317,14 @@ cdef inline bint _hrow_short(const pool_t* xr, pool_t* hv, int32_t* hp, Py_ssize
         a = src[ow * sw]
         b = src[ow * sw + d1]
         c = src[ow * sw + d2]
-        if pool_t is not uint16_t:
+        if pool_t is uint16_t:
+            # The maximum key is the key of the maximum (_ring).
+            hv[ow] = <uint16_t>max(max(pk_half_fast_key(a), pk_half_fast_key(b)),
+                                   pk_half_fast_key(c))
+        else:
             odd |= _odd2(a, b, g.inf_bits) | _odd(c, g.inf_bits)
-        m = b if _keep(b, a, g.inf_bits, False) else a
-        hv[ow] = c if _keep(c, m, g.inf_bits, False) else m
+            m = b if _keep(b, a, g.inf_bits, False) else a
+            hv[ow] = c if _keep(c, m, g.inf_bits, False) else m
     return odd
 
 
@@ -333,7 +349,7 @@ cdef bint _hrow_short_pos(const pool_t* xr, pool_t* hv, int32_t* hp, Py_ssize_t 
         m = b if mask else a
         col = (col & ~mask) | (<int32_t>(ow * sw + first + d1) & mask)
         mask = -<int32_t>_keep(c, m, g.inf_bits, False)
-        hv[ow] = c if mask else m
+        hv[ow] = _ring(c if mask else m)
         hp[ow] = (col & ~mask) | (<int32_t>(ow * sw + first + d2) & mask)
     return odd
 
@@ -389,22 +405,34 @@ cdef inline void _hborder(const pool_t* xr, Py_ssize_t rows, Py_ssize_t ow, pool
     cdef const pool_t* x
     cdef pool_t m, v
     cdef bint keep
+    cdef int16_t key, k
+    cdef Py_ssize_t mask
     if t0 >= t1:  # the window lies wholly in the padding
         for r in range(rows):
-            hv[r * OW + ow] = _empty_value(<pool_t>0, g.inf_bits)
+            hv[r * OW + ow] = _ring(_empty_value(<pool_t>0, g.inf_bits))
             if hp != NULL:
                 hp[r * OW + ow] = -1
         return
     for r in range(rows):
         x = xr + r * W + w0
-        m = x[0]
         best = 0
-        for t in range(1, t1 - t0):
-            v = x[t * dw]
-            keep = _keep(v, m, g.inf_bits, exact)
-            m = v if keep else m
-            best = t if keep else best
-        hv[r * OW + ow] = m
+        if pool_t is uint16_t and not exact:
+            # In keys, with a mask: from m and v, gcc made a mispredicting branch.
+            key = pk_half_fast_key(x[0])
+            for t in range(1, t1 - t0):
+                k = pk_half_fast_key(x[t * dw])
+                mask = -<Py_ssize_t>(k > key)
+                key = max(key, k)
+                best = (best & ~mask) | (t & mask)
+            hv[r * OW + ow] = <uint16_t>key
+        else:
+            m = x[0]
+            for t in range(1, t1 - t0):
+                v = x[t * dw]
+                keep = _keep(v, m, g.inf_bits, exact)
+                m = v if keep else m
+                best = t if keep else best
+            hv[r * OW + ow] = _ring(m)
         if hp != NULL:
             hp[r * OW + ow] = <int32_t>(pbase + r * W + w0 + best * dw)
         if exact:
@@ -471,19 +499,19 @@ cdef inline void _vcombine(const pool_t* hv, const int32_t* hp, pool_t* yrow, in
     cdef int32_t mask
     if hp == NULL:
         for ow in range(OW):
-            v = hv[ow]
+            v = _ring(hv[ow])
             m = yrow[ow]
             yrow[ow] = v if _keep(v, m, inf_bits, exact) else m
     elif wdep == NULL:
         for ow in range(OW):
-            v = hv[ow]
+            v = _ring(hv[ow])
             m = yrow[ow]
             mask = -<int32_t>_keep(v, m, inf_bits, exact)
             yrow[ow] = v if mask else m
             wpos[ow] = (wpos[ow] & ~mask) | (hp[ow] & mask)
     else:
         for ow in range(OW):
-            v = hv[ow]
+            v = _ring(hv[ow])
             m = yrow[ow]
             mask = -<int32_t>_keep(v, m, inf_bits, exact)
             yrow[ow] = v if mask else m
@@ -503,10 +531,14 @@ cdef inline void _vcombine3(pool_t** rv, pool_t* yrow, Py_ssize_t OW, uint16_t i
     cdef pool_t* r0 = rv[0]
     cdef pool_t* r1 = rv[1]
     cdef pool_t* r2 = rv[2]
+    if pool_t is uint16_t and not exact:
+        for ow in range(OW):
+            yrow[ow] = _ring(<uint16_t>max(max(<int16_t>r0[ow], <int16_t>r1[ow]), <int16_t>r2[ow]))
+        return
     for ow in range(OW):
-        a = r0[ow]
-        b = r1[ow]
-        c = r2[ow]
+        a = _ring(r0[ow])
+        b = _ring(r1[ow])
+        c = _ring(r2[ow])
         m = b if _keep(b, a, inf_bits, exact) else a
         yrow[ow] = c if _keep(c, m, inf_bits, exact) else m
 
@@ -615,7 +647,7 @@ cdef void _pool_rows(const pool_t* xp, pool_t* yp, int64_t* ip, int64_t xoff, co
                             if first:
                                 first = False
                                 for ow in range(OW):
-                                    yrow[ow] = hv[ow]
+                                    yrow[ow] = _ring(hv[ow])
                                 if hp != NULL:
                                     for ow in range(OW):
                                         wpos[ow] = hp[ow]
