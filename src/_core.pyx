@@ -315,6 +315,7 @@ cdef inline bint _hrow_short(const pool_t* xr, pool_t* hv, int32_t* hp, Py_ssize
     cdef const pool_t* src = xr - g.pw
     cdef pool_t a, b, c, m
     cdef bint odd = False
+    cdef uint16_t top = 0, low = 0xffff
     if hp != NULL:
         return _hrow_short_pos(xr, hv, hp, lo, hi, pbase, g, sw, d1, d2)
     for ow in range(lo, hi):
@@ -322,13 +323,22 @@ cdef inline bint _hrow_short(const pool_t* xr, pool_t* hv, int32_t* hp, Py_ssize
         b = src[ow * sw + d1]
         c = src[ow * sw + d2]
         if pool_t is uint16_t:
-            # The maximum key is the key of the maximum (_ring).
+            # The maximum key is the key of the maximum (_ring).  The taps are
+            # checked as _special does, in 16-bit lanes.
             hv[ow] = <uint16_t>max(max(pk_half_fast_key(a), pk_half_fast_key(b)),
                                    pk_half_fast_key(c))
+            top = max(top, <uint16_t>(a & 0x7fff))
+            top = max(top, <uint16_t>(b & 0x7fff))
+            top = max(top, <uint16_t>(c & 0x7fff))
+            low = min(low, <uint16_t>(a ^ 0x8000))
+            low = min(low, <uint16_t>(b ^ 0x8000))
+            low = min(low, <uint16_t>(c ^ 0x8000))
         else:
             odd |= _odd2(a, b, g.inf_bits) | _odd(c, g.inf_bits)
             m = b if _keep(b, a, g.inf_bits, False) else a
             hv[ow] = c if _keep(c, m, g.inf_bits, False) else m
+    if pool_t is uint16_t:
+        odd = (top > g.inf_bits) | (low == 0)
     return odd
 
 
@@ -358,6 +368,11 @@ cdef bint _hrow_short_pos(const pool_t* xr, pool_t* hv, int32_t* hp, Py_ssize_t 
     return odd
 
 
+cdef inline bint _short(const Geom* g) noexcept nogil:
+    """Whether pass 1 has a straight-line loop (_hrow_short) for this kernel."""
+    return (g.kw == 2 or g.kw == 3) and g.dw == 1 and (g.sw == 1 or g.sw == 2)
+
+
 cdef bint _hinterior(const pool_t* xr, pool_t* hv, int32_t* hp, Py_ssize_t lo,
                      Py_ssize_t hi, Py_ssize_t pbase, const Geom* g, bint exact) noexcept nogil:
     """Pass 1 for interior columns [lo, hi): the straight-line loop for the shape.
@@ -366,7 +381,7 @@ cdef bint _hinterior(const pool_t* xr, pool_t* hv, int32_t* hp, Py_ssize_t lo,
     Not inline: a second inlined copy of these loops made gcc stop inlining
     the literal-stride ones (3x slower)."""
     cdef bint odd
-    if (g.kw == 2 or g.kw == 3) and g.dw == 1 and (g.sw == 1 or g.sw == 2) and not exact:
+    if _short(g) and not exact:
         # The ResNet-like shapes, with literal strides and offsets.
         if g.sw == 2 and g.kw == 3:
             odd = _hrow_short(xr, hv, hp, lo, hi, pbase, g, 2, 1, 2)
@@ -387,11 +402,13 @@ cdef inline bint _hcheap(const pool_t* xr, pool_t* hv, int32_t* hp, Py_ssize_t l
                          Py_ssize_t hi, Py_ssize_t pbase, const Geom* g) noexcept nogil:
     """_hinterior with the cheap compare; returns whether a tap read an _odd() value.
 
-    The loops check float and double taps as they go, in registers.  16-bit
-    floats are checked after, while the taps are in cache: checking inside
-    made those loops 2x slower (and stopped gcc inlining them)."""
+    The loops check float and double taps as they go, in registers, and so does
+    _hrow_short for 16-bit floats without positions (two 16-bit reductions, as
+    in _special: 8x64x112x112 float16 1.27 -> 1.20 ms).  The other 16-bit loops
+    are checked after, while the taps are in cache (a check in their body made
+    them 2x slower and stopped gcc inlining them)."""
     cdef bint odd = _hinterior(xr, hv, hp, lo, hi, pbase, g, False)
-    if pool_t is uint16_t:
+    if pool_t is uint16_t and (hp != NULL or not _short(g)):
         odd = _special(xr + lo * g.sw - g.pw, (hi - 1 - lo) * g.sw + (g.kw - 1) * g.dw + 1,
                        g.inf_bits)
     return odd

@@ -165,6 +165,19 @@ def test_rare_nan_and_negative_zero_in_wide_rows(kind, strides, rng):
     assert np.signbit(as_float64(y[0, 0, 4 // strides[0], 0]))  # and the -0.0
 
 
+@pytest.mark.parametrize("kernel, stride", [(2, 1), (2, 2), (3, 1), (3, 2)])
+@pytest.mark.parametrize("kind", FLOAT_KINDS)
+def test_negative_zero_read_only_by_the_last_tap(kind, kernel, stride, rng):
+    """A -0.0 that only the last tap of the last window of a row reads, tying a +0.0 below it:
+    the rows' cheap compare must still notice it (the first maximum, -0.0, is the answer)."""
+    ow = 40
+    x = np.full((1, 1, 2, (ow - 1) * stride + kernel), to_dtype([-1.0], kind)[0])
+    x[0, 0, :, -1] = to_dtype([-0.0, 0.0], kind)
+    expected = check_against_reference(x, dict(kernel_shape=(2, kernel), strides=(1, stride)),
+                                       storage_orders=(0,), orders=False)
+    assert np.signbit(as_float64(expected[0][0][0, 0, 0, ow - 1]))
+
+
 @pytest.mark.parametrize("kind", list(POOL_DTYPES))
 def test_3d_depth_first_and_its_fallback(kind, rng):
     """3-D without Indices on many output depth slices: 1- and 2-byte types reduce depth first
