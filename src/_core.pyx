@@ -207,6 +207,16 @@ cdef inline pool_t _ring(pool_t v) noexcept nogil:
     return v
 
 
+cdef inline bint _keep_ring(pool_t v, pool_t m, uint16_t inf_bits, bint exact) noexcept nogil:
+    """_keep for two values as the row buffer holds them (_ring): 16-bit floats'
+    keys compare as int16 when the cheap compare will do."""
+    if pool_t is uint16_t:
+        if exact:
+            return _gt(_ring(v), _ring(m), inf_bits)
+        return <int16_t>v > <int16_t>m
+    return _keep(v, m, inf_bits, exact)
+
+
 cdef inline bint _odd(pool_t v, uint16_t inf_bits) noexcept nogil:
     """Whether v is what the cheap compare of _keep gets wrong: a NaN (float,
     double), a NaN or -0.0 (16-bit floats).  Integers never are."""
@@ -361,12 +371,14 @@ cdef bint _hrow_short_pos(const pool_t* xr, pool_t* hv, int32_t* hp, Py_ssize_t 
         c = src[ow * sw + d2]
         if pool_t is not uint16_t:
             odd |= _odd2(a, b, g.inf_bits) | _odd(c, g.inf_bits)
+        if pool_t is uint16_t:
+            a, b, c = _ring(a), _ring(b), _ring(c)  # select among keys (_ring)
         col = <int32_t>(ow * sw + first)
-        mask = -<int32_t>_keep(b, a, g.inf_bits, False)
+        mask = -<int32_t>_keep_ring(b, a, g.inf_bits, False)
         m = b if mask else a
         col = (col & ~mask) | (<int32_t>(ow * sw + first + d1) & mask)
-        mask = -<int32_t>_keep(c, m, g.inf_bits, False)
-        hv[ow] = _ring(c if mask else m)
+        mask = -<int32_t>_keep_ring(c, m, g.inf_bits, False)
+        hv[ow] = c if mask else m
         hp[ow] = (col & ~mask) | (<int32_t>(ow * sw + first + d2) & mask)
     return odd
 
@@ -513,7 +525,8 @@ cdef inline void _vcombine(const pool_t* hv, const int32_t* hp, pool_t* yrow, in
                            int32_t* wdep, int32_t d, Py_ssize_t OW, uint16_t inf_bits,
                            bint exact) noexcept nogil:
     """Pass 2, one later row: yrow[ow] = hv[ow] where it is greater; its position
-    (and depth, when wdep is not NULL) moves along.
+    (and depth, when wdep is not NULL) moves along.  yrow holds values as the
+    row buffer does (_ring) until the caller converts it.
 
     32-bit lanes and mask selects so float32 rows vectorise; `exact` is a
     literal at each call site (see _keep).
@@ -523,21 +536,21 @@ cdef inline void _vcombine(const pool_t* hv, const int32_t* hp, pool_t* yrow, in
     cdef int32_t mask
     if hp == NULL:
         for ow in range(OW):
-            v = _ring(hv[ow])
+            v = hv[ow]
             m = yrow[ow]
-            yrow[ow] = v if _keep(v, m, inf_bits, exact) else m
+            yrow[ow] = v if _keep_ring(v, m, inf_bits, exact) else m
     elif wdep == NULL:
         for ow in range(OW):
-            v = _ring(hv[ow])
+            v = hv[ow]
             m = yrow[ow]
-            mask = -<int32_t>_keep(v, m, inf_bits, exact)
+            mask = -<int32_t>_keep_ring(v, m, inf_bits, exact)
             yrow[ow] = v if mask else m
             wpos[ow] = (wpos[ow] & ~mask) | (hp[ow] & mask)
     else:
         for ow in range(OW):
-            v = _ring(hv[ow])
+            v = hv[ow]
             m = yrow[ow]
-            mask = -<int32_t>_keep(v, m, inf_bits, exact)
+            mask = -<int32_t>_keep_ring(v, m, inf_bits, exact)
             yrow[ow] = v if mask else m
             wpos[ow] = (wpos[ow] & ~mask) | (hp[ow] & mask)
             wdep[ow] = (wdep[ow] & ~mask) | (d & mask)
@@ -671,7 +684,7 @@ cdef void _pool_rows(const pool_t* xp, pool_t* yp, int64_t* ip, int64_t xoff, co
                             if first:
                                 first = False
                                 for ow in range(OW):
-                                    yrow[ow] = _ring(hv[ow])
+                                    yrow[ow] = hv[ow]
                                 if hp != NULL:
                                     for ow in range(OW):
                                         wpos[ow] = hp[ow]
@@ -682,6 +695,9 @@ cdef void _pool_rows(const pool_t* xp, pool_t* yp, int64_t* ip, int64_t xoff, co
                                 _vcombine(hv, hp, yrow, wpos, wdep, <int32_t>d, OW, g.inf_bits, True)
                             else:
                                 _vcombine(hv, hp, yrow, wpos, wdep, <int32_t>d, OW, g.inf_bits, False)
+                    if pool_t is uint16_t:
+                        for ow in range(OW):
+                            yrow[ow] = _ring(yrow[ow])
                 if irow != NULL:
                     # Positions count from row hu of the winner's depth slice.
                     d = dbase + td0 * g.dd
