@@ -2,14 +2,19 @@
 
 Every function here receives arrays that the Python layer has validated,
 allocated and laid out (C-contiguous, native byte order) plus plain integer
-geometry.  Kernels never allocate, never raise, release the GIL and split their
-work with OpenMP ``prange``.  The rules they implement are in SPEC.md; the
+geometry; MaxPool's launches take the geometry once and check each call's
+arrays against it.  Kernels never allocate (but a launch's scratch), never
+raise, release the GIL and split their work with OpenMP ``prange``.  The rules they implement are in SPEC.md; the
 Python layer (``src/pooling``) decides every shape, pad and dtype question.
 """
 from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport INFINITY
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t
+from libc.stdint cimport uintptr_t
+from libc.stdlib cimport free, malloc
 from libc.string cimport memmove
+from cpython.buffer cimport (PyBUF_C_CONTIGUOUS, PyBUF_WRITABLE, PyBuffer_Release,
+                             PyObject_GetBuffer)
 
 cdef extern from "pooling_omp.h":
     int omp_get_max_threads() noexcept nogil
@@ -37,6 +42,8 @@ cdef extern from "pooling_config.h":
 
 cdef enum:
     SMALL_INPUT = 1 << 20   # bytes of X up to which MaxPool gives each thread one chunk
+    KEEP_SCRATCH = 16384    # bytes of a MaxPool call's scratch its launch keeps for the next call (allocating
+                            # it was a tenth of a 1x1x8x8 call); larger scratch is freed after each
 
 
 ctypedef fused pool_t:
@@ -744,100 +751,269 @@ cdef bint _depth_first(const pool_t* xp, pool_t* m, const Geom* g, Py_ssize_t od
     return not odd
 
 
-def max_pool_3d(const pool_t[:, :, :, ::1] x not None, pool_t[:, :, :, ::1] y not None,
-                int64_t[:, :, :, ::1] indices,
-                tuple kernel, tuple strides, tuple dilations, tuple pads_begin,
-                const Py_ssize_t[:, ::1] taps not None, Py_ssize_t brows, Py_ssize_t rows_per_unit,
-                pool_t[:, ::1] hval not None, int32_t[:, ::1] hpos, uint8_t[:, ::1] nan not None,
-                pool_t[:, ::1] depth_max, int act, pool_t lo, pool_t hi, uint16_t inf_bits,
-                int n_threads):
-    """MaxPool over planes: x (planes, D, H, W) -> y (planes, OD, OH, OW).
+cdef class _Launch:
+    """A MaxPool launch, fixed at construction (geometry, element type, work split,
+    thread count) so that a call only checks its arrays' sizes and runs: taking
+    the geometry, scratch and arrays as arguments on every call cost 1.9 of a
+    1x1x8x8 call's 2.2 us in the kernel.
 
-    indices (or None): row-major flat offsets into x of each winner, -1 when
-    the window is empty.  brows: ring rows per depth tap, a power of two, at least
-    min(H, (kh - 1) * dh + 1); brows * W and D must stay below 2**31 (positions
-    are int32).  hval/hpos/nan: per-thread scratch, shaped (n_threads,
-    kd*brows*OW), (n_threads, kd*brows*OW + 2*OW) and (n_threads, kd*brows);
-    hpos None without indices.
-    rows_per_unit: output rows per work item (the parallel split is over
-    planes x depth x blocks of rows, so a few large planes still use every core).
-    depth_max: (n_threads, H*W) scratch to reduce depth first (_depth_first)
-    where the data allows, or None; only without indices and with
-    rows_per_unit == OH.
-    act/lo/hi: fused activation (0 none, bit 1 lower bound, bit 2 upper bound).
+    Calling it with x, y (C-contiguous, of exactly the launch's sizes in the
+    element type `ctype` names) and indices (int64 of y's size, or None) writes
+    y and, in indices, the flat offset into x of each winner (-1 for an empty
+    window).  taps: (OD + OH + OW, 2) intp, the valid tap range of each output
+    position, axis after axis.  act/lo/hi: fused activation (0 none, bit 1 lower
+    bound, bit 2 upper bound), lo and hi in the kernel's type (16-bit floats as bits).
     """
-    cdef Geom g, flat_g
-    cdef Py_ssize_t one_tap[2]
-    _set_geom(&g, x.shape[1], x.shape[2], x.shape[3], y.shape[1], y.shape[2], y.shape[3],
-              kernel, strides, dilations, pads_begin, taps, inf_bits)
-    g.brows = brows
-    # Output columns ow with ow*sw - pw >= 0 and ow*sw - pw + (kw-1)*dw <= W-1.
-    g.ow_lo = min((g.pw + g.sw - 1) // g.sw, g.OW)
-    if g.W - 1 - (g.kw - 1) * g.dw + g.pw < 0:
-        g.ow_hi = 0
-    else:
-        g.ow_hi = min((g.W - 1 - (g.kw - 1) * g.dw + g.pw) // g.sw + 1, g.OW)
-    g.flat = g.W == g.OW * g.sw and g.ow_lo < g.ow_hi
-    # The same geometry for one depth slice pooled in 2-D (after _depth_first).
-    flat_g = g
-    flat_g.D, flat_g.OD, flat_g.kd, flat_g.sd, flat_g.dd, flat_g.pd = 1, 1, 1, 1, 1, 0
-    one_tap[0], one_tap[1] = 0, 1
-    flat_g.tdr = one_tap
+    cdef Geom g
+    cdef const Py_ssize_t[:, ::1] taps      # owns the tap ranges g points into
+    cdef Py_ssize_t xsize, ysize, itemsize, units, chunk
+    cdef int kind, act, n_threads
+    cdef double lo, hi
+    cdef bint nhwc
+    cdef list spare                         # scratch no call is using
 
-    cdef Py_ssize_t planes = x.shape[0]
-    cdef Py_ssize_t nblk = (g.OH + rows_per_unit - 1) // rows_per_unit
-    cdef Py_ssize_t units = planes * g.OD * nblk
-    cdef Py_ssize_t xplane = g.D * g.H * g.W, yplane = g.OD * g.OH * g.OW
-    cdef Py_ssize_t vscratch = hval.shape[1], pscratch = 0, nscratch = nan.shape[1]
+    cdef void _setup(self, str ctype, tuple x_dims, tuple y_dims, tuple kernel, tuple strides,
+                     tuple dilations, tuple pads_begin, const Py_ssize_t[:, ::1] taps, int act,
+                     double lo, double hi, uint16_t inf_bits):
+        """The part every launch shares; x_dims and y_dims are (D, H, W) and (OD, OH, OW)."""
+        self.kind = _KINDS.index(ctype)
+        self.itemsize = _ITEMSIZES[self.kind]
+        self.taps = taps
+        _set_geom(&self.g, x_dims[0], x_dims[1], x_dims[2], y_dims[0], y_dims[1], y_dims[2],
+                  kernel, strides, dilations, pads_begin, taps, inf_bits)
+        self.act, self.lo, self.hi = act, lo, hi
+        self.spare = []
+
+    cdef Py_ssize_t _scratch_bytes(self, bint with_pos):
+        """Bytes of one call's scratch (with positions, or without)."""
+        return 0
+
+    def __call__(self, x, y, indices):
+        cdef Py_buffer xb, yb, ib
+        cdef _Scratch s
+        _acquire(&xb, x, self.xsize, self.itemsize, False, "x")
+        try:
+            _acquire(&yb, y, self.ysize, self.itemsize, True, "y")
+            try:
+                ib.buf = NULL
+                if indices is not None:
+                    _acquire(&ib, indices, self.ysize, 8, True, "indices")
+                try:
+                    # Sets no call is using, taken and given back whole (list pop and append
+                    # are atomic, so concurrent calls never share one).
+                    s = self.spare.pop() if self.spare else None
+                    if s is None or (indices is not None and not s.with_pos):
+                        s = _Scratch(self._scratch_bytes(indices is not None), indices is not None)
+                    self._run(<const char*>xb.buf, <char*>yb.buf, <int64_t*>ib.buf, s)
+                    if s.nbytes <= KEEP_SCRATCH:
+                        self.spare.append(s)
+                finally:
+                    if ib.buf != NULL:
+                        PyBuffer_Release(&ib)
+            finally:
+                PyBuffer_Release(&yb)
+        finally:
+            PyBuffer_Release(&xb)
+
+    cdef void _run(self, const char* x, char* y, int64_t* indices, _Scratch s):
+        """The kernel for this launch's element type."""
+        if self.units == 0:
+            return
+        if self.kind == 0:
+            _launch_kernel(<const float*>x, <float*>y, indices, self, s, <float>self.lo,
+                           <float>self.hi)
+        elif self.kind == 1:
+            _launch_kernel(<const double*>x, <double*>y, indices, self, s, self.lo, self.hi)
+        elif self.kind == 2:
+            _launch_kernel(<const int8_t*>x, <int8_t*>y, indices, self, s, <int8_t>self.lo,
+                           <int8_t>self.hi)
+        elif self.kind == 3:
+            _launch_kernel(<const uint8_t*>x, <uint8_t*>y, indices, self, s, <uint8_t>self.lo,
+                           <uint8_t>self.hi)
+        else:
+            _launch_kernel(<const uint16_t*>x, <uint16_t*>y, indices, self, s, <uint16_t>self.lo,
+                           <uint16_t>self.hi)
+
+
+# The element types of the launches, by the C name the Python layer uses.
+_KINDS = ("float", "double", "int8_t", "uint8_t", "uint16_t")
+_ITEMSIZES = (4, 8, 1, 1, 2)
+
+
+cdef class MaxPool3d(_Launch):
+    """NCHW MaxPool over planes: x (planes, D, H, W) -> y (planes, OD, OH, OW); see _Launch.
+
+    brows: ring rows per depth tap, a power of two, at least min(H, (kh - 1) * dh
+    + 1); brows * W and D must stay below 2**31 (positions are int32).
+    rows_per_unit: output rows per work item (the parallel split is over planes x
+    depth x blocks of rows, so a few large planes still use every core).
+    depth_first: reduce depth first (_depth_first) where the data allows; only
+    without indices and with rows_per_unit == OH.
+    """
+    cdef Geom flat_g
+    cdef Py_ssize_t one_tap[2]
+    cdef Py_ssize_t nblk, rows_per_unit, xplane, yplane
+    cdef Py_ssize_t vscratch, pscratch, nscratch, mscratch  # per-thread scratch elements
+
+    def __init__(self, str ctype, tuple x_shape, tuple y_shape, tuple kernel, tuple strides,
+                 tuple dilations, tuple pads_begin, const Py_ssize_t[:, ::1] taps not None,
+                 Py_ssize_t brows, Py_ssize_t rows_per_unit, bint depth_first, int act,
+                 double lo, double hi, uint16_t inf_bits, int n_threads):
+        self._setup(ctype, x_shape[1:], y_shape[1:], kernel, strides, dilations, pads_begin,
+                    taps, act, lo, hi, inf_bits)
+        cdef Geom* g = &self.g
+        cdef Py_ssize_t planes = x_shape[0]
+        g.brows = brows
+        # Output columns ow with ow*sw - pw >= 0 and ow*sw - pw + (kw-1)*dw <= W-1.
+        g.ow_lo = min((g.pw + g.sw - 1) // g.sw, g.OW)
+        if g.W - 1 - (g.kw - 1) * g.dw + g.pw < 0:
+            g.ow_hi = 0
+        else:
+            g.ow_hi = min((g.W - 1 - (g.kw - 1) * g.dw + g.pw) // g.sw + 1, g.OW)
+        g.flat = g.W == g.OW * g.sw and g.ow_lo < g.ow_hi
+        # The same geometry for one depth slice pooled in 2-D (after _depth_first).
+        self.flat_g = self.g
+        self.flat_g.D, self.flat_g.OD, self.flat_g.kd = 1, 1, 1
+        self.flat_g.sd, self.flat_g.dd, self.flat_g.pd = 1, 1, 0
+        self.one_tap[0], self.one_tap[1] = 0, 1
+        self.flat_g.tdr = self.one_tap
+        self.rows_per_unit = rows_per_unit
+        self.nblk = (g.OH + rows_per_unit - 1) // rows_per_unit
+        self.units = planes * g.OD * self.nblk
+        self.xplane, self.yplane = g.D * g.H * g.W, g.OD * g.OH * g.OW
+        self.xsize, self.ysize = planes * self.xplane, planes * self.yplane
+        self.n_threads = max(1, min(n_threads, self.units))
+        # Dynamic: on a busy machine a descheduled thread must not hold work the
+        # others could take; in chunks of about units / (16 threads), since taking
+        # units one at a time cost as much as the work on 2048 planes of 56x56 (no
+        # gain from a second thread).  One chunk per thread for an input that fits
+        # in the cores' L2 caches: each thread then takes the same part of X on every
+        # call, still cached from the last (1x3x224x224, 2 threads: 17.1 -> 16.3 us;
+        # a static schedule measured the same).
+        self.chunk = max(1, self.units // (16 * self.n_threads))
+        if self.xsize * self.itemsize <= SMALL_INPUT:
+            self.chunk = (self.units + self.n_threads - 1) // self.n_threads
+        self.vscratch = _padded(g.kd * brows * g.OW, self.itemsize)
+        self.pscratch = _padded((g.kd * brows + 2) * g.OW, 4)
+        self.nscratch = _padded(g.kd * brows, 1)
+        self.mscratch = _padded(g.H * g.W, self.itemsize) if depth_first else 0
+
+    cdef Py_ssize_t _scratch_bytes(self, bint with_pos):
+        # Row buffers, NaN flags, depth slabs, positions: each a multiple of 64 bytes.
+        return self.n_threads * ((self.vscratch + self.mscratch) * self.itemsize + self.nscratch
+                                 + (self.pscratch * 4 if with_pos else 0))
+
+
+cdef class MaxPoolNHWC(_Launch):
+    """Channels-last MaxPool: x (N, D, H, W, C) -> y (N, OD, OH, OW, C); see _Launch.
+    Indices are flat offsets into x's own NHWC memory (pixels per image must be
+    fewer than 2**31).  Work items are output rows."""
+    cdef Py_ssize_t C
+
+    def __init__(self, str ctype, tuple x_shape, tuple y_shape, tuple kernel, tuple strides,
+                 tuple dilations, tuple pads_begin, const Py_ssize_t[:, ::1] taps not None,
+                 int act, double lo, double hi, uint16_t inf_bits, int n_threads):
+        self._setup(ctype, x_shape[1:4], y_shape[1:4], kernel, strides, dilations, pads_begin,
+                    taps, act, lo, hi, inf_bits)
+        cdef Py_ssize_t N = x_shape[0]
+        self.C = x_shape[4]
+        self.nhwc = True
+        self.units = N * self.g.OD * self.g.OH if self.g.OW * self.C else 0
+        self.xsize = N * self.g.D * self.g.H * self.g.W * self.C
+        self.ysize = N * self.g.OD * self.g.OH * self.g.OW * self.C
+        self.n_threads = max(1, min(n_threads, self.units))
+        self.chunk = max(1, self.units // (16 * self.n_threads))  # see MaxPool3d
+
+    cdef Py_ssize_t _scratch_bytes(self, bint with_pos):
+        # The winners' pixels per thread (int32).
+        return self.n_threads * _padded(self.C, 4) * 4 if with_pos else 0
+
+
+cdef Py_ssize_t _padded(Py_ssize_t n, Py_ssize_t itemsize):
+    """Elements per thread for per-thread scratch rows of n elements: a multiple
+    of 64 bytes with at least 64 spare, so no two threads write to one cache line.
+    Without the padding the NaN flags of both threads (16 bytes each) shared a
+    line, written on every row."""
+    return (n * itemsize + 64 + 63) // 64 * 64 // itemsize
+
+
+cdef int _acquire(Py_buffer* b, object a, Py_ssize_t size, Py_ssize_t itemsize, bint writable,
+                  str name) except -1:
+    """b: a's C-contiguous buffer, which must hold exactly `size` elements of `itemsize`
+    bytes (the launch's shapes; the Python layer chose the dtype)."""
+    PyObject_GetBuffer(a, b, PyBUF_C_CONTIGUOUS | (PyBUF_WRITABLE if writable else 0))
+    if b.itemsize != itemsize or b.len != size * itemsize:
+        PyBuffer_Release(b)
+        raise ValueError(f"MaxPool kernel: {name} must hold {size} elements of {itemsize} bytes, "
+                         f"got {b.len} bytes in elements of {b.itemsize}")
+    return 0
+
+
+cdef class _Scratch:
+    """One call's scratch: `nbytes` from a cache line on (with_pos: room for positions)."""
+    cdef void* memory
+    cdef char* block
+    cdef Py_ssize_t nbytes
+    cdef bint with_pos
+
+    def __cinit__(self, Py_ssize_t nbytes, bint with_pos):
+        self.nbytes, self.with_pos = nbytes, with_pos
+        self.memory = malloc(nbytes + 64)
+        if self.memory == NULL:
+            raise MemoryError()
+        self.block = <char*>self.memory + (-<uintptr_t>self.memory & 63)
+
+    def __dealloc__(self):
+        free(self.memory)
+
+
+cdef void _launch_kernel(const pool_t* xb, pool_t* yb, int64_t* ib, _Launch p, _Scratch s,
+                         pool_t lo, pool_t hi):
+    """A launch's work items, in this thread or split with OpenMP.  Units write
+    disjoint outputs and scratch is per thread, so results cannot depend on the
+    schedule."""
+    cdef MaxPool3d q
+    cdef MaxPoolNHWC c
+    if p.nhwc:
+        c = <MaxPoolNHWC>p
+        _nhwc_units(xb if p.xsize else NULL, yb, ib, c.C, &p.g, p.units,
+                    <int32_t*>s.block if ib != NULL else NULL, _padded(c.C, 4), p.act, lo, hi,
+                    p.n_threads, p.chunk)
+    else:
+        q = <MaxPool3d>p
+        _pool_units(xb if p.xsize else NULL, yb, ib, &q.g, &q.flat_g, q.units, q.nblk,
+                    q.rows_per_unit, q.xplane, q.yplane, s.block, q.vscratch, q.nscratch,
+                    q.mscratch, q.pscratch, q.n_threads, q.chunk, q.act, lo, hi)
+
+
+cdef void _pool_units(const pool_t* xb, pool_t* yb, int64_t* ib, const Geom* g, const Geom* fg,
+                      Py_ssize_t units, Py_ssize_t nblk, Py_ssize_t rows, Py_ssize_t xplane,
+                      Py_ssize_t yplane, char* scratch, Py_ssize_t vs, Py_ssize_t ns,
+                      Py_ssize_t ms, Py_ssize_t ps, int n_threads, Py_ssize_t chunk,
+                      int act, pool_t lo, pool_t hi) noexcept:
+    """MaxPool3d's work items (x NULL: empty planes, whose windows read nothing);
+    scratch holds each part for every thread: row buffers (vs elements per thread),
+    NaN flags (ns), depth slabs (ms), positions (ps int32, with indices)."""
     cdef Py_ssize_t u
     cdef int tid
-    cdef const pool_t* xb = NULL
-    cdef pool_t* yb
-    cdef int64_t* ib = NULL
-    cdef pool_t* hvb = &hval[0, 0]
-    cdef int32_t* hpb = NULL
-    cdef uint8_t* nanb = &nan[0, 0]
-    cdef pool_t* mb = NULL
-    cdef Py_ssize_t mscratch = 0
-    if units == 0:
-        return
-    if depth_max is not None:
-        mb = &depth_max[0, 0]
-        mscratch = depth_max.shape[1]
-    if xplane:  # with an empty plane every window is empty and no tap reads x
-        xb = &x[0, 0, 0, 0]
-    yb = &y[0, 0, 0, 0]
-    if indices is not None:
-        ib = &indices[0, 0, 0, 0]
-        hpb = &hpos[0, 0]
-        pscratch = hpos.shape[1]
-
+    cdef pool_t* hv = <pool_t*>scratch
+    cdef uint8_t* nan = <uint8_t*>(hv + n_threads * vs)
+    cdef pool_t* m = <pool_t*>(nan + n_threads * ns) if ms else NULL
+    cdef int32_t* hp = <int32_t*>(<char*>(nan + n_threads * ns) + n_threads * ms * sizeof(pool_t)) if ib != NULL else NULL
     if n_threads == 1:
         # No parallel region: entering one costs a futex system call even with one thread,
         # a tenth of a small call (1x1x8x8).
         with nogil:
             for u in range(units):
-                _pool_unit(xb, yb, ib, &g, &flat_g, u, nblk, rows_per_unit, xplane, yplane,
-                           hvb, hpb, nanb, mb, act, lo, hi)
+                _pool_unit(xb, yb, ib, g, fg, u, nblk, rows, xplane, yplane, hv, hp, nan, m,
+                           act, lo, hi)
         return
-    # Dynamic: on a busy machine a descheduled thread must not hold work the
-    # others could take; in chunks of about units / (16 threads), since taking
-    # units one at a time cost as much as the work on 2048 planes of 56x56 (no
-    # gain from a second thread).  One chunk per thread for an input that fits
-    # in the cores' L2 caches: each thread then takes the same part of X on every
-    # call, still cached from the last (1x3x224x224, 2 threads: 17.1 -> 16.3 us;
-    # a static schedule measured the same).  Units write disjoint outputs and
-    # scratch is per thread, so results cannot depend on the schedule.
-    cdef Py_ssize_t chunk = max(1, units // (16 * n_threads))
-    if planes * xplane * <Py_ssize_t>sizeof(pool_t) <= SMALL_INPUT:
-        chunk = (units + n_threads - 1) // n_threads
     with nogil, parallel(num_threads=n_threads):
         for u in prange(units, schedule="dynamic", chunksize=chunk):
             tid = threadid()
-            _pool_unit(xb, yb, ib, &g, &flat_g, u, nblk, rows_per_unit, xplane, yplane,
-                       hvb + tid * vscratch, hpb + tid * pscratch if hpb != NULL else NULL,
-                       nanb + tid * nscratch, mb + tid * mscratch if mb != NULL else NULL,
-                       act, lo, hi)
+            _pool_unit(xb, yb, ib, g, fg, u, nblk, rows, xplane, yplane,
+                       hv + tid * vs, hp + tid * ps if hp != NULL else NULL,
+                       nan + tid * ns, m + tid * ms if m != NULL else NULL, act, lo, hi)
 
 
 cdef void _pool_unit(const pool_t* xb, pool_t* yb, int64_t* ib, const Geom* g,
@@ -845,7 +1021,7 @@ cdef void _pool_unit(const pool_t* xb, pool_t* yb, int64_t* ib, const Geom* g,
                             Py_ssize_t rows_per_unit, Py_ssize_t xplane, Py_ssize_t yplane,
                             pool_t* hval, int32_t* hpos, uint8_t* nan, pool_t* m,
                             int act, pool_t lo, pool_t hi) noexcept nogil:
-    """Work item u of max_pool_3d: rows_per_unit output rows of one depth slice of
+    """Work item u of MaxPool3d: rows_per_unit output rows of one depth slice of
     one plane, with this thread's scratch (m NULL: never reduce depth first)."""
     # Copies the compiler can keep in registers: through the pointers, every store
     # to a row might change the geometry (float32 +Indices 5.3 -> 4.5 ms).
@@ -959,52 +1135,28 @@ cdef void _nhwc_row(const pool_t* xp, pool_t* yrow, int64_t* irow, int64_t xoff,
                 yv[c] = _clamp(yv[c], lo, hi, act, g.inf_bits)
 
 
-def max_pool_nhwc(const pool_t[:, :, :, :, ::1] x not None, pool_t[:, :, :, :, ::1] y not None,
-                  int64_t[:, :, :, :, ::1] indices,
-                  tuple kernel, tuple strides, tuple dilations, tuple pads_begin,
-                  const Py_ssize_t[:, ::1] taps not None, int32_t[:, ::1] wpix,
-                  int act, pool_t lo, pool_t hi, uint16_t inf_bits, int n_threads):
-    """MaxPool channels-last: x (N, D, H, W, C) -> y (N, OD, OH, OW, C).
-
-    indices (or None): flat offsets into x's own NHWC memory, -1 for an empty
-    window.  wpix: (n_threads, C) int32 scratch, None without indices (pixels
-    per image must be fewer than 2**31).  Work items are output rows.
-    """
-    cdef Geom g
-    _set_geom(&g, x.shape[1], x.shape[2], x.shape[3], y.shape[1], y.shape[2], y.shape[3],
-              kernel, strides, dilations, pads_begin, taps, inf_bits)
-    cdef Py_ssize_t N = x.shape[0], C = x.shape[4]
-    cdef Py_ssize_t units = N * g.OD * g.OH
-    cdef Py_ssize_t ximage = g.D * g.H * g.W * C, yrow = g.OW * C
+cdef void _nhwc_units(const pool_t* xb, pool_t* yb, int64_t* ib, Py_ssize_t C, const Geom* g,
+                     Py_ssize_t units, int32_t* wpix, Py_ssize_t ws, int act, pool_t lo, pool_t hi,
+                     int n_threads, Py_ssize_t chunk) noexcept:
+    """MaxPoolNHWC's work items, output rows (x NULL: empty images, whose windows
+    read nothing); wpix: ws int32 per thread for the winners' pixels, NULL without
+    indices.  The split as in _pool_units."""
     cdef Py_ssize_t u
     cdef int tid
-    cdef const pool_t* xb = NULL
-    cdef pool_t* yb
-    cdef int64_t* ib = NULL
-    cdef int32_t* wb = NULL
-    if units == 0 or yrow == 0:
-        return
-    if ximage:  # with an empty image every window is empty and no tap reads x
-        xb = &x[0, 0, 0, 0, 0]
-    yb = &y[0, 0, 0, 0, 0]
-    if indices is not None:
-        ib = &indices[0, 0, 0, 0, 0]
-        wb = &wpix[0, 0]
-    if n_threads == 1:  # see max_pool_3d
+    if n_threads == 1:
         with nogil:
             for u in range(units):
-                _nhwc_unit(xb, yb, ib, C, &g, u, wb, act, lo, hi)
+                _nhwc_unit(xb, yb, ib, C, g, u, wpix, act, lo, hi)
         return
-    cdef Py_ssize_t chunk = max(1, units // (16 * n_threads))
     with nogil, parallel(num_threads=n_threads):
-        for u in prange(units, schedule="dynamic", chunksize=chunk):  # see max_pool_3d
+        for u in prange(units, schedule="dynamic", chunksize=chunk):
             tid = threadid()
-            _nhwc_unit(xb, yb, ib, C, &g, u, wb + tid * C if wb != NULL else NULL, act, lo, hi)
+            _nhwc_unit(xb, yb, ib, C, g, u, wpix + tid * ws if wpix != NULL else NULL, act, lo, hi)
 
 
 cdef inline void _nhwc_unit(const pool_t* xb, pool_t* yb, int64_t* ib, Py_ssize_t C, const Geom* g,
                             Py_ssize_t u, int32_t* wpix, int act, pool_t lo, pool_t hi) noexcept nogil:
-    """Work item u of max_pool_nhwc: one output row."""
+    """Work item u of MaxPoolNHWC: one output row."""
     cdef Py_ssize_t n = u // (g.OD * g.OH), yrow = g.OW * C
     cdef Py_ssize_t r = u - n * (g.OD * g.OH)
     _nhwc_row(xb + n * g.D * g.H * g.W * C, yb + u * yrow, ib + u * yrow if ib != NULL else NULL,

@@ -392,7 +392,8 @@ def test_memory_variants_of_col2im(kind):
 
 
 class _AlignmentChecked:
-    """A kernel (or fused kernel family) that asserts every array it receives is aligned."""
+    """A kernel (or fused kernel family, or a launch class) that asserts every array it receives is
+    aligned; launches it constructs are checked the same way."""
 
     def __init__(self, kernel, seen):
         self.kernel, self.seen = kernel, seen
@@ -405,7 +406,8 @@ class _AlignmentChecked:
             if isinstance(a, np.ndarray):
                 self.seen.append(a.flags.aligned)
                 assert a.flags.aligned, f"a kernel received a misaligned {a.dtype} array"
-        return self.kernel(*args)
+        result = self.kernel(*args)
+        return _AlignmentChecked(result, self.seen) if isinstance(self.kernel, type) else result
 
 
 @pytest.fixture
@@ -414,7 +416,7 @@ def alignment_checked(monkeypatch):
     from pooling import maxpool
 
     seen = []
-    for name in ("max_pool_3d", "max_pool_nhwc", "max_pool_axis", "max_unpool", "col2im"):
+    for name in ("MaxPool3d", "MaxPoolNHWC", "max_pool_axis", "max_unpool", "col2im"):
         monkeypatch.setattr(_dispatch.core, name, _AlignmentChecked(getattr(_dispatch.core, name), seen))
     maxpool._launch.cache_clear()  # launchers hold the kernels they picked
     yield seen
@@ -613,3 +615,40 @@ def test_huge_n_threads_neither_crashes_nor_overflows():
     """)
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0 and run.stdout.strip() == "ok", (run.returncode, run.stderr[-2000:])
+
+
+@pytest.mark.parametrize("build", KERNEL_BUILDS)
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_max_pool_launch_checks_every_array(build, layout):
+    """Kernel contract (src/_core.pyx, _Launch): a launch fixes its shapes when it is made and takes
+    raw buffers on each call, so it must itself refuse an array of another size or element size, a
+    read-only or non-contiguous output, before a kernel reads or writes past one."""
+    _core = importlib.import_module(build)
+    taps = np.array([[0, 1], [0, 2], [0, 2], [0, 2], [0, 2]], np.intp)  # 1x4x4 -> 1x2x2, k2 s2
+    geometry = ((1, 2, 2), (1, 2, 2), (1, 1, 1), (0, 0, 0), taps)
+    if layout == "NCHW":
+        launch = _core.MaxPool3d("float", (2, 1, 4, 4), (2, 1, 2, 2), *geometry, 2, 2, False, 0, 0.0, 0.0, 0, 2)
+    else:  # one channel: the same offsets
+        launch = _core.MaxPoolNHWC("float", (2, 1, 4, 4, 1), (2, 1, 2, 2, 1), *geometry, 0, 0.0, 0.0, 0, 2)
+    x = np.arange(32, dtype=np.float32).reshape(2, 4, 4)
+    want = x.reshape(2, 2, 2, 2, 2).max(axis=(2, 4))
+    y, indices = np.zeros(8, np.float32), np.zeros(8, np.int64)
+    launch(x, y, indices)  # any shape of the right size: the launch knows its own
+    assert_same(y.reshape(want.shape), want)
+    assert_same(x.reshape(-1)[indices], y)
+    bad = [
+        (x[:, :3], y, None), (x.astype(np.float64), y, None), (x, y[:7], None),
+        (x, np.zeros(4, np.float64), None), (x, y, indices[:7]), (x, y, indices.view(np.int32)),
+        (x, np.zeros(16, np.float32)[::2], None), (np.arange(64, dtype=np.float32)[::2], y, None),
+        (x, np.zeros(8, np.float32), np.zeros(8, np.int64)[::-1]),
+    ]
+    read_only = np.zeros(8, np.float32)
+    read_only.flags.writeable = False
+    bad += [(x, read_only, None), (x, y, np.frombuffer(bytes(64), np.int64))]
+    for args in bad:
+        before = [None if a is None else a.copy() for a in args]
+        with pytest.raises((ValueError, BufferError)):
+            launch(*args)
+        for a, b in zip(args, before):
+            if a is not None:
+                assert_same(a, b)

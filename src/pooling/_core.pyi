@@ -7,20 +7,26 @@ def openmp_enabled() -> bool: ...
 def max_threads() -> int: ...
 def cpu_supports_avx2() -> bool: ...
 def build_info() -> dict[str, str]: ...
-def max_pool_3d(
-    x: npt.NDArray[np.generic], y: npt.NDArray[np.generic], indices: npt.NDArray[np.int64] | None,
-    kernel: tuple[int, int, int], strides: tuple[int, int, int], dilations: tuple[int, int, int],
-    pads_begin: tuple[int, int, int], taps: npt.NDArray[np.intp], brows: int,
-    rows_per_unit: int, hval: npt.NDArray[np.generic], hpos: npt.NDArray[np.int32] | None,
-    nan: npt.NDArray[np.uint8], depth_max: npt.NDArray[np.generic] | None,
-    act: int, lo: float, hi: float, inf_bits: int, n_threads: int,
-) -> None: ...
-def max_pool_nhwc(
-    x: npt.NDArray[np.generic], y: npt.NDArray[np.generic], indices: npt.NDArray[np.int64] | None,
-    kernel: tuple[int, int, int], strides: tuple[int, int, int], dilations: tuple[int, int, int],
-    pads_begin: tuple[int, int, int], taps: npt.NDArray[np.intp], wpix: npt.NDArray[np.int32] | None,
-    act: int, lo: float, hi: float, inf_bits: int, n_threads: int,
-) -> None: ...
+class MaxPool3d:
+    def __init__(
+        self, ctype: str, x_shape: tuple[int, int, int, int], y_shape: tuple[int, int, int, int],
+        kernel: tuple[int, int, int], strides: tuple[int, int, int], dilations: tuple[int, int, int],
+        pads_begin: tuple[int, int, int], taps: npt.NDArray[np.intp], brows: int, rows_per_unit: int,
+        depth_first: bool, act: int, lo: float, hi: float, inf_bits: int, n_threads: int,
+    ) -> None: ...
+    def __call__(
+        self, x: npt.NDArray[np.generic], y: npt.NDArray[np.generic], indices: npt.NDArray[np.int64] | None,
+    ) -> None: ...
+class MaxPoolNHWC:
+    def __init__(
+        self, ctype: str, x_shape: tuple[int, int, int, int, int], y_shape: tuple[int, int, int, int, int],
+        kernel: tuple[int, int, int], strides: tuple[int, int, int], dilations: tuple[int, int, int],
+        pads_begin: tuple[int, int, int], taps: npt.NDArray[np.intp],
+        act: int, lo: float, hi: float, inf_bits: int, n_threads: int,
+    ) -> None: ...
+    def __call__(
+        self, x: npt.NDArray[np.generic], y: npt.NDArray[np.generic], indices: npt.NDArray[np.int64] | None,
+    ) -> None: ...
 def max_pool_axis(
     x: npt.NDArray[np.generic], pos_in: npt.NDArray[np.int64] | None,
     y: npt.NDArray[np.generic], pos_out: npt.NDArray[np.int64] | None,

@@ -8,7 +8,7 @@ import numpy as np
 from ._dispatch import core as _core
 from ._attrs import (INDEX_LIMIT, check_size, choice, flag, hashable, int_tuple, resolve_version,
                      shape_tuple, unhash)
-from ._dtypes import HALF_INF_BITS, KERNEL_DTYPE, as_kernel_array, float_to_half_bits, result_dtype
+from ._dtypes import HALF_INF_BITS, as_kernel_array, float_to_half_bits, result_dtype
 from ._outputs import output_array
 from ._shapes import AUTO_PADS, pool_output
 from ._threads import resolve_n_threads, split_rows
@@ -207,15 +207,11 @@ def _activation_bounds(activation, params, kind):
     return 3, lo, hi
 
 
-# The fused kernels' specialisation for each dtype kind, chosen explicitly:
-# float16 and bfloat16 share the uint16 one and differ only in inf_bits.
+# The kernels' element type for each dtype kind, chosen explicitly: float16
+# and bfloat16 share the uint16 one and differ only in inf_bits.
 _CTYPE = {"float32": "float", "float64": "double", "int8": "int8_t", "uint8": "uint8_t",
           "float16": "uint16_t", "bfloat16": "uint16_t"}
-# Scratch of at most this many bytes stays with its launch for the next call.
-_KEEP_SCRATCH = 16384
-# The array type each kind reaches the kernels as (what as_kernel_array hands them), for scratch.
-_KERNEL_DTYPE = {kind: KERNEL_DTYPE[kind] if kind in KERNEL_DTYPE else np.dtype(kind) for kind in _CTYPE}
-_ITEMSIZE = {kind: dtype.itemsize for kind, dtype in _KERNEL_DTYPE.items()}
+_ITEMSIZE = {"float32": 4, "float64": 8, "int8": 1, "uint8": 1, "float16": 2, "bfloat16": 2}
 _INT64 = np.dtype(np.int64)
 
 
@@ -283,45 +279,16 @@ def _launch_3d(plan, kind, nt, brows, act, inf_bits, depth_first=False):
     """
     planes = plan.out_shape[0] * plan.out_shape[1]
     spatial, out, kernel, strides, dilations, pads_begin = _promote(plan)
-    OW = out[2]
     # Positions count from a work item's first input row, in int32.
     most = ((1 << 31) - 1) // max(spatial[2], 1)
-    rows, units = split_rows(planes * out[0], out[1], nt,
-                             most=max(1, (most - (kernel[1] - 1) * dilations[1] - 1) // strides[1] + 1))
+    rows, _ = split_rows(planes * out[0], out[1], nt,
+                         most=max(1, (most - (kernel[1] - 1) * dilations[1] - 1) // strides[1] + 1))
     if depth_first:
-        rows, units = max(out[1], 1), planes * out[0]
-    nt = max(1, min(nt, units))  # no planes (an empty depth split): still one thread's scratch
-    kernel_fn = _core.max_pool_3d[_CTYPE[kind]]
+        rows = max(out[1], 1)
     x_shape, y_shape = (planes,) + spatial, (planes,) + out
     taps = _tap_ranges(spatial, out, kernel, strides, dilations, pads_begin)
-    geometry = (kernel, strides, dilations, pads_begin, taps, brows, rows)
-    tail = act + (inf_bits, nt)
-    ring = kernel[0] * brows  # buffer rows per thread
-    dtype = _KERNEL_DTYPE[kind]
-    vals, poss = _per_thread(nt, ring * OW, dtype.itemsize), _per_thread(nt, (ring + 2) * OW, 4)
-    flags = _per_thread(nt, ring, 1)
-    slab = _per_thread(nt, spatial[1] * spatial[2], dtype.itemsize) if depth_first else None
-    scratch_bytes = (math.prod(vals) * dtype.itemsize + math.prod(poss) * 4 + math.prod(flags)
-                     + (math.prod(slab) * dtype.itemsize if slab else 0))
-    # Small scratch is kept for the next call (allocating it was a tenth of a
-    # 1x1x8x8 call): sets no call is using, taken and given back whole (list pop
-    # and append are atomic, so concurrent calls never share one).
-    keep, spare = scratch_bytes <= _KEEP_SCRATCH, []
-
-    def run(xk, y, indices):
-        try:
-            hv, hp, nan, depth_max = spare.pop()
-        except IndexError:
-            hv, hp, nan = np.empty(vals, dtype), None, np.empty(flags, np.uint8)
-            depth_max = None if slab is None else np.empty(slab, dtype)
-        if indices is not None and hp is None:
-            hp = np.empty(poss, np.int32)
-        kernel_fn(xk.reshape(x_shape), y.reshape(y_shape),
-                  None if indices is None else indices.reshape(y_shape), *geometry,
-                  hv, hp, nan, depth_max, *tail)
-        if keep:
-            spare.append((hv, hp, nan, depth_max))
-    return run
+    return _core.MaxPool3d(_CTYPE[kind], x_shape, y_shape, kernel, strides, dilations, pads_begin,
+                           taps, brows, rows, depth_first, *act, inf_bits, nt)
 
 
 def _depth_first_pays(plan, kind, nt):
@@ -384,19 +351,10 @@ def _launch_nhwc(plan, kind, nt, with_indices, act, inf_bits):
     """NHWC, ranks 1-3: the channels-last kernel over output rows."""
     n, c = plan.out_shape[0], plan.out_shape[-1]
     spatial, out, kernel, strides, dilations, pads_begin = _promote(plan)
-    nt = max(1, min(nt, n * out[0] * out[1]))
-    kernel_fn = _core.max_pool_nhwc[_CTYPE[kind]]
     x_shape, y_shape = (n,) + spatial + (c,), (n,) + out + (c,)
     taps = _tap_ranges(spatial, out, kernel, strides, dilations, pads_begin)
-    geometry = (kernel, strides, dilations, pads_begin, taps)
-    tail = act + (inf_bits, nt)
-    wpix = _per_thread(nt, c, 4)
-
-    def run(xk, y, indices):
-        kernel_fn(xk.reshape(x_shape), y.reshape(y_shape),
-                  None if indices is None else indices.reshape(y_shape), *geometry,
-                  None if indices is None else np.empty(wpix, np.int32), *tail)
-    return run
+    return _core.MaxPoolNHWC(_CTYPE[kind], x_shape, y_shape, kernel, strides, dilations, pads_begin,
+                             taps, *act, inf_bits, nt)
 
 
 def _run_nhwc_transposed(plan, xk, y, indices, act, inf_bits, nt):
@@ -499,13 +457,6 @@ def _separable_peak(plan):
     planes, out = plan.out_shape[0] * plan.out_shape[1], plan.out_shape[2:]
     return max((planes * math.prod(plan.spatial[:i]) * math.prod(out[i:]) for i in range(1, len(out))),
                default=0)
-
-
-def _per_thread(nt, n, itemsize):
-    """Shape of per-thread scratch rows of n elements: (nt, m) with m >= n and rows a multiple
-    of 64 bytes with at least 64 spare, so no two threads write to one cache line.  Without the
-    padding the NaN flags of both threads (16 bytes each) shared a line, written on every row."""
-    return nt, -(-(n * itemsize + 64) // 64) * 64 // itemsize
 
 
 def _fits_int32(spatial):
