@@ -112,6 +112,8 @@ def hashable(value, op=None, name=None):
     kind = type(value)
     if value is None or kind is int or kind is str:
         return value
+    if kind is bool:  # ceil_mode=False, the default: True == 1 must not share 1's plan
+        return ("bool", value)
     if (kind is tuple or kind is list) and _INT.issuperset(map(type, value)):
         return ("ints", tuple(value))
     return ("tagged", _tag(value, op, name))
@@ -133,7 +135,7 @@ def unhash(key):
     """The attribute value a hashable() key stands for (sequences come back as tuples or lists)."""
     if type(key) is not tuple:
         return key
-    return key[1] if key[0] == "ints" else _untag(key[1])
+    return key[1] if key[0] in ("ints", "bool") else _untag(key[1])
 
 
 def _untag(tag):

@@ -23,6 +23,9 @@ def resolve_n_threads(op, n_threads, work=None):
     most MAX_N_THREADS (or OpenMP's maximum, if that is larger).  `work`
     (elements touched) lets small calls run serial; results never depend on it.
     """
+    if type(n_threads) is int and n_threads > 0:  # the common explicit count, checked quickly
+        n = min(n_threads, max(MAX_N_THREADS, _core.max_threads()))
+        return 1 if work is not None and work < SERIAL_BELOW else n
     if isinstance(n_threads, bool) or (n_threads is not None and not _is_int(n_threads)):
         raise TypeError(f"{op}: n_threads must be an int or None, got {n_threads!r}")
     maximum = _core.max_threads()

@@ -84,7 +84,8 @@ def max_pool(x, kernel_shape, *, strides=None, pads=None, dilations=None, auto_p
     indices = (output_array(OP, "indices_out", indices_out, plan.out_shape, _INT64, arr)
                if return_indices else None)
     if y.size:
-        _launch(plan, kind, nt, return_indices)(xk, y.view(xk.dtype), indices)
+        yk = y if y.dtype is xk.dtype else y.view(xk.dtype)  # 16-bit floats: as their bits
+        _launch(plan, kind, nt, return_indices)(xk, yk, indices)
         if indices is not None and plan.storage_order == 1 and len(plan.spatial) > 1:
             _to_column_major(indices, plan.spatial)
     return (y, indices) if return_indices else y
