@@ -3,14 +3,14 @@
 Every function here receives arrays that the Python layer has validated,
 allocated and laid out (C-contiguous, native byte order) plus plain integer
 geometry; MaxPool's launches take the geometry once and check each call's
-arrays against it.  Kernels never allocate (but a launch's scratch), never
-raise, release the GIL and split their work with OpenMP ``prange``.  The rules they implement are in SPEC.md; the
-Python layer (``src/pooling``) decides every shape, pad and dtype question.
+arrays against it.  Kernels allocate nothing but a launch's scratch, never
+raise, release the GIL and split their work with OpenMP ``prange``.  The rules
+they implement are in SPEC.md; the Python layer (``src/pooling``) decides every
+shape, pad and dtype question.
 """
 from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport INFINITY
-from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t
-from libc.stdint cimport uintptr_t
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uintptr_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memmove
 from cpython.buffer cimport (PyBUF_C_CONTIGUOUS, PyBUF_WRITABLE, PyBuffer_Release,
@@ -42,7 +42,7 @@ cdef extern from "pooling_config.h":
 
 cdef enum:
     SMALL_INPUT = 1 << 20   # bytes of X up to which MaxPool gives each thread one chunk
-    KEEP_SCRATCH = 16384    # bytes of a MaxPool call's scratch its launch keeps for the next call (allocating
+    KEEP_SCRATCH = 16384    # bytes of scratch a MaxPool launch keeps for its next call (allocating
                             # it was a tenth of a 1x1x8x8 call); larger scratch is freed after each
 
 
@@ -998,8 +998,9 @@ cdef void _pool_units(const pool_t* xb, pool_t* yb, int64_t* ib, const Geom* g, 
     cdef int tid
     cdef pool_t* hv = <pool_t*>scratch
     cdef uint8_t* nan = <uint8_t*>(hv + n_threads * vs)
-    cdef pool_t* m = <pool_t*>(nan + n_threads * ns) if ms else NULL
-    cdef int32_t* hp = <int32_t*>(<char*>(nan + n_threads * ns) + n_threads * ms * sizeof(pool_t)) if ib != NULL else NULL
+    cdef pool_t* slabs = <pool_t*>(nan + n_threads * ns)
+    cdef pool_t* m = slabs if ms else NULL
+    cdef int32_t* hp = <int32_t*>(slabs + n_threads * ms) if ib != NULL else NULL
     if n_threads == 1:
         # No parallel region: entering one costs a futex system call even with one thread,
         # a tenth of a small call (1x1x8x8).

@@ -627,7 +627,8 @@ def test_max_pool_launch_checks_every_array(build, layout):
     taps = np.array([[0, 1], [0, 2], [0, 2], [0, 2], [0, 2]], np.intp)  # 1x4x4 -> 1x2x2, k2 s2
     geometry = ((1, 2, 2), (1, 2, 2), (1, 1, 1), (0, 0, 0), taps)
     if layout == "NCHW":
-        launch = _core.MaxPool3d("float", (2, 1, 4, 4), (2, 1, 2, 2), *geometry, 2, 2, False, 0, 0.0, 0.0, 0, 2)
+        launch = _core.MaxPool3d("float", (2, 1, 4, 4), (2, 1, 2, 2), *geometry, 2, 2, False,
+                                 0, 0.0, 0.0, 0, 2)
     else:  # one channel: the same offsets
         launch = _core.MaxPoolNHWC("float", (2, 1, 4, 4, 1), (2, 1, 2, 2, 1), *geometry, 0, 0.0, 0.0, 0, 2)
     x = np.arange(32, dtype=np.float32).reshape(2, 4, 4)
