@@ -799,11 +799,7 @@ cdef class _Launch:
                 if indices is not None:
                     _acquire(&ib, indices, self.ysize, 8, True, "indices")
                 try:
-                    # Sets no call is using, taken and given back whole (list pop and append
-                    # are atomic, so concurrent calls never share one).
-                    s = self.spare.pop() if self.spare else None
-                    if s is None or (indices is not None and not s.with_pos):
-                        s = _Scratch(self._scratch_bytes(indices is not None), indices is not None)
+                    s = self._take_scratch(indices is not None)
                     self._run(<const char*>xb.buf, <char*>yb.buf, <int64_t*>ib.buf, s)
                     if s.nbytes <= KEEP_SCRATCH:
                         self.spare.append(s)
@@ -814,6 +810,18 @@ cdef class _Launch:
                 PyBuffer_Release(&yb)
         finally:
             PyBuffer_Release(&xb)
+
+    cdef _Scratch _take_scratch(self, bint with_pos):
+        """A set no call is using: sets are taken and given back whole (list pop and
+        append are atomic, also without a GIL, so concurrent calls never share one)."""
+        cdef _Scratch s = None
+        try:
+            s = self.spare.pop()
+        except IndexError:  # (a test for emptiness first could race with another call)
+            pass
+        if s is None or (with_pos and not s.with_pos):
+            s = _Scratch(self._scratch_bytes(with_pos), with_pos)
+        return s
 
     cdef void _run(self, const char* x, char* y, int64_t* indices, _Scratch s):
         """The kernel for this launch's element type."""
