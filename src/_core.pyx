@@ -769,7 +769,6 @@ cdef class _Launch:
     cdef Py_ssize_t xsize, ysize, itemsize, units, chunk
     cdef int kind, act, n_threads
     cdef double lo, hi
-    cdef bint nhwc
     cdef list spare                         # scratch no call is using
 
     cdef void _setup(self, str ctype, tuple x_dims, tuple y_dims, tuple kernel, tuple strides,
@@ -825,8 +824,6 @@ cdef class _Launch:
 
     cdef void _run(self, const char* x, char* y, int64_t* indices, _Scratch s):
         """The kernel for this launch's element type."""
-        if self.units == 0:
-            return
         if self.kind == 0:
             _launch_kernel(<const float*>x, <float*>y, indices, self, s, <float>self.lo,
                            <float>self.hi)
@@ -916,7 +913,7 @@ cdef class MaxPoolNHWC(_Launch):
     """Channels-last MaxPool: x (N, D, H, W, C) -> y (N, OD, OH, OW, C); see _Launch.
     Indices are flat offsets into x's own NHWC memory (pixels per image must be
     fewer than 2**31).  Work items are output rows."""
-    cdef Py_ssize_t C
+    cdef Py_ssize_t C, wscratch             # channels; int32 winners per thread
 
     def __init__(self, str ctype, tuple x_shape, tuple y_shape, tuple kernel, tuple strides,
                  tuple dilations, tuple pads_begin, const Py_ssize_t[:, ::1] taps not None,
@@ -925,7 +922,7 @@ cdef class MaxPoolNHWC(_Launch):
                     taps, act, lo, hi, inf_bits)
         cdef Py_ssize_t N = x_shape[0]
         self.C = x_shape[4]
-        self.nhwc = True
+        self.wscratch = _padded(self.C, 4)
         self.units = N * self.g.OD * self.g.OH if self.g.OW * self.C else 0
         self.xsize = N * self.g.D * self.g.H * self.g.W * self.C
         self.ysize = N * self.g.OD * self.g.OH * self.g.OW * self.C
@@ -933,8 +930,8 @@ cdef class MaxPoolNHWC(_Launch):
         self.chunk = max(1, self.units // (16 * self.n_threads))  # see MaxPool3d
 
     cdef Py_ssize_t _scratch_bytes(self, bint with_pos):
-        # The winners' pixels per thread (int32).
-        return self.n_threads * _padded(self.C, 4) * 4 if with_pos else 0
+        # The winners' pixels per thread.
+        return self.n_threads * self.wscratch * 4 if with_pos else 0
 
 
 cdef Py_ssize_t _padded(Py_ssize_t n, Py_ssize_t itemsize):
@@ -977,33 +974,27 @@ cdef class _Scratch:
 
 cdef void _launch_kernel(const pool_t* xb, pool_t* yb, int64_t* ib, _Launch p, _Scratch s,
                          pool_t lo, pool_t hi):
-    """A launch's work items, in this thread or split with OpenMP.  Units write
-    disjoint outputs and scratch is per thread, so results cannot depend on the
-    schedule."""
-    cdef MaxPool3d q
-    cdef MaxPoolNHWC c
-    if p.nhwc:
-        c = <MaxPoolNHWC>p
-        _nhwc_units(xb if p.xsize else NULL, yb, ib, c.C, &p.g, p.units,
-                    <int32_t*>s.block if ib != NULL else NULL, _padded(c.C, 4), p.act, lo, hi,
-                    p.n_threads, p.chunk)
+    """A launch's work items, in this thread or split with OpenMP (x NULL when it is
+    empty: every window then is, and no tap reads x).  Units write disjoint outputs
+    and scratch is per thread, so results cannot depend on the schedule."""
+    if not p.xsize:
+        xb = NULL
+    if isinstance(p, MaxPoolNHWC):
+        _nhwc_units(xb, yb, ib, <MaxPoolNHWC>p, s.block, lo, hi)
     else:
-        q = <MaxPool3d>p
-        _pool_units(xb if p.xsize else NULL, yb, ib, &q.g, &q.flat_g, q.units, q.nblk,
-                    q.rows_per_unit, q.xplane, q.yplane, s.block, q.vscratch, q.nscratch,
-                    q.mscratch, q.pscratch, q.n_threads, q.chunk, q.act, lo, hi)
+        _pool_units(xb, yb, ib, <MaxPool3d>p, s.block, lo, hi)
 
 
-cdef void _pool_units(const pool_t* xb, pool_t* yb, int64_t* ib, const Geom* g, const Geom* fg,
-                      Py_ssize_t units, Py_ssize_t nblk, Py_ssize_t rows, Py_ssize_t xplane,
-                      Py_ssize_t yplane, char* scratch, Py_ssize_t vs, Py_ssize_t ns,
-                      Py_ssize_t ms, Py_ssize_t ps, int n_threads, Py_ssize_t chunk,
-                      int act, pool_t lo, pool_t hi) noexcept:
-    """MaxPool3d's work items (x NULL: empty planes, whose windows read nothing);
-    scratch holds each part for every thread: row buffers (vs elements per thread),
-    NaN flags (ns), depth slabs (ms), positions (ps int32, with indices)."""
-    cdef Py_ssize_t u
-    cdef int tid
+cdef void _pool_units(const pool_t* xb, pool_t* yb, int64_t* ib, MaxPool3d p, char* scratch,
+                      pool_t lo, pool_t hi) noexcept:
+    """MaxPool3d's work items.  scratch holds each part for every thread: row
+    buffers, NaN flags, depth slabs, positions (with indices)."""
+    cdef Py_ssize_t u, units = p.units, nblk = p.nblk, rows = p.rows_per_unit
+    cdef Py_ssize_t xplane = p.xplane, yplane = p.yplane, chunk = p.chunk
+    cdef Py_ssize_t vs = p.vscratch, ns = p.nscratch, ms = p.mscratch, ps = p.pscratch
+    cdef int tid, act = p.act, n_threads = p.n_threads
+    cdef const Geom* g = &p.g
+    cdef const Geom* fg = &p.flat_g
     cdef pool_t* hv = <pool_t*>scratch
     cdef uint8_t* nan = <uint8_t*>(hv + n_threads * vs)
     cdef pool_t* slabs = <pool_t*>(nan + n_threads * ns)
@@ -1144,14 +1135,14 @@ cdef void _nhwc_row(const pool_t* xp, pool_t* yrow, int64_t* irow, int64_t xoff,
                 yv[c] = _clamp(yv[c], lo, hi, act, g.inf_bits)
 
 
-cdef void _nhwc_units(const pool_t* xb, pool_t* yb, int64_t* ib, Py_ssize_t C, const Geom* g,
-                     Py_ssize_t units, int32_t* wpix, Py_ssize_t ws, int act, pool_t lo, pool_t hi,
-                     int n_threads, Py_ssize_t chunk) noexcept:
-    """MaxPoolNHWC's work items, output rows (x NULL: empty images, whose windows
-    read nothing); wpix: ws int32 per thread for the winners' pixels, NULL without
-    indices.  The split as in _pool_units."""
-    cdef Py_ssize_t u
-    cdef int tid
+cdef void _nhwc_units(const pool_t* xb, pool_t* yb, int64_t* ib, MaxPoolNHWC p, char* scratch,
+                      pool_t lo, pool_t hi) noexcept:
+    """MaxPoolNHWC's work items, output rows; scratch: each thread's winners'
+    pixels (int32), with indices.  The split as in _pool_units."""
+    cdef Py_ssize_t u, units = p.units, C = p.C, ws = p.wscratch, chunk = p.chunk
+    cdef int tid, act = p.act, n_threads = p.n_threads
+    cdef const Geom* g = &p.g
+    cdef int32_t* wpix = <int32_t*>scratch if ib != NULL else NULL
     if n_threads == 1:
         with nogil:
             for u in range(units):

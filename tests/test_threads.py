@@ -22,7 +22,7 @@ SHAPES = [
     ((2, 2, 24, 30, 28), dict(kernel_shape=(2, 3, 3), strides=(1, 2, 2), pads=(1, 0, 1, 0, 2, 1))),
     ((1, 2, 14, 13, 12, 11), dict(kernel_shape=(2, 2, 3, 2), strides=(2, 1, 2, 1), dilations=(1, 2, 1, 1))),
     ((1, 1, 400, 300), dict(kernel_shape=(3, 3), pads=(4, 4, 4, 4))),       # empty windows too
-    # Over 1 MiB of float32: the dynamic work split (smaller inputs split statically).
+    # Over 1 MiB of float32: chunks of units / (16 threads) (smaller inputs: one chunk per thread).
     ((2, 5, 190, 150), dict(kernel_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1))),
 ]
 N_THREADS = [1, 2, 3, 5, -1, -2, None]

@@ -280,12 +280,13 @@ def _launch_3d(plan, kind, nt, brows, act, inf_bits, depth_first=False):
     """
     planes = plan.out_shape[0] * plan.out_shape[1]
     spatial, out, kernel, strides, dilations, pads_begin = _promote(plan)
-    # Positions count from a work item's first input row, in int32.
-    most = ((1 << 31) - 1) // max(spatial[2], 1)
-    rows, _ = split_rows(planes * out[0], out[1], nt,
-                         most=max(1, (most - (kernel[1] - 1) * dilations[1] - 1) // strides[1] + 1))
     if depth_first:
         rows = max(out[1], 1)
+    else:
+        # Positions count from a work item's first input row, in int32.
+        most = ((1 << 31) - 1) // max(spatial[2], 1)
+        rows, _ = split_rows(planes * out[0], out[1], nt,
+                             most=max(1, (most - (kernel[1] - 1) * dilations[1] - 1) // strides[1] + 1))
     x_shape, y_shape = (planes,) + spatial, (planes,) + out
     taps = _tap_ranges(spatial, out, kernel, strides, dilations, pads_begin)
     return _core.MaxPool3d(_CTYPE[kind], x_shape, y_shape, kernel, strides, dilations, pads_begin,
