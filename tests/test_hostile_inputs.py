@@ -626,11 +626,14 @@ def test_max_pool_launch_checks_every_array(build, layout):
     _core = importlib.import_module(build)
     taps = np.array([[0, 1], [0, 2], [0, 2], [0, 2], [0, 2]], np.intp)  # 1x4x4 -> 1x2x2, k2 s2
     geometry = ((1, 2, 2), (1, 2, 2), (1, 1, 1), (0, 0, 0), taps)
-    if layout == "NCHW":
-        launch = _core.MaxPool3d("float", (2, 1, 4, 4), (2, 1, 2, 2), *geometry, 2, 2, False,
-                                 0, 0.0, 0.0, 0, 2)
-    else:  # one channel: the same offsets
-        launch = _core.MaxPoolNHWC("float", (2, 1, 4, 4, 1), (2, 1, 2, 2, 1), *geometry, 0, 0.0, 0.0, 0, 2)
+    def make(n):  # a launch over n planes (NCHW) or n one-channel images (NHWC)
+        if layout == "NCHW":
+            return _core.MaxPool3d("float", (n, 1, 4, 4), (n, 1, 2, 2), *geometry, 2, 2, False,
+                                   0, 0.0, 0.0, 0, 2)
+        return _core.MaxPoolNHWC("float", (n, 1, 4, 4, 1), (n, 1, 2, 2, 1), *geometry, 0, 0.0, 0.0, 0, 2)
+
+    launch = make(2)  # one channel: NHWC has the same offsets
+    make(0)(np.empty(0, np.float32), np.empty(0, np.float32), np.empty(0, np.int64))  # no work items
     x = np.arange(32, dtype=np.float32).reshape(2, 4, 4)
     want = x.reshape(2, 2, 2, 2, 2).max(axis=(2, 4))
     y, indices = np.zeros(8, np.float32), np.zeros(8, np.int64)
