@@ -74,6 +74,34 @@ def build_info():
     return {"compiler": PK_COMPILER.decode(), "simd_baseline": PK_SIMD_BASELINE.decode()}
 
 
+def attribute_keys(tuple values):
+    """Cache keys for a call's attribute values, or None (``pooling._attrs.hashable``).
+
+    A value of exact type None, int or str is its own key; a bool is
+    ("bool", v), so that True does not share 1's cached plan; a tuple or list
+    of exact ints is ("ints", tuple).  Any other value makes the answer None,
+    and the caller keys it in Python.  Here because a call passes a dozen
+    attributes, and checking their types in Python cost 2 us of a MaxPool call.
+    """
+    cdef Py_ssize_t i, n = len(values)
+    cdef list keys = [None] * n
+    for i in range(n):
+        value = values[i]
+        kind = type(value)
+        if value is None or kind is int or kind is str:
+            keys[i] = value
+        elif kind is bool:
+            keys[i] = ("bool", value)
+        elif kind is tuple or kind is list:
+            for item in value:
+                if type(item) is not int:
+                    return None
+            keys[i] = ("ints", tuple(value))
+        else:
+            return None
+    return tuple(keys)
+
+
 cdef inline bint _gt(pool_t v, pool_t m, uint16_t inf_bits) noexcept nogil:
     """True when v must replace the running maximum m (SPEC 1.4).
 

@@ -464,6 +464,33 @@ KERNEL_BUILDS = ["pooling._core" if level == "baseline" else f"pooling._core_{le
 
 
 @pytest.mark.parametrize("build", KERNEL_BUILDS)
+def test_attribute_keys_keep_types_apart(build):
+    """Plans are cached by attribute_keys (src/_core.pyx): values that compare equal but validate
+    differently (2 and 2.0, 1 and True, a str and a str subclass) must get different keys or none
+    (None: pooling._attrs.hashable tags them in Python)."""
+    _core = importlib.import_module(build)
+
+    class Int(int):
+        pass
+
+    class Str(str):
+        pass
+
+    simple = (None, 2, 10 ** 30, "NOTSET", True, False, (2, 3), [2, 3], ())
+    assert _core.attribute_keys(simple) == (
+        None, 2, 10 ** 30, "NOTSET", ("bool", True), ("bool", False), ("ints", (2, 3)), ("ints", (2, 3)),
+        ("ints", ()))
+    assert [type(k) for k in _core.attribute_keys((True, 1, [2]))] == [tuple, int, tuple]
+    assert _core.attribute_keys(()) == ()
+    for other in (2.0, np.int64(2), Int(2), Str("NOTSET"), b"NOTSET", (2.0, 3), (True, 3), (np.int64(2),),
+                  [Int(2)], ((2,),), np.array([2, 3]), {2, 3}, {"a": 2}):
+        assert _core.attribute_keys((2, other)) is None, other
+        assert _core.attribute_keys((other, 2)) is None, other
+    with pytest.raises(TypeError):
+        _core.attribute_keys([2, 3])  # the values come as a tuple
+
+
+@pytest.mark.parametrize("build", KERNEL_BUILDS)
 def test_max_unpool_kernel_with_an_empty_output(build):
     """Kernel contract (src/_core.pyx, max_unpool): elements but an empty output must return 0, the
     first bad index, without undefined behaviour.  The fused path memsets y + b*0 with y NULL:

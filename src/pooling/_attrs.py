@@ -6,6 +6,8 @@ import operator
 
 import numpy as np
 
+from ._dispatch import core as _core
+
 # Operator versions, oldest first (SPEC 0).
 VERSIONS = {
     "MaxPool": (1, 8, 10, 11, 12, 22),
@@ -99,24 +101,28 @@ def shape_tuple(op, name, shape):
     return dims
 
 
-_INT = frozenset((int,))
+def attribute_keys(op, names, values):
+    """hashable() of each of `values` (the attributes `names` of `op`), as a tuple.
+
+    The common values (None, bools, ints, strs, sequences of ints) are keyed in
+    one compiled pass; any other sends every value through hashable().
+    """
+    keys = _core.attribute_keys(values)
+    if keys is None:
+        keys = tuple(hashable(v, op, name) for v, name in zip(values, names))
+    return keys
 
 
 def hashable(value, op=None, name=None):
     """A hashable key for an attribute value, so validated plans can be cached.
 
     Keys keep element types apart: (2, 2), (2.0, 2.0) and (True, True) must not
-    share a cached plan, since only the first is valid.  Plain ints and
-    sequences of plain ints (the common case) take a fast path.
+    share a cached plan, since only the first is valid.  None, ints, strs,
+    bools and tuples or lists of ints are keyed by ``_core.attribute_keys``;
+    everything else is tagged here with its types.
     """
-    kind = type(value)
-    if value is None or kind is int or kind is str:
-        return value
-    if kind is bool:  # ceil_mode=False, the default: True == 1 must not share 1's plan
-        return ("bool", value)
-    if (kind is tuple or kind is list) and _INT.issuperset(map(type, value)):
-        return ("ints", tuple(value))
-    return ("tagged", _tag(value, op, name))
+    keys = _core.attribute_keys((value,))
+    return ("tagged", _tag(value, op, name)) if keys is None else keys[0]
 
 
 def _tag(value, op, name):

@@ -6,7 +6,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ._dispatch import core as _core
-from ._attrs import (INDEX_LIMIT, check_size, hashable, int_tuple, resolve_version, shape_tuple,
+from ._attrs import (INDEX_LIMIT, check_size, attribute_keys, int_tuple, resolve_version, shape_tuple,
                      unhash)
 from ._dtypes import HALF_INF_BITS, as_kernel_array, result_dtype
 from ._outputs import output_array
@@ -74,12 +74,13 @@ def col2im(x, image_shape, block_shape, *, strides=None, pads=None, dilations=No
     return y
 
 
+_ATTRIBUTES = ("image_shape", "block_shape", "strides", "pads", "dilations", "opset")
+
+
 def _plan_for(x_shape, image_shape, block_shape, strides, pads, dilations, opset):
     """Hashable stand-ins for the arguments, then the cached plan."""
-    return _plan(tuple(x_shape), hashable(image_shape, OP, "image_shape"),
-                 hashable(block_shape, OP, "block_shape"), hashable(strides, OP, "strides"),
-                 hashable(pads, OP, "pads"), hashable(dilations, OP, "dilations"),
-                 hashable(opset, OP, "opset"))
+    return _plan(tuple(x_shape), *attribute_keys(
+        OP, _ATTRIBUTES, (image_shape, block_shape, strides, pads, dilations, opset)))
 
 
 @functools.lru_cache(maxsize=512)

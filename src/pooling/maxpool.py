@@ -6,7 +6,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ._dispatch import core as _core
-from ._attrs import (INDEX_LIMIT, check_size, choice, flag, hashable, int_tuple, resolve_version,
+from ._attrs import (INDEX_LIMIT, check_size, choice, flag, attribute_keys, int_tuple, resolve_version,
                      shape_tuple, unhash)
 from ._dtypes import HALF_INF_BITS, as_kernel_array, float_to_half_bits, result_dtype
 from ._outputs import output_array
@@ -91,21 +91,21 @@ def max_pool(x, kernel_shape, *, strides=None, pads=None, dilations=None, auto_p
     return (y, indices) if return_indices else y
 
 
+_ATTRIBUTES = ("kernel_shape", "strides", "pads", "dilations", "auto_pad", "ceil_mode", "storage_order",
+               "layout", "activation", "activation_params", "opset")
+
+
 def _plan_for(x_shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode, storage_order,
               return_indices, layout, activation, activation_params, opset):
     """Hashable stand-ins for the attributes, then the cached plan."""
-    return _plan(tuple(x_shape), hashable(kernel_shape, OP, "kernel_shape"),
-                 hashable(strides, OP, "strides"), hashable(pads, OP, "pads"),
-                 hashable(dilations, OP, "dilations"), hashable(auto_pad, OP, "auto_pad"),
-                 hashable(ceil_mode, OP, "ceil_mode"), hashable(storage_order, OP, "storage_order"),
-                 bool(return_indices), hashable(layout, OP, "layout"),
-                 hashable(activation, OP, "activation"),
-                 hashable(activation_params, OP, "activation_params"), hashable(opset, OP, "opset"))
+    return _plan(tuple(x_shape), bool(return_indices), *attribute_keys(
+        OP, _ATTRIBUTES, (kernel_shape, strides, pads, dilations, auto_pad, ceil_mode, storage_order,
+                          layout, activation, activation_params, opset)))
 
 
 @functools.lru_cache(maxsize=512)
-def _plan(x_shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode, storage_order,
-          return_indices, layout, activation, activation_params, opset):
+def _plan(x_shape, return_indices, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode,
+          storage_order, layout, activation, activation_params, opset):
     version = resolve_version(OP, unhash(opset))
     layout, auto_pad, activation = unhash(layout), unhash(auto_pad), unhash(activation)
     choice(OP, "layout", layout, LAYOUTS)

@@ -5,7 +5,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ._dispatch import core as _core
-from ._attrs import (INDEX_LIMIT, check_size, choice, hashable, int_tuple, resolve_version,
+from ._attrs import (INDEX_LIMIT, check_size, choice, attribute_keys, int_tuple, resolve_version,
                      shape_tuple, unhash)
 from ._dtypes import as_kernel_array, result_dtype
 from ._outputs import output_array
@@ -92,12 +92,13 @@ def max_unpool(x, indices, kernel_shape, *, strides=None, pads=None, output_shap
     return y
 
 
+_ATTRIBUTES = ("kernel_shape", "strides", "pads", "output_shape", "layout", "opset")
+
+
 def _plan_for(x_shape, kernel_shape, strides, pads, output_shape, layout, opset):
     """Hashable stand-ins for the attributes, then the cached plan."""
-    return _plan(tuple(x_shape), hashable(kernel_shape, OP, "kernel_shape"),
-                 hashable(strides, OP, "strides"), hashable(pads, OP, "pads"),
-                 hashable(output_shape, OP, "output_shape"), hashable(layout, OP, "layout"),
-                 hashable(opset, OP, "opset"))
+    return _plan(tuple(x_shape), *attribute_keys(
+        OP, _ATTRIBUTES, (kernel_shape, strides, pads, output_shape, layout, opset)))
 
 
 @functools.lru_cache(maxsize=512)
