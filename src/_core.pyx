@@ -18,6 +18,7 @@ from cpython.buffer cimport (PyBUF_C_CONTIGUOUS, PyBUF_WRITABLE, PyBuffer_Releas
 
 cdef extern from "pooling_omp.h":
     int omp_get_max_threads() noexcept nogil
+    int omp_get_num_threads() noexcept nogil
     int PK_OPENMP
 
 cdef extern from "pooling_half.h":
@@ -41,7 +42,6 @@ cdef extern from "pooling_config.h":
 # ---------------------------------------------------------------------------
 
 cdef enum:
-    SMALL_INPUT = 1 << 20   # bytes of X up to which MaxPool gives each thread one chunk
     KEEP_SCRATCH = 16384    # bytes of scratch a MaxPool launch keeps for its next call (allocating
                             # it was a tenth of a 1x1x8x8 call); larger scratch is freed after each
 
@@ -882,6 +882,8 @@ cdef class MaxPool3d(_Launch):
     depth x blocks of rows, so a few large planes still use every core).
     depth_first: reduce depth first (_depth_first) where the data allows; only
     without indices and with rows_per_unit == OH.
+    chunk: work items a thread takes at a time (pooling._threads.chunk_size); at
+    least units / n_threads gives each thread one chunk, in a cheaper region.
     """
     cdef Geom flat_g
     cdef Py_ssize_t one_tap[2]
@@ -891,7 +893,7 @@ cdef class MaxPool3d(_Launch):
     def __init__(self, str ctype, tuple x_shape, tuple y_shape, tuple kernel, tuple strides,
                  tuple dilations, tuple pads_begin, const Py_ssize_t[:, ::1] taps not None,
                  Py_ssize_t brows, Py_ssize_t rows_per_unit, bint depth_first, int act,
-                 double lo, double hi, uint16_t inf_bits, int n_threads):
+                 double lo, double hi, uint16_t inf_bits, int n_threads, Py_ssize_t chunk):
         self._setup(ctype, x_shape[1:], y_shape[1:], kernel, strides, dilations, pads_begin,
                     taps, act, lo, hi, inf_bits)
         cdef Geom* g = &self.g
@@ -916,16 +918,7 @@ cdef class MaxPool3d(_Launch):
         self.xplane, self.yplane = g.D * g.H * g.W, g.OD * g.OH * g.OW
         self.xsize, self.ysize = planes * self.xplane, planes * self.yplane
         self.n_threads = max(1, min(n_threads, self.units))
-        # Dynamic: on a busy machine a descheduled thread must not hold work the
-        # others could take; in chunks of about units / (16 threads), since taking
-        # units one at a time cost as much as the work on 2048 planes of 56x56 (no
-        # gain from a second thread).  One chunk per thread for an input that fits
-        # in the cores' L2 caches: each thread then takes the same part of X on every
-        # call, still cached from the last (1x3x224x224, 2 threads: 17.1 -> 16.3 us;
-        # a static schedule measured the same).
-        self.chunk = max(1, self.units // (16 * self.n_threads))
-        if self.xsize * self.itemsize <= SMALL_INPUT:
-            self.chunk = (self.units + self.n_threads - 1) // self.n_threads
+        self.chunk = max(1, chunk)
         self.vscratch = _padded(g.kd * brows * g.OW, self.itemsize)
         self.pscratch = _padded((g.kd * brows + 2) * g.OW, 4)
         self.nscratch = _padded(g.kd * brows, 1)
@@ -940,12 +933,12 @@ cdef class MaxPool3d(_Launch):
 cdef class MaxPoolNHWC(_Launch):
     """Channels-last MaxPool: x (N, D, H, W, C) -> y (N, OD, OH, OW, C); see _Launch.
     Indices are flat offsets into x's own NHWC memory (pixels per image must be
-    fewer than 2**31).  Work items are output rows."""
+    fewer than 2**31).  Work items are output rows, taken `chunk` at a time."""
     cdef Py_ssize_t C, wscratch             # channels; int32 winners per thread
 
     def __init__(self, str ctype, tuple x_shape, tuple y_shape, tuple kernel, tuple strides,
                  tuple dilations, tuple pads_begin, const Py_ssize_t[:, ::1] taps not None,
-                 int act, double lo, double hi, uint16_t inf_bits, int n_threads):
+                 int act, double lo, double hi, uint16_t inf_bits, int n_threads, Py_ssize_t chunk):
         self._setup(ctype, x_shape[1:4], y_shape[1:4], kernel, strides, dilations, pads_begin,
                     taps, act, lo, hi, inf_bits)
         cdef Py_ssize_t N = x_shape[0]
@@ -955,7 +948,7 @@ cdef class MaxPoolNHWC(_Launch):
         self.xsize = N * self.g.D * self.g.H * self.g.W * self.C
         self.ysize = N * self.g.OD * self.g.OH * self.g.OW * self.C
         self.n_threads = max(1, min(n_threads, self.units))
-        self.chunk = max(1, self.units // (16 * self.n_threads))  # see MaxPool3d
+        self.chunk = max(1, chunk)
 
     cdef Py_ssize_t _scratch_bytes(self, bint with_pos):
         # The winners' pixels per thread.
@@ -1017,7 +1010,7 @@ cdef void _pool_units(const pool_t* xb, pool_t* yb, int64_t* ib, MaxPool3d p, ch
                       pool_t lo, pool_t hi) noexcept:
     """MaxPool3d's work items.  scratch holds each part for every thread: row
     buffers, NaN flags, depth slabs, positions (with indices)."""
-    cdef Py_ssize_t u, units = p.units, nblk = p.nblk, rows = p.rows_per_unit
+    cdef Py_ssize_t u, first, step, units = p.units, nblk = p.nblk, rows = p.rows_per_unit
     cdef Py_ssize_t xplane = p.xplane, yplane = p.yplane, chunk = p.chunk
     cdef Py_ssize_t vs = p.vscratch, ns = p.nscratch, ms = p.mscratch, ps = p.pscratch
     cdef int tid, act = p.act, n_threads = p.n_threads
@@ -1035,6 +1028,21 @@ cdef void _pool_units(const pool_t* xb, pool_t* yb, int64_t* ib, MaxPool3d p, ch
             for u in range(units):
                 _pool_unit(xb, yb, ib, g, fg, u, nblk, rows, xplane, yplane, hv, hp, nan, m,
                            act, lo, hi)
+        return
+    if chunk * n_threads >= units:
+        # One chunk per thread (a small input): a plain region, thread t taking chunks
+        # t, t + team, ... (the team may be smaller than asked for).  Without prange's
+        # work sharing and its barrier a call costs 0.25 us less (1x2x8x8, 2 threads).
+        with nogil, parallel(num_threads=n_threads):
+            tid = threadid()
+            step = omp_get_num_threads() * chunk
+            first = tid * chunk
+            while first < units:
+                for u in range(first, min(first + chunk, units)):
+                    _pool_unit(xb, yb, ib, g, fg, u, nblk, rows, xplane, yplane,
+                               hv + tid * vs, hp + tid * ps if hp != NULL else NULL,
+                               nan + tid * ns, m + tid * ms if m != NULL else NULL, act, lo, hi)
+                first = first + step
         return
     with nogil, parallel(num_threads=n_threads):
         for u in prange(units, schedule="dynamic", chunksize=chunk):

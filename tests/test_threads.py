@@ -2,6 +2,7 @@
 import os
 import subprocess
 import sys
+import textwrap
 import threading
 import time
 
@@ -102,6 +103,28 @@ def test_max_threads_follows_omp_num_threads():
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                              check=True, timeout=120)
         assert out.stdout.strip() == value
+
+
+def test_a_smaller_team_than_asked_for_does_all_the_work():
+    """OpenMP may start fewer threads than a kernel asks for (here OMP_THREAD_LIMIT=1); the
+    threads it gets must still cover every work item, in both splits (one chunk per thread
+    for small inputs, dynamic chunks for large ones)."""
+    if not pooling.openmp_enabled():
+        pytest.skip("serial build: no teams")
+    code = textwrap.dedent(f"""
+        import numpy as np, pooling
+        from pooling.reference import max_pool as max_pool_reference
+        for shape, attrs in {SHAPES[0]!r}, {SHAPES[-1]!r}:
+            x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+            want = max_pool_reference(x, **attrs)
+            for nt in (2, 3):
+                y, i = pooling.max_pool(x, return_indices=True, n_threads=nt, **attrs)
+                assert (y == want[0]).all() and (i == want[1]).all(), (shape, nt)
+        print("ok")
+    """)
+    env = dict(os.environ, OMP_THREAD_LIMIT="1")
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-2000:]
 
 
 def test_max_threads_follows_threadpoolctl():

@@ -13,7 +13,7 @@ class MaxPool3d:
         self, ctype: str, x_shape: tuple[int, int, int, int], y_shape: tuple[int, int, int, int],
         kernel: tuple[int, int, int], strides: tuple[int, int, int], dilations: tuple[int, int, int],
         pads_begin: tuple[int, int, int], taps: npt.NDArray[np.intp], brows: int, rows_per_unit: int,
-        depth_first: bool, act: int, lo: float, hi: float, inf_bits: int, n_threads: int,
+        depth_first: bool, act: int, lo: float, hi: float, inf_bits: int, n_threads: int, chunk: int,
     ) -> None: ...
     def __call__(
         self, x: npt.NDArray[np.generic], y: npt.NDArray[np.generic], indices: npt.NDArray[np.int64] | None,
@@ -23,7 +23,7 @@ class MaxPoolNHWC:
         self, ctype: str, x_shape: tuple[int, int, int, int, int], y_shape: tuple[int, int, int, int, int],
         kernel: tuple[int, int, int], strides: tuple[int, int, int], dilations: tuple[int, int, int],
         pads_begin: tuple[int, int, int], taps: npt.NDArray[np.intp],
-        act: int, lo: float, hi: float, inf_bits: int, n_threads: int,
+        act: int, lo: float, hi: float, inf_bits: int, n_threads: int, chunk: int,
     ) -> None: ...
     def __call__(
         self, x: npt.NDArray[np.generic], y: npt.NDArray[np.generic], indices: npt.NDArray[np.int64] | None,

@@ -1,4 +1,5 @@
 """n_threads semantics shared by every operator (SPEC 4)."""
+import math
 import operator
 import os
 
@@ -7,6 +8,11 @@ from ._dispatch import core as _core
 # Below this many input elements the fork/join costs more than a second core
 # gains (measured on the ResNet-stem MaxPool: 1x64x16x16 is ~5 us serial).
 SERIAL_BELOW = 1 << 15
+
+# Kernels split inputs up to this many bytes into one chunk of work per thread:
+# each thread then takes the same part of the input on every call, still in its
+# core's L2 cache from the last (this machine: 2 MiB of L2 per core).
+SMALL_INPUT = 1 << 20
 
 # An explicit n_threads above this is lowered to it (results never depend on
 # n_threads).  Beyond a few threads per core a kernel only slows down, and
@@ -52,16 +58,32 @@ def _is_int(value):
     return True
 
 
-def split_rows(slices, rows, nt, most=None):
+def split_rows(slices, rows, nt, most=None, even=False):
     """(rows per work item, work items): enough items to keep nt threads busy,
     each at most `most` rows (None: no limit).
 
     The split is over (plane x depth slice) x blocks of output rows, so that a
     few large planes still use every core; a longer block reuses more cached rows.
+    even: the fewest items that nt threads share evenly, one chunk each (see
+    chunk_size; 1x3x224x224 on 2 threads: 6 items of 56 rows instead of 18 of
+    19, 13.3 -> 13.0 us).
     """
     per = max(rows, 1)
-    if nt > 1 and slices < 8 * nt:
+    if even:
+        per = max(1, -(-rows // (nt // math.gcd(slices, nt))))
+    elif nt > 1 and slices < 8 * nt:
         per = max(1, -(-rows // -(-8 * nt // slices)))
     if most is not None:
         per = max(1, min(per, most))
     return per, slices * -(-rows // per)
+
+
+def chunk_size(items, nt, even):
+    """Work items a thread takes at a time.
+
+    even (a SMALL_INPUT): one chunk per thread.  Otherwise dynamic: on a busy
+    machine a descheduled thread must not hold work the others could take; in
+    chunks of about items / (16 threads), since taking items one at a time cost
+    as much as the work on 2048 planes of 56x56 (no gain from a second thread).
+    """
+    return max(1, -(-items // nt) if even else items // (16 * nt))

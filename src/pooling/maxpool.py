@@ -11,7 +11,7 @@ from ._attrs import (INDEX_LIMIT, check_size, choice, flag, attribute_keys, int_
 from ._dtypes import HALF_INF_BITS, as_kernel_array, float_to_half_bits, result_dtype
 from ._outputs import output_array
 from ._shapes import AUTO_PADS, pool_output
-from ._threads import resolve_n_threads, split_rows
+from ._threads import SMALL_INPUT, chunk_size, resolve_n_threads, split_rows
 
 OP = "MaxPool"
 
@@ -280,17 +280,19 @@ def _launch_3d(plan, kind, nt, brows, act, inf_bits, depth_first=False):
     """
     planes = plan.out_shape[0] * plan.out_shape[1]
     spatial, out, kernel, strides, dilations, pads_begin = _promote(plan)
+    even = planes * math.prod(spatial) * _ITEMSIZE[kind] <= SMALL_INPUT
     if depth_first:
-        rows = max(out[1], 1)
+        rows, units = max(out[1], 1), planes * out[0]
     else:
         # Positions count from a work item's first input row, in int32.
         most = ((1 << 31) - 1) // max(spatial[2], 1)
-        rows, _ = split_rows(planes * out[0], out[1], nt,
-                             most=max(1, (most - (kernel[1] - 1) * dilations[1] - 1) // strides[1] + 1))
+        rows, units = split_rows(planes * out[0], out[1], nt, even=even, most=max(
+            1, (most - (kernel[1] - 1) * dilations[1] - 1) // strides[1] + 1))
     x_shape, y_shape = (planes,) + spatial, (planes,) + out
     taps = _tap_ranges(spatial, out, kernel, strides, dilations, pads_begin)
     return _core.MaxPool3d(_CTYPE[kind], x_shape, y_shape, kernel, strides, dilations, pads_begin,
-                           taps, brows, rows, depth_first, *act, inf_bits, nt)
+                           taps, brows, rows, depth_first, *act, inf_bits, nt,
+                           chunk_size(units, nt, even))
 
 
 def _depth_first_pays(plan, kind, nt):
@@ -355,8 +357,9 @@ def _launch_nhwc(plan, kind, nt, with_indices, act, inf_bits):
     spatial, out, kernel, strides, dilations, pads_begin = _promote(plan)
     x_shape, y_shape = (n,) + spatial + (c,), (n,) + out + (c,)
     taps = _tap_ranges(spatial, out, kernel, strides, dilations, pads_begin)
+    rows = n * out[0] * out[1] if out[2] * c else 0  # the work items
     return _core.MaxPoolNHWC(_CTYPE[kind], x_shape, y_shape, kernel, strides, dilations, pads_begin,
-                             taps, *act, inf_bits, nt)
+                             taps, *act, inf_bits, nt, chunk_size(rows, nt, False))
 
 
 def _run_nhwc_transposed(plan, xk, y, indices, act, inf_bits, nt):
