@@ -15,6 +15,8 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memmove
 from cpython.buffer cimport (PyBUF_C_CONTIGUOUS, PyBUF_WRITABLE, PyBuffer_Release,
                              PyObject_GetBuffer)
+from cpython.ref cimport Py_INCREF
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 
 cdef extern from "pooling_omp.h":
     int omp_get_max_threads() noexcept nogil
@@ -74,32 +76,39 @@ def build_info():
     return {"compiler": PK_COMPILER.decode(), "simd_baseline": PK_SIMD_BASELINE.decode()}
 
 
-def attribute_keys(tuple values):
-    """Cache keys for a call's attribute values, or None (``pooling._attrs.hashable``).
+cdef tuple _TRUE_KEY = ("bool", True)
+cdef tuple _FALSE_KEY = ("bool", False)
 
-    A value of exact type None, int or str is its own key; a bool is
-    ("bool", v), so that True does not share 1's cached plan; a tuple or list
-    of exact ints is ("ints", tuple).  Any other value makes the answer None,
-    and the caller keys it in Python.  Here because a call passes a dozen
-    attributes, and checking their types in Python cost 2 us of a MaxPool call.
+
+def attribute_keys(tuple values):
+    """Cache keys for a call's shape and attribute values, or None (``pooling._attrs``).
+
+    A value of exact type None, int or str, or a tuple of exact ints, is its
+    own key, and a list of exact ints that tuple; a bool is ("bool", v), so that
+    True does not share 1's cached plan.  Any other value makes the answer None,
+    and the caller keys it in Python (``hashable``).  Here because a call
+    passes a dozen values, and checking their types in Python cost 2 us of a
+    MaxPool call.
     """
     cdef Py_ssize_t i, n = len(values)
-    cdef list keys = [None] * n
+    cdef tuple keys = PyTuple_New(n)
     for i in range(n):
         value = values[i]
         kind = type(value)
         if value is None or kind is int or kind is str:
-            keys[i] = value
+            key = value
         elif kind is bool:
-            keys[i] = ("bool", value)
+            key = _TRUE_KEY if value else _FALSE_KEY
         elif kind is tuple or kind is list:
             for item in value:
                 if type(item) is not int:
                     return None
-            keys[i] = ("ints", tuple(value))
+            key = value if kind is tuple else tuple(value)
         else:
             return None
-    return tuple(keys)
+        Py_INCREF(key)  # (SET_ITEM steals a reference)
+        PyTuple_SET_ITEM(keys, i, key)
+    return keys
 
 
 cdef inline bint _gt(pool_t v, pool_t m, uint16_t inf_bits) noexcept nogil:

@@ -2,6 +2,9 @@
 
 Every error names the operator, the parameter and the offending value.
 """
+import collections
+import functools
+import inspect
 import operator
 
 import numpy as np
@@ -101,16 +104,44 @@ def shape_tuple(op, name, shape):
     return dims
 
 
-def attribute_keys(op, names, values):
-    """hashable() of each of `values` (the attributes `names` of `op`), as a tuple.
+# Plans kept per operator: far more than the shapes a model runs, and a bound on
+# callers that pass ever new ones.
+PLAN_CACHE_SIZE = 512
 
-    The common values (None, bools, ints, strs, sequences of ints) are keyed in
-    one compiled pass; any other sends every value through hashable().
+
+def cached_plan(op):
+    """Decorator: cache plan(x_shape, *attributes) by keys of its arguments.
+
+    functools.lru_cache would need hashable arguments and key them with their
+    types in Python; here ``_core.attribute_keys`` keys the common values (the
+    shape, None, ints, strs, bools, sequences of ints) in one compiled pass and
+    hashable() the rest, and the plan function sees the caller's own values.
+    Past PLAN_CACHE_SIZE plans each new one evicts the oldest; ``.cache_clear()``
+    empties it.
     """
-    keys = _core.attribute_keys(values)
-    if keys is None:
-        keys = tuple(hashable(v, op, name) for v, name in zip(values, names))
-    return keys
+    def decorate(build):
+        names = tuple(inspect.signature(build).parameters)
+        plans = collections.OrderedDict()
+
+        @functools.wraps(build)
+        def plan(*args):
+            key = _core.attribute_keys(args)
+            if key is None:
+                key = tuple(hashable(v, op, name) for v, name in zip(args, names))
+            found = plans.get(key)
+            if found is None:
+                found = build(*args)
+                if len(plans) >= PLAN_CACHE_SIZE:
+                    try:
+                        plans.popitem(last=False)  # the oldest
+                    except KeyError:  # another thread emptied the cache meanwhile
+                        pass
+                plans[key] = found
+            return found
+
+        plan.cache_clear = plans.clear
+        return plan
+    return decorate
 
 
 def hashable(value, op=None, name=None):
@@ -119,7 +150,8 @@ def hashable(value, op=None, name=None):
     Keys keep element types apart: (2, 2), (2.0, 2.0) and (True, True) must not
     share a cached plan, since only the first is valid.  None, ints, strs,
     bools and tuples or lists of ints are keyed by ``_core.attribute_keys``;
-    everything else is tagged here with its types.
+    everything else is tagged here with its types (a ("tagged", ...) key, unlike
+    any of those).
     """
     keys = _core.attribute_keys((value,))
     return ("tagged", _tag(value, op, name)) if keys is None else keys[0]
@@ -135,21 +167,6 @@ def _tag(value, op, name):
     except TypeError:
         raise TypeError(f"{op}: {name} has unsupported type {type(value).__name__}: {value!r}") from None
     return ("scalar", type(value), value)
-
-
-def unhash(key):
-    """The attribute value a hashable() key stands for (sequences come back as tuples or lists)."""
-    if type(key) is not tuple:
-        return key
-    return key[1] if key[0] in ("ints", "bool") else _untag(key[1])
-
-
-def _untag(tag):
-    if tag[0] == "ndarray":
-        return np.array(tag[3], dtype=tag[1]).reshape(tag[2])
-    if tag[0] == "seq":
-        return [_untag(t) for t in tag[1]]
-    return tag[2]
 
 
 def check_size(op, shape, what="output"):

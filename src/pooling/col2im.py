@@ -1,13 +1,11 @@
 """Col2Im: validation, output shape, dispatch to the kernel (SPEC 3)."""
-import functools
 import math
 from typing import NamedTuple
 
 import numpy as np
 
 from ._dispatch import core as _core
-from ._attrs import (INDEX_LIMIT, check_size, attribute_keys, int_tuple, resolve_version, shape_tuple,
-                     unhash)
+from ._attrs import INDEX_LIMIT, cached_plan, check_size, int_tuple, resolve_version, shape_tuple
 from ._dtypes import HALF_INF_BITS, as_kernel_array, result_dtype
 from ._outputs import output_array
 from ._threads import resolve_n_threads, split_rows
@@ -47,7 +45,8 @@ class _Plan(NamedTuple):
 def col2im_output_shape(x_shape, image_shape, block_shape, *, strides=None, pads=None,
                         dilations=None, opset=None):
     """Output shape of col2im for an input of shape `x_shape` (same validation, no data)."""
-    return _plan_for(shape_tuple(OP, "x_shape", x_shape), image_shape, block_shape, strides, pads, dilations, opset).out_shape
+    return _plan(shape_tuple(OP, "x_shape", x_shape), image_shape, block_shape, strides, pads, dilations,
+                 opset).out_shape
 
 
 def col2im(x, image_shape, block_shape, *, strides=None, pads=None, dilations=None, opset=None,
@@ -64,7 +63,7 @@ def col2im(x, image_shape, block_shape, *, strides=None, pads=None, dilations=No
     section 3 for every rule.
     """
     arr = np.asarray(x)
-    plan = _plan_for(arr.shape, image_shape, block_shape, strides, pads, dilations, opset)
+    plan = _plan(arr.shape, image_shape, block_shape, strides, pads, dilations, opset)
     xk, kind = as_kernel_array(OP, "x", arr, KINDS)
     xk = xk.view(_STORAGE.get(kind, xk.dtype))
     nt = resolve_n_threads(OP, n_threads, xk.size)
@@ -74,22 +73,13 @@ def col2im(x, image_shape, block_shape, *, strides=None, pads=None, dilations=No
     return y
 
 
-_ATTRIBUTES = ("image_shape", "block_shape", "strides", "pads", "dilations", "opset")
-
-
-def _plan_for(x_shape, image_shape, block_shape, strides, pads, dilations, opset):
-    """Hashable stand-ins for the arguments, then the cached plan."""
-    return _plan(tuple(x_shape), *attribute_keys(
-        OP, _ATTRIBUTES, (image_shape, block_shape, strides, pads, dilations, opset)))
-
-
-@functools.lru_cache(maxsize=512)
+@cached_plan(OP)
 def _plan(x_shape, image_shape, block_shape, strides, pads, dilations, opset):
-    version = resolve_version(OP, unhash(opset))
+    version = resolve_version(OP, opset)
     if len(x_shape) != 3:
         raise ValueError(f"{OP}: x must have rank 3 (N, C*prod(block_shape), L), got shape {x_shape}")
-    image = _shape_input("image_shape", unhash(image_shape))
-    block = _shape_input("block_shape", unhash(block_shape))
+    image = _shape_input("image_shape", image_shape)
+    block = _shape_input("block_shape", block_shape)
     n = len(image)
     if len(block) != n:
         raise ValueError(
@@ -100,14 +90,14 @@ def _plan(x_shape, image_shape, block_shape, strides, pads, dilations, opset):
         raise ValueError(f"{OP}: image_shape must have at least 1 value, got []")
     if version is not None and n < 2:
         raise ValueError(
-            f"{OP}: version {version} (opset {unhash(opset)}) needs at least 2 spatial axes, got "
+            f"{OP}: version {version} (opset {opset}) needs at least 2 spatial axes, got "
             f"image_shape {list(image)}; 1 axis is library mode (opset=None) only"
         )
     if n + 2 > _MAX_RANK:
         raise ValueError(f"{OP}: image_shape has {n} values; the output rank n + 2 must be <= {_MAX_RANK}")
-    strides = int_tuple(OP, "strides", unhash(strides), n, 1, 1)
-    dilations = int_tuple(OP, "dilations", unhash(dilations), n, 1, 1)
-    pads = int_tuple(OP, "pads", unhash(pads), 2 * n, 0, 0)
+    strides = int_tuple(OP, "strides", strides, n, 1, 1)
+    dilations = int_tuple(OP, "dilations", dilations, n, 1, 1)
+    pads = int_tuple(OP, "pads", pads, 2 * n, 0, 0)
     for i in range(n):
         if image[i] + pads[i] + pads[i + n] >= INDEX_LIMIT:
             raise ValueError(f"{OP}: image_shape and pads on axis {i} reach past 2**62")

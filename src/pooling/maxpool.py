@@ -6,8 +6,8 @@ from typing import NamedTuple
 import numpy as np
 
 from ._dispatch import core as _core
-from ._attrs import (INDEX_LIMIT, check_size, choice, flag, attribute_keys, int_tuple, resolve_version,
-                     shape_tuple, unhash)
+from ._attrs import (INDEX_LIMIT, cached_plan, check_size, choice, flag, int_tuple, resolve_version,
+                     shape_tuple)
 from ._dtypes import HALF_INF_BITS, as_kernel_array, float_to_half_bits, result_dtype
 from ._outputs import output_array
 from ._shapes import AUTO_PADS, pool_output
@@ -52,10 +52,9 @@ def max_pool_output_shape(x_shape, kernel_shape, *, strides=None, pads=None, dil
                           return_indices=False, layout="NCHW", activation=None,
                           activation_params=None, opset=None):
     """Output shape of max_pool for an input of shape `x_shape` (same validation, no data)."""
-    return _plan_for(shape_tuple(OP, "x_shape", x_shape), kernel_shape, strides, pads, dilations,
-                     auto_pad, ceil_mode,
-                     storage_order, return_indices, layout, activation, activation_params,
-                     opset).out_shape
+    return _plan(shape_tuple(OP, "x_shape", x_shape), kernel_shape, strides, pads, dilations, auto_pad,
+                 ceil_mode, storage_order, return_indices, layout, activation, activation_params,
+                 opset).out_shape
 
 
 def max_pool(x, kernel_shape, *, strides=None, pads=None, dilations=None, auto_pad="NOTSET",
@@ -74,8 +73,8 @@ def max_pool(x, kernel_shape, *, strides=None, pads=None, dilations=None, auto_p
     through max_unpool.  See SPEC.md section 1 for every rule.
     """
     arr = x if type(x) is np.ndarray else np.asarray(x)
-    plan = _plan_for(arr.shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode,
-                     storage_order, return_indices, layout, activation, activation_params, opset)
+    plan = _plan(arr.shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode,
+                 storage_order, return_indices, layout, activation, activation_params, opset)
     xk, kind = as_kernel_array(OP, "x", arr, plan.kinds)
     nt = resolve_n_threads(OP, n_threads, xk.size)
     y = output_array(OP, "out", out, plan.out_shape, result_dtype(arr.dtype), arr)
@@ -91,23 +90,10 @@ def max_pool(x, kernel_shape, *, strides=None, pads=None, dilations=None, auto_p
     return (y, indices) if return_indices else y
 
 
-_ATTRIBUTES = ("kernel_shape", "strides", "pads", "dilations", "auto_pad", "ceil_mode", "storage_order",
-               "layout", "activation", "activation_params", "opset")
-
-
-def _plan_for(x_shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode, storage_order,
-              return_indices, layout, activation, activation_params, opset):
-    """Hashable stand-ins for the attributes, then the cached plan."""
-    return _plan(tuple(x_shape), bool(return_indices), *attribute_keys(
-        OP, _ATTRIBUTES, (kernel_shape, strides, pads, dilations, auto_pad, ceil_mode, storage_order,
-                          layout, activation, activation_params, opset)))
-
-
-@functools.lru_cache(maxsize=512)
-def _plan(x_shape, return_indices, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode,
-          storage_order, layout, activation, activation_params, opset):
-    version = resolve_version(OP, unhash(opset))
-    layout, auto_pad, activation = unhash(layout), unhash(auto_pad), unhash(activation)
+@cached_plan(OP)
+def _plan(x_shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode, storage_order,
+          return_indices, layout, activation, activation_params, opset):
+    version = resolve_version(OP, opset)
     choice(OP, "layout", layout, LAYOUTS)
     if len(x_shape) < 3:
         raise ValueError(
@@ -115,20 +101,20 @@ def _plan(x_shape, return_indices, kernel_shape, strides, pads, dilations, auto_
         )
     spatial = x_shape[2:] if layout == "NCHW" else x_shape[1:-1]
     n = len(spatial)
-    if unhash(kernel_shape) is None:
+    if kernel_shape is None:
         raise ValueError(f"{OP}: kernel_shape is required")
-    kernel = int_tuple(OP, "kernel_shape", unhash(kernel_shape), n, 1, 1)
-    strides = int_tuple(OP, "strides", unhash(strides), n, 1, 1)
-    dilations = int_tuple(OP, "dilations", unhash(dilations), n, 1, 1)
-    pads = int_tuple(OP, "pads", unhash(pads), 2 * n, 0, 0)
+    kernel = int_tuple(OP, "kernel_shape", kernel_shape, n, 1, 1)
+    strides = int_tuple(OP, "strides", strides, n, 1, 1)
+    dilations = int_tuple(OP, "dilations", dilations, n, 1, 1)
+    pads = int_tuple(OP, "pads", pads, 2 * n, 0, 0)
     choice(OP, "auto_pad", auto_pad, AUTO_PADS)
     if auto_pad != "NOTSET" and any(pads):
         raise ValueError(f"{OP}: pads {list(pads)} cannot be combined with auto_pad={auto_pad!r}")
-    ceil_mode = flag(OP, "ceil_mode", unhash(ceil_mode))
-    storage_order = flag(OP, "storage_order", unhash(storage_order))
+    ceil_mode = flag(OP, "ceil_mode", ceil_mode)
+    storage_order = flag(OP, "storage_order", storage_order)
     if storage_order == 1 and layout == "NHWC":
         raise ValueError(f"{OP}: storage_order=1 is not defined for layout 'NHWC' (Indices are NHWC offsets)")
-    activation, act_params = _activation(activation, unhash(activation_params))
+    activation, act_params = _activation(activation, activation_params)
 
     kinds = tuple(_DTYPE_SINCE)
     if version is not None:
@@ -137,17 +123,17 @@ def _plan(x_shape, return_indices, kernel_shape, strides, pads, dilations, auto_
         for name, since in _ATTRIBUTE_SINCE.items():
             if given[name] and version < since:
                 raise ValueError(
-                    f"{OP}: attribute {name} is not in version {version} (opset {unhash(opset)}); "
+                    f"{OP}: attribute {name} is not in version {version} (opset {opset}); "
                     f"it needs opset >= {since}"
                 )
         if return_indices and version < _INDICES_SINCE:
             raise ValueError(
-                f"{OP}: output Indices is not in version {version} (opset {unhash(opset)}); "
+                f"{OP}: output Indices is not in version {version} (opset {opset}); "
                 f"it needs opset >= {_INDICES_SINCE}"
             )
         if activation is not None and layout == "NCHW":
             raise ValueError(
-                f"{OP}: activation={activation!r} under opset={unhash(opset)} needs layout 'NHWC' "
+                f"{OP}: activation={activation!r} under opset={opset} needs layout 'NHWC' "
                 "(the com.ms.internal.nhwc operator); NCHW allows it in library mode only"
             )
         kinds = tuple(k for k, since in _DTYPE_SINCE.items() if since <= version)

@@ -1,12 +1,11 @@
 """MaxUnpool: validation per version, output shape, dispatch to the kernel (SPEC 2)."""
-import functools
 from typing import NamedTuple
 
 import numpy as np
 
 from ._dispatch import core as _core
-from ._attrs import (INDEX_LIMIT, check_size, choice, attribute_keys, int_tuple, resolve_version,
-                     shape_tuple, unhash)
+from ._attrs import (INDEX_LIMIT, cached_plan, check_size, choice, int_tuple, resolve_version,
+                     shape_tuple)
 from ._dtypes import as_kernel_array, result_dtype
 from ._outputs import output_array
 from ._threads import resolve_n_threads
@@ -35,8 +34,8 @@ class _Plan(NamedTuple):
 def max_unpool_output_shape(x_shape, kernel_shape, *, strides=None, pads=None, output_shape=None,
                             layout="NCHW", opset=None):
     """Output shape of max_unpool for an input of shape `x_shape` (same validation, no data)."""
-    return _plan_for(shape_tuple(OP, "x_shape", x_shape), kernel_shape, strides, pads, output_shape,
-                     layout, opset).out_shape
+    return _plan(shape_tuple(OP, "x_shape", x_shape), kernel_shape, strides, pads, output_shape, layout,
+                 opset).out_shape
 
 
 def max_unpool(x, indices, kernel_shape, *, strides=None, pads=None, output_shape=None,
@@ -63,7 +62,7 @@ def max_unpool(x, indices, kernel_shape, *, strides=None, pads=None, output_shap
     """
     arr = np.asarray(x)
     idx = np.asarray(indices)
-    plan = _plan_for(arr.shape, kernel_shape, strides, pads, output_shape, layout, opset)
+    plan = _plan(arr.shape, kernel_shape, strides, pads, output_shape, layout, opset)
     if idx.shape != arr.shape:
         raise ValueError(f"{OP}: indices must have the shape of x {arr.shape}, got {idx.shape}")
     xk, _ = as_kernel_array(OP, "x", arr, plan.kinds)
@@ -92,19 +91,10 @@ def max_unpool(x, indices, kernel_shape, *, strides=None, pads=None, output_shap
     return y
 
 
-_ATTRIBUTES = ("kernel_shape", "strides", "pads", "output_shape", "layout", "opset")
-
-
-def _plan_for(x_shape, kernel_shape, strides, pads, output_shape, layout, opset):
-    """Hashable stand-ins for the attributes, then the cached plan."""
-    return _plan(tuple(x_shape), *attribute_keys(
-        OP, _ATTRIBUTES, (kernel_shape, strides, pads, output_shape, layout, opset)))
-
-
-@functools.lru_cache(maxsize=512)
+@cached_plan(OP)
 def _plan(x_shape, kernel_shape, strides, pads, output_shape, layout, opset):
-    version = resolve_version(OP, unhash(opset))
-    layout = choice(OP, "layout", unhash(layout), LAYOUTS)
+    version = resolve_version(OP, opset)
+    layout = choice(OP, "layout", layout, LAYOUTS)
     if len(x_shape) < 3:
         raise ValueError(
             f"{OP}: x must have rank >= 3 (N, C and at least one spatial axis), got shape {x_shape}"
@@ -116,17 +106,17 @@ def _plan(x_shape, kernel_shape, strides, pads, output_shape, layout, opset):
     else:
         lead, spatial, blocks = (x_shape[0], x_shape[-1]), x_shape[1:-1], x_shape[0]
     n = len(spatial)
-    if unhash(kernel_shape) is None:
+    if kernel_shape is None:
         raise ValueError(f"{OP}: kernel_shape is required")
-    kernel = int_tuple(OP, "kernel_shape", unhash(kernel_shape), n, 1, 1)
-    strides = int_tuple(OP, "strides", unhash(strides), n, 1, 1)
-    pads = int_tuple(OP, "pads", unhash(pads), 2 * n, 0, 0)
-    if unhash(output_shape) is None:
+    kernel = int_tuple(OP, "kernel_shape", kernel_shape, n, 1, 1)
+    strides = int_tuple(OP, "strides", strides, n, 1, 1)
+    pads = int_tuple(OP, "pads", pads, 2 * n, 0, 0)
+    if output_shape is None:
         out_spatial = _inferred_spatial(spatial, kernel, strides, pads)
         out_shape = (lead + out_spatial if layout == "NCHW"
                      else lead[:1] + out_spatial + lead[1:])
     else:
-        out_shape = _given_shape(unhash(output_shape), x_shape, lead, version, layout)
+        out_shape = _given_shape(output_shape, x_shape, lead, version, layout)
     check_size(OP, out_shape)
     if version is None:
         kinds, index_kinds = _LIBRARY_DTYPES, _INDEX_KINDS
