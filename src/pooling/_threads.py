@@ -29,33 +29,27 @@ def resolve_n_threads(op, n_threads, work=None):
     most MAX_N_THREADS (or OpenMP's maximum, if that is larger).  `work`
     (elements touched) lets small calls run serial; results never depend on it.
     """
-    if type(n_threads) is int and n_threads > 0:  # the common explicit count, checked quickly
-        n = min(n_threads, max(MAX_N_THREADS, _core.max_threads()))
-        return 1 if work is not None and work < SERIAL_BELOW else n
-    if isinstance(n_threads, bool) or (n_threads is not None and not _is_int(n_threads)):
-        raise TypeError(f"{op}: n_threads must be an int or None, got {n_threads!r}")
-    maximum = _core.max_threads()
     if n_threads is None:
-        n = maximum
+        n = _core.max_threads()
+    elif type(n_threads) is int and 0 < n_threads <= MAX_N_THREADS:  # the common explicit count
+        n = n_threads
     else:
-        n = operator.index(n_threads)
-        if n == 0:
-            raise ValueError(f"{op}: n_threads must be non-zero (None or -1 for all threads), got 0")
-        if n < 0:
-            n = max(maximum + 1 + n, 1)
-        else:
-            n = min(n, max(MAX_N_THREADS, maximum))
-    if work is not None and work < SERIAL_BELOW:
-        n = 1
-    return n
+        n = _explicit(op, n_threads)
+    return 1 if work is not None and work < SERIAL_BELOW else n
 
 
-def _is_int(value):
+def _explicit(op, n_threads):
+    """Any other n_threads: checked, and negative counts resolved."""
+    if isinstance(n_threads, bool):
+        raise TypeError(f"{op}: n_threads must be an int or None, got {n_threads!r}")
     try:
-        operator.index(value)
+        n = operator.index(n_threads)
     except TypeError:
-        return False
-    return True
+        raise TypeError(f"{op}: n_threads must be an int or None, got {n_threads!r}") from None
+    if n == 0:
+        raise ValueError(f"{op}: n_threads must be non-zero (None or -1 for all threads), got 0")
+    maximum = _core.max_threads()
+    return max(maximum + 1 + n, 1) if n < 0 else min(n, max(MAX_N_THREADS, maximum))
 
 
 def split_rows(slices, rows, nt, most=None, even=False):
