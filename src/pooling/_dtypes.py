@@ -57,8 +57,8 @@ def _kind(dtype):
     return _PLAIN.get(dtype.newbyteorder("=") if dtype.byteorder not in "=|" else dtype)
 
 
-# Kinds whose native arrays the kernels read as they are.
-_AS_IS = frozenset(k for k in _PLAIN.values() if k not in KERNEL_DTYPE)
+# Native dtypes whose arrays the kernels read as they are, and their kinds.
+_AS_IS = {dtype: kind for dtype, kind in _PLAIN.items() if kind not in KERNEL_DTYPE}
 
 LEGACY_BFLOAT16 = np.dtype((np.uint16, {"bfloat16": (np.uint16, 0)}))
 
@@ -72,15 +72,17 @@ def as_kernel_array(op, name, x, kinds):
     either way.
     """
     arr = x if type(x) is np.ndarray else np.asarray(x)
+    kind = _AS_IS.get(arr.dtype)
+    if kind in kinds:
+        flags = arr.flags
+        if flags.c_contiguous and flags.aligned:
+            return arr, kind  # the common case: nothing to convert (kernels never write inputs)
     kind = _kind(arr.dtype)
     if kind not in kinds:
         raise TypeError(
             f"{op}: {name} has dtype {arr.dtype}, which is not supported; "
             f"supported: {', '.join(kinds)}"
         )
-    flags = arr.flags
-    if kind in _AS_IS and flags.c_contiguous and flags.aligned and arr.dtype.isnative:
-        return arr, kind  # the common case: nothing to convert (kernels never write inputs)
     storage = arr.dtype.base if arr.dtype.fields is not None else arr.dtype
     if storage.byteorder not in "=|":
         # Byte-swapped: the legacy structured bfloat16 swaps its uint16 payload.
