@@ -2,7 +2,6 @@
 
 Every error names the operator, the parameter and the offending value.
 """
-import collections
 import functools
 import inspect
 import operator
@@ -121,7 +120,7 @@ def cached_plan(op):
     """
     def decorate(build):
         names = tuple(inspect.signature(build).parameters)
-        plans = collections.OrderedDict()
+        plans = {}
 
         @functools.wraps(build)
         def plan(*args):
@@ -133,8 +132,8 @@ def cached_plan(op):
                 found = build(*args)
                 if len(plans) >= PLAN_CACHE_SIZE:
                     try:
-                        plans.popitem(last=False)  # the oldest
-                    except KeyError:  # another thread emptied the cache meanwhile
+                        plans.pop(next(iter(plans)), None)  # the oldest (dicts keep order)
+                    except (StopIteration, RuntimeError):  # another thread changed it meanwhile
                         pass
                 plans[key] = found
             return found
