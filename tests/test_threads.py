@@ -11,7 +11,7 @@ import pytest
 
 import pooling
 from conftest import POOL_DTYPES, assert_same, make_array
-from pooling._threads import resolve_n_threads
+from pooling._threads import chunk_size, resolve_n_threads, split_rows
 
 # Big enough to pass the serial cut-off (2**15 input elements) and to split into
 # several blocks of rows; few planes, so the split goes inside the planes too.
@@ -103,6 +103,22 @@ def test_max_threads_follows_omp_num_threads():
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                              check=True, timeout=120)
         assert out.stdout.strip() == value
+
+
+@pytest.mark.parametrize("slices, rows, nt, per, items", [
+    (3, 112, 2, 56, 6),   # 1x3x224x224 k3s2: two halves of each plane, three per thread
+    (1, 57, 3, 19, 3),
+    (4, 10, 2, 10, 4),    # whole planes share evenly already
+    (6, 5, 4, 3, 12),
+    (1, 1, 2, 1, 1),      # one row: nothing to share
+    (5, 100, 1, 100, 5),
+])
+def test_small_inputs_split_into_the_fewest_even_items(slices, rows, nt, per, items):
+    """Inputs up to SMALL_INPUT: each thread takes one chunk, and the items are cut no finer than
+    sharing them evenly needs (each item re-reads the input rows its first output row needs)."""
+    assert split_rows(slices, rows, nt, even=True) == (per, items)
+    assert chunk_size(items, nt, True) == -(-items // nt)
+    assert split_rows(slices, rows, nt, most=7, even=True)[0] == min(per, 7)
 
 
 def test_a_smaller_team_than_asked_for_does_all_the_work():
