@@ -11,7 +11,7 @@ SERIAL_BELOW = 1 << 15
 
 # Kernels split inputs up to this many bytes into one chunk of work per thread:
 # each thread then takes the same part of the input on every call, still in its
-# core's L2 cache from the last (this machine: 2 MiB of L2 per core).
+# core's L2 cache from the last (this machine: 1 MiB of L2 per core).
 SMALL_INPUT = 1 << 20
 
 # An explicit n_threads above this is lowered to it (results never depend on
