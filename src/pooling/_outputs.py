@@ -25,8 +25,9 @@ def output_array(op, name, out, shape, dtype, *inputs):
             f"{op}: {name} must have shape {tuple(shape)} and dtype {dtype}, "
             f"got shape {out.shape} and dtype {out.dtype}"
         )
-    if not (out.flags.c_contiguous and out.flags.writeable and out.flags.aligned):
+    if not out.flags.carray:  # C-contiguous, aligned and writeable
         raise ValueError(f"{op}: {name} must be a writeable, aligned, C-contiguous array")
-    if any(np.may_share_memory(out, x) for x in inputs):
-        raise ValueError(f"{op}: {name} must not overlap the input")
+    for x in inputs:  # (a loop: any() over a generator cost 0.26 us of a small call)
+        if np.may_share_memory(out, x):
+            raise ValueError(f"{op}: {name} must not overlap the input")
     return out
