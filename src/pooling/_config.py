@@ -7,6 +7,7 @@ import sys
 import numpy as np
 
 from . import _dispatch
+from . import _threads
 from ._dispatch import core as _core
 from ._version import __version__
 
@@ -22,8 +23,12 @@ def openmp_enabled():
 
 
 def max_threads():
-    """The thread count n_threads=None resolves to now."""
-    return _core.max_threads()
+    """The thread count n_threads=None resolves to in the calling thread now.
+
+    OpenMP's maximum (OMP_NUM_THREADS; threadpoolctl's limit where it was set
+    from this thread), or 1 in the thread that forked this process.
+    """
+    return _threads.max_threads()
 
 
 class _DlInfo(ctypes.Structure):
@@ -92,7 +97,8 @@ def config_lines():
         f"compiler        {info['compiler']}",
         f"openmp          {'yes' if openmp_enabled() else 'no (serial build)'}",
         f"openmp runtime  {runtime_line}",
-        f"max threads     {max_threads()}",
+        f"max threads     {max_threads()}"
+        + (" (this thread forked the process: its calls run serially)" if _threads.forked_serial() else ""),
         f"simd            baseline {_dispatch._baseline.build_info()['simd_baseline']}; "
         f"run-time choice of {', '.join(_dispatch.available)}; in use: {_dispatch.level}",
         f"c flags         {' '.join(flags) if flags is not None else 'not recorded by this build'}",

@@ -2,6 +2,7 @@
 import math
 import operator
 import os
+import threading
 
 from ._dispatch import core as _core
 
@@ -21,6 +22,34 @@ SMALL_INPUT = 1 << 20
 MAX_N_THREADS = max(64, 4 * (os.cpu_count() or 1))
 
 
+# In a child process made by fork: the thread that called fork, which is the
+# child's only thread at first and the one that runs a process pool's tasks.
+# It inherited the parent's OpenMP state, but not the parent's worker threads:
+# GNU libgomp would hand work to a team that no longer exists and wait for it
+# forever.  That thread runs every kernel serially (threads the child starts
+# later get a team of their own).  None in a process not made by fork.
+_forked_thread = None
+
+
+def _after_fork_in_child():
+    global _forked_thread
+    _forked_thread = threading.get_ident()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def forked_serial():
+    """Whether this thread is the one that forked this process (its calls run serially)."""
+    return _forked_thread is not None and _forked_thread == threading.get_ident()
+
+
+def max_threads():
+    """The thread count n_threads=None resolves to in this thread now."""
+    return 1 if forked_serial() else _core.max_threads()
+
+
 def resolve_n_threads(op, n_threads, work=None):
     """The thread count a kernel runs with.
 
@@ -28,6 +57,7 @@ def resolve_n_threads(op, n_threads, work=None):
     -1: all of them; -k: max + 1 - k (at least 1); 0: ValueError; k > 0: k, at
     most MAX_N_THREADS (or OpenMP's maximum, if that is larger).  `work`
     (elements touched) lets small calls run serial; results never depend on it.
+    The thread that forked this process always gets 1 (see _forked_thread).
     """
     if n_threads is None:
         n = _core.max_threads()
@@ -35,7 +65,9 @@ def resolve_n_threads(op, n_threads, work=None):
         n = n_threads
     else:
         n = _explicit(op, n_threads)
-    return 1 if work is not None and work < SERIAL_BELOW else n
+    if work is not None and work < SERIAL_BELOW:
+        return 1
+    return 1 if _forked_thread is not None and _forked_thread == threading.get_ident() else n
 
 
 def _explicit(op, n_threads):
