@@ -538,6 +538,138 @@ def test_legacy_bfloat16_byte_swapped():
         assert_same(fn(swapped), fn(native))
 
 
+STRUCTURED_BFLOAT16 = {
+    "legacy": LEGACY_BFLOAT16,
+    "legacy_big_endian": LEGACY_BFLOAT16.newbyteorder(">"),
+    "record": np.dtype([("bfloat16", "<u2")]),
+    "record_big_endian": np.dtype([("bfloat16", ">u2")]),
+}
+
+
+@pytest.mark.parametrize("name", list(STRUCTURED_BFLOAT16))
+def test_structured_bfloat16_is_read_in_its_fields_byte_order(name):
+    """Every operator reads a structured bfloat16 through its field, in the field's byte order, and
+    returns the native legacy dtype. (A record with a big-endian field was read as native.)"""
+    dtype = STRUCTURED_BFLOAT16[name]
+    bits = make_array(np.random.default_rng(11), (1, 2, 6, 8), "bfloat16").view(np.uint16)
+    given = bits.astype(dtype.fields["bfloat16"][0]).view(dtype)
+    native = bits.view(LEGACY_BFLOAT16)
+    for fn in (lambda a: pooling.max_pool(a, 2, strides=2, return_indices=True),
+               lambda a: pooling.max_pool(a.reshape(1, 6, 8, 2), 2, layout="NHWC"),
+               lambda a: pooling.max_unpool(a[:, :, :3, :4], np.arange(24).reshape(1, 2, 3, 4), 2, strides=2),
+               lambda a: pooling.col2im(a.reshape(1, 4, 24), (5, 7), (2, 2))):
+        got, want = fn(given), fn(native)
+        for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+            assert g.dtype == w.dtype
+            assert_same(g, w)
+
+
+@pytest.mark.parametrize("dtype", [
+    np.dtype([("bfloat16", "<i2")]),                               # a signed field
+    np.dtype([("bfloat16", "<f2")]),                               # a float16 field
+    np.dtype([("bfloat16", "u1"), ("pad", "u1")]),                 # one byte of two
+    np.dtype([("pad", "u1"), ("bfloat16", "u1")]),
+    np.dtype((np.int16, {"bfloat16": (np.uint16, 0)})),            # a legacy shape over int16
+    np.dtype((np.uint16, {"bfloat16": (np.dtype(">u2"), 0)})),     # a native dtype, a big-endian field
+    np.dtype((np.dtype(">u2"), {"bfloat16": (np.uint16, 0)})),     # and the other way round
+    np.dtype([("bfloat16", "<u2"), ("other", "<u2")]),             # four bytes
+], ids=["signed", "float16", "first_byte", "second_byte", "over_int16", "mixed_order", "mixed_order_2",
+        "two_fields"])
+def test_structured_bfloat16_lookalikes_are_type_errors(dtype):
+    x = np.zeros((1, 1, 4, 4), dtype)
+    calls = {"MaxPool": lambda: pooling.max_pool(x, 2),
+             "MaxUnpool": lambda: pooling.max_unpool(x, np.zeros(x.shape, np.int64), 2),
+             "Col2Im": lambda: pooling.col2im(x.reshape(1, 4, 4), (3, 3), (2, 2))}
+    for op, call in calls.items():
+        with pytest.raises(TypeError, match=rf"{op}: x has dtype .* not supported"):
+            call()
+
+
+def _object_array(*items):
+    a = np.empty(len(items), object)
+    a[:] = items
+    return a
+
+
+@pytest.mark.parametrize("value", [_object_array([2], [2]), _object_array({2}, 2), _object_array(2, {"a": 1}),
+                                   _object_array(_object_array([2]), 2)],
+                         ids=["lists", "set", "dict", "nested"])
+def test_object_array_attributes_with_unhashable_items(value):
+    """An object array holding lists, sets or dicts: the operator's TypeError naming the parameter,
+    from every operator and shape twin (the plan cache raised a bare 'unhashable type')."""
+    x4, idx = np.zeros((1, 1, 4, 4)), np.zeros((1, 1, 2, 2), np.int64)
+    calls = [
+        ("MaxPool", "kernel_shape", lambda: pooling.max_pool(x4, value)),
+        ("MaxPool", "strides", lambda: pooling.max_pool(x4, 2, strides=value)),
+        ("MaxPool", "kernel_shape", lambda: pooling.max_pool_output_shape((1, 1, 4, 4), value)),
+        ("MaxUnpool", "kernel_shape", lambda: pooling.max_unpool(idx.astype(float), idx, value)),
+        ("MaxUnpool", "output_shape", lambda: pooling.max_unpool(idx.astype(float), idx, 2, output_shape=value)),
+        ("MaxUnpool", "kernel_shape", lambda: pooling.max_unpool_output_shape((1, 1, 2, 2), value)),
+        ("Col2Im", "block_shape", lambda: pooling.col2im(np.zeros((1, 4, 9)), (4, 4), value)),
+        ("Col2Im", "image_shape", lambda: pooling.col2im(np.zeros((1, 4, 9)), value, (2, 2))),
+        ("Col2Im", "block_shape", lambda: pooling.col2im_output_shape((1, 4, 9), (4, 4), value)),
+    ]
+    for op, name, call in calls:
+        with pytest.raises(TypeError, match=rf"^{op}: {name} "):
+            call()
+
+
+def test_object_array_attributes_of_ints_work():
+    x = make_array(np.random.default_rng(12), (1, 2, 7, 6), "float32")
+    got = pooling.max_pool(x, _object_array(2, 3), strides=_object_array(1, 2), return_indices=True)
+    want = pooling.max_pool(x, (2, 3), strides=(1, 2), return_indices=True)
+    assert_same(got[0], want[0])
+    assert_same(got[1], want[1])
+
+
+@pytest.mark.parametrize("kind", ["float64", "float32", "int8"])
+def test_out_and_indices_out_sharing_memory(kind):
+    """MaxPool's two results may not overlap each other (nor x): a ValueError before anything is
+    written. (An int64 buffer viewed as float64 for out gave index bits for maxima.)"""
+    x = make_array(np.random.default_rng(13), (1, 1, 6, 6), kind)
+    itemsize = np.dtype(kind).itemsize
+    buf = np.zeros(9 + 8, np.int64)  # room for out's bytes after the indices too
+    sentinel = buf.copy()
+    cases = [
+        (buf[:9].view(kind)[:9], buf[:9]),                                  # the same first bytes
+        (buf.view(kind)[8 * 9 // itemsize - 9:][:9] if itemsize < 8 else buf[8:17].view(kind), buf[:9]),
+    ]
+    for out, indices_out in cases:
+        with pytest.raises(ValueError, match=r"MaxPool: indices_out must not overlap out"):
+            pooling.max_pool(x, 2, strides=2, return_indices=True, out=out.reshape(1, 1, 3, 3),
+                             indices_out=indices_out.reshape(1, 1, 3, 3))
+        assert (buf == sentinel).all()
+    # Apart, they work and equal fresh results.
+    out, indices_out = np.empty((1, 1, 3, 3), kind), buf[8:17].reshape(1, 1, 3, 3)
+    y, i = pooling.max_pool(x, 2, strides=2, return_indices=True, out=out, indices_out=indices_out)
+    want = pooling.max_pool(x, 2, strides=2, return_indices=True)
+    assert y is out and i is indices_out
+    assert_same(y, want[0])
+    assert_same(i, want[1])
+
+
+def test_every_output_is_checked_against_every_input():
+    """The messages name what overlaps: x, MaxUnpool's indices, or the other result."""
+    x = np.zeros((1, 1, 4, 4))
+    with pytest.raises(ValueError, match=r"MaxPool: out must not overlap the input x"):
+        pooling.max_pool(x, 1, out=x)
+    with pytest.raises(ValueError, match=r"MaxPool: indices_out must not overlap the input x"):
+        pooling.max_pool(x, 1, return_indices=True, indices_out=x.view(np.int64))
+    values, idx = np.zeros((1, 1, 2, 2)), np.arange(4, dtype=np.int64).reshape(1, 1, 2, 2)
+    with pytest.raises(ValueError, match=r"MaxUnpool: out must not overlap the input x"):
+        buf = np.zeros(16)
+        buf[:4] = values.ravel()
+        pooling.max_unpool(buf[:4].reshape(values.shape), idx, 2, strides=2, out=buf.reshape(1, 1, 4, 4))
+    with pytest.raises(ValueError, match=r"MaxUnpool: out must not overlap the input indices"):
+        ibuf = np.zeros(16, np.int64)
+        ibuf[:4] = idx.ravel()
+        pooling.max_unpool(values, ibuf[:4].reshape(idx.shape), 2, strides=2,
+                           out=ibuf.view(np.float64).reshape(1, 1, 4, 4))
+    cols = np.zeros((1, 1, 16))
+    with pytest.raises(ValueError, match=r"Col2Im: out must not overlap the input x"):
+        pooling.col2im(cols, [16], [1], out=cols.reshape(1, 1, 16))
+
+
 @pytest.mark.parametrize("kind", ["float32", "int8", "float16"])
 def test_zero_stride_broadcast_inputs(kind):
     """Broadcast arrays (strides 0): read as the values they show.  Broadcast MaxUnpool indices repeat

@@ -158,7 +158,10 @@ def hashable(value, op=None, name=None):
 
 def _tag(value, op, name):
     if isinstance(value, np.ndarray):
-        return ("ndarray", value.dtype.str, value.shape, tuple(value.ravel().tolist()))
+        items = value.ravel().tolist()
+        if value.dtype.hasobject:  # items may be anything, lists included: tag each
+            items = [_tag(v, op, name) for v in items]
+        return ("ndarray", value.dtype.str, value.shape, tuple(items))
     if isinstance(value, (list, tuple)):
         return ("seq", tuple(_tag(v, op, name) for v in value))
     try:

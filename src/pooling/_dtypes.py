@@ -50,11 +50,30 @@ _DTYPE_CACHE = 256
 
 @functools.lru_cache(maxsize=_DTYPE_CACHE)
 def _kind(dtype):
-    if dtype.fields is not None and dtype.itemsize == 2 and "bfloat16" in dtype.fields:
-        return "bfloat16"  # ONNX's legacy structured bfloat16
+    if dtype.fields is not None:
+        return "bfloat16" if _bfloat16_field(dtype) is not None else None
     if dtype.name == "bfloat16" and dtype.itemsize == 2:
         return "bfloat16"  # ml_dtypes.bfloat16
     return _PLAIN.get(dtype.newbyteorder("=") if dtype.byteorder not in "=|" else dtype)
+
+
+def _bfloat16_field(dtype):
+    """The uint16 that holds the bits of a structured bfloat16 dtype, with its byte order, or None.
+
+    A structured bfloat16 is ONNX's legacy dtype ``np.dtype((np.uint16, {"bfloat16": (np.uint16,
+    0)}))`` in either byte order, or the record ``[("bfloat16", "<u2" or ">u2")]``: two bytes, one
+    field named bfloat16, an unsigned 16-bit integer at offset 0 (whose byte order is the data's;
+    a legacy dtype's own must agree with it).  Any other dtype with such a field is a lookalike.
+    """
+    if dtype.itemsize != 2 or dtype.names != ("bfloat16",):
+        return None
+    field, offset = dtype.fields["bfloat16"][:2]
+    if offset != 0 or field.kind != "u" or field.itemsize != 2:
+        return None
+    # (numpy writes a native byte order as "=", and a legacy dtype's isnative is its field's.)
+    if dtype.kind != "V" and (dtype.kind != "u" or (dtype.byteorder == "=") != field.isnative):
+        return None
+    return field
 
 
 # Native dtypes whose arrays the kernels read as they are, and their kinds.
@@ -82,10 +101,13 @@ def as_kernel_array(op, name, x, kinds):
         raise TypeError(
             f"{op}: {name} has dtype {arr.dtype}, which is not supported; "
             f"supported: {', '.join(kinds)}"
+            + ("" if arr.dtype.fields is None or kind is not None else
+               " (a structured bfloat16 has one field, 'bfloat16', an unsigned 16-bit integer: ONNX's "
+               "legacy dtype in either byte order, or that one-field record)")
         )
-    storage = arr.dtype.base if arr.dtype.fields is not None else arr.dtype
+    storage = _bfloat16_field(arr.dtype) if arr.dtype.fields is not None else arr.dtype
     if storage.byteorder not in "=|":
-        # Byte-swapped: the legacy structured bfloat16 swaps its uint16 payload.
+        # Byte-swapped (a structured bfloat16's field says so): swap to native order.
         arr = arr.view(storage).astype(storage.newbyteorder("="))
     # Aligned too: the kernels load whole elements, and a misaligned load is undefined
     # behaviour in C (a fault on strict-alignment CPUs).  ascontiguousarray keeps a

@@ -2,11 +2,12 @@
 import numpy as np
 
 
-def output_array(op, name, out, shape, dtype, *inputs):
+def output_array(op, name, out, shape, dtype, *others):
     """A C-contiguous array of `shape` and `dtype` to write a result into.
 
     `out` (optional) must be exactly that: a writeable, aligned, C-contiguous
-    ndarray of the result's shape and dtype that overlaps none of the `inputs`
+    ndarray of the result's shape and dtype that overlaps none of the `others`,
+    (what, array) pairs: the call's inputs and the results already chosen
     (the kernels store whole elements; a misaligned store is undefined in C).
     """
     if out is None:
@@ -27,7 +28,7 @@ def output_array(op, name, out, shape, dtype, *inputs):
         )
     if not out.flags.carray:  # C-contiguous, aligned and writeable
         raise ValueError(f"{op}: {name} must be a writeable, aligned, C-contiguous array")
-    for x in inputs:  # (a loop: any() over a generator cost 0.26 us of a small call)
-        if np.may_share_memory(out, x):
-            raise ValueError(f"{op}: {name} must not overlap the input")
+    for what, other in others:  # (a loop: any() over a generator cost 0.26 us of a small call)
+        if np.may_share_memory(out, other):
+            raise ValueError(f"{op}: {name} must not overlap {what}")
     return out

@@ -67,7 +67,7 @@ def col2im(x, image_shape, block_shape, *, strides=None, pads=None, dilations=No
     xk, kind = as_kernel_array(OP, "x", arr, KINDS)
     xk = xk.view(_STORAGE.get(kind, xk.dtype))
     nt = resolve_n_threads(OP, n_threads, xk.size)
-    y = output_array(OP, "out", out, plan.out_shape, result_dtype(arr.dtype), arr)
+    y = output_array(OP, "out", out, plan.out_shape, result_dtype(arr.dtype), ("the input x", arr))
     if y.size:
         _run(plan, xk, y.view(xk.dtype), HALF_INF_BITS.get(kind, 0), nt)
     return y

@@ -84,10 +84,11 @@ def max_pool(x, kernel_shape, *, strides=None, pads=None, dilations=None, auto_p
                  storage_order, return_indices, layout, activation, activation_params, opset)
     xk, kind = as_kernel_array(OP, "x", arr, plan.kinds)
     nt = resolve_n_threads(OP, n_threads, xk.size)
-    y = output_array(OP, "out", out, plan.out_shape, result_dtype(arr.dtype), arr)
+    y = output_array(OP, "out", out, plan.out_shape, result_dtype(arr.dtype), ("the input x", arr))
     if indices_out is not None and not return_indices:
         raise ValueError(f"{OP}: indices_out is given but return_indices is False")
-    indices = (output_array(OP, "indices_out", indices_out, plan.out_shape, _INT64, arr)
+    indices = (output_array(OP, "indices_out", indices_out, plan.out_shape, _INT64, ("the input x", arr),
+                            ("out", y))
                if return_indices else None)
     if y.size:
         yk = y if y.dtype is xk.dtype else y.view(xk.dtype)  # 16-bit floats: as their bits

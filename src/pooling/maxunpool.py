@@ -69,7 +69,8 @@ def max_unpool(x, indices, kernel_shape, *, strides=None, pads=None, output_shap
     ik, _ = as_kernel_array(OP, "indices", idx, plan.index_kinds)
     # uint64 values >= 2**63 wrap to negative here, which the kernel rejects like any bad index.
     ik = ik.astype(np.int64, copy=False)
-    y = output_array(OP, "out", out, plan.out_shape, result_dtype(arr.dtype), arr, idx)
+    y = output_array(OP, "out", out, plan.out_shape, result_dtype(arr.dtype), ("the input x", arr),
+                     ("the input indices", idx))
     nt = resolve_n_threads(OP, n_threads, xk.size + y.size)
     if xk.size or y.size:
         if not y.size:
