@@ -12,6 +12,7 @@
 static inline int omp_get_max_threads(void) { return 1; }
 static inline int omp_get_thread_num(void) { return 0; }
 static inline int omp_get_num_threads(void) { return 1; }
+static inline int omp_get_thread_limit(void) { return 1 << 30; }
 #endif
 
 #endif

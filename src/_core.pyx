@@ -4,11 +4,12 @@ Every function here receives arrays that the Python layer has validated,
 allocated and laid out (C-contiguous, native byte order) plus plain integer
 geometry; MaxPool's launches take the geometry once and check each call's
 arrays against it.  Kernels allocate nothing but a launch's scratch, never
-raise, release the GIL and split their work with OpenMP ``prange``.  The rules
+raise, release the GIL and split their work with ``pk_parallel`` (include/pooling_pool.h:
+a work-claiming pool; OpenMP's settings still give the default thread count).  The rules
 they implement are in SPEC.md; the Python layer (``src/pooling``) decides every
 shape, pad and dtype question.
 """
-from cython.parallel cimport parallel, prange, threadid
+cimport cython
 from libc.math cimport INFINITY
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uintptr_t
 from libc.stdlib cimport free, malloc
@@ -20,7 +21,6 @@ from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 
 cdef extern from "pooling_omp.h":
     int omp_get_max_threads() noexcept nogil
-    int omp_get_num_threads() noexcept nogil
     int PK_OPENMP
 
 cdef extern from "pooling_half.h":
@@ -30,6 +30,13 @@ cdef extern from "pooling_half.h":
     int16_t pk_half_fast_key(uint16_t h) noexcept nogil
     bint pk_f32_tie_odd(float v) noexcept nogil
     bint pk_f64_tie_odd(double v) noexcept nogil
+
+cdef extern from "pooling_pool.h":
+    ctypedef void (*pk_body)(void* ctx, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil
+    void pk_parallel(pk_body body, void* ctx, Py_ssize_t items, Py_ssize_t chunk,
+                     int n_threads) noexcept nogil
+    void pk_atomic_or(int* flag, int value) noexcept nogil
+    int PK_POOL
 
 cdef extern from "pooling_config.h":
     const char* PK_COMPILER
@@ -72,8 +79,9 @@ def cpu_supports_avx2():
 
 
 def build_info():
-    """Compiler and SIMD baseline the extension was built with."""
-    return {"compiler": PK_COMPILER.decode(), "simd_baseline": PK_SIMD_BASELINE.decode()}
+    """Compiler, SIMD baseline and thread runtime the extension was built with."""
+    return {"compiler": PK_COMPILER.decode(), "simd_baseline": PK_SIMD_BASELINE.decode(),
+            "threads": "pool" if PK_POOL else ("openmp" if PK_OPENMP else "none")}
 
 
 cdef tuple _TRUE_KEY = ("bool", True)
@@ -861,20 +869,7 @@ cdef class _Launch:
 
     cdef void _run(self, const char* x, char* y, int64_t* indices, _Scratch s):
         """The kernel for this launch's element type."""
-        if self.kind == 0:
-            _launch_kernel(<const float*>x, <float*>y, indices, self, s, <float>self.lo,
-                           <float>self.hi)
-        elif self.kind == 1:
-            _launch_kernel(<const double*>x, <double*>y, indices, self, s, self.lo, self.hi)
-        elif self.kind == 2:
-            _launch_kernel(<const int8_t*>x, <int8_t*>y, indices, self, s, <int8_t>self.lo,
-                           <int8_t>self.hi)
-        elif self.kind == 3:
-            _launch_kernel(<const uint8_t*>x, <uint8_t*>y, indices, self, s, <uint8_t>self.lo,
-                           <uint8_t>self.hi)
-        else:
-            _launch_kernel(<const uint16_t*>x, <uint16_t*>y, indices, self, s, <uint16_t>self.lo,
-                           <uint16_t>self.hi)
+        _launch_kernel(x, y, indices, self, s)
 
 
 # The element types of the launches, by the C name the Python layer uses.
@@ -1002,63 +997,93 @@ cdef class _Scratch:
         free(self.memory)
 
 
-cdef void _launch_kernel(const pool_t* xb, pool_t* yb, int64_t* ib, _Launch p, _Scratch s,
-                         pool_t lo, pool_t hi):
-    """A launch's work items, in this thread or split with OpenMP (x NULL when it is
-    empty: every window then is, and no tap reads x).  Units write disjoint outputs
-    and scratch is per thread, so results cannot depend on the schedule."""
-    if not p.xsize:
-        xb = NULL
+cdef struct _UnitsJob:
+    # One MaxPool launch call, for pk_parallel's threads: arrays, geometry, the
+    # scratch of thread 0 and the stride to the next thread's, activation.
+    const char* x                   # NULL when x is empty: every window then is
+    char* y
+    int64_t* ib
+    const Geom* g
+    const Geom* fg
+    char* hv                        # MaxPool3d: row buffers; MaxPoolNHWC: int32 winners
+    uint8_t* nan
+    char* m
+    int32_t* hp
+    Py_ssize_t nblk, rows, xplane, yplane, vs, ns, ms, ps
+    Py_ssize_t C                    # channels: 0 for MaxPool3d, which has none
+    int kind, act
+    double lo, hi
+
+
+cdef void _launch_kernel(const char* xb, char* yb, int64_t* ib, _Launch p, _Scratch s) noexcept:
+    """A launch's work items, in this thread or on the pool (pk_parallel).  Units
+    write disjoint outputs and scratch is per thread, so results cannot depend on
+    the schedule."""
+    cdef _UnitsJob j
+    cdef MaxPool3d p3
+    cdef MaxPoolNHWC pn
+    j.x = xb if p.xsize else NULL
+    j.y, j.ib, j.g = yb, ib, &p.g
+    j.kind, j.act, j.lo, j.hi = p.kind, p.act, p.lo, p.hi
     if isinstance(p, MaxPoolNHWC):
-        _nhwc_units(xb, yb, ib, <MaxPoolNHWC>p, s.block, lo, hi)
+        pn = <MaxPoolNHWC>p
+        j.C, j.vs = pn.C, pn.wscratch
+        j.hv = s.block if ib != NULL else NULL
     else:
-        _pool_units(xb, yb, ib, <MaxPool3d>p, s.block, lo, hi)
+        # Scratch per thread: row buffers, NaN flags, depth slabs, positions (with indices).
+        p3 = <MaxPool3d>p
+        j.C, j.fg, j.nblk, j.rows = 0, &p3.flat_g, p3.nblk, p3.rows_per_unit
+        j.xplane, j.yplane = p3.xplane, p3.yplane
+        j.vs, j.ns, j.ms, j.ps = p3.vscratch, p3.nscratch, p3.mscratch, p3.pscratch
+        j.hv = s.block
+        j.nan = <uint8_t*>(j.hv + p.n_threads * j.vs * p.itemsize)
+        j.m = <char*>(j.nan + p.n_threads * j.ns)
+        j.hp = <int32_t*>(j.m + p.n_threads * j.ms * p.itemsize) if ib != NULL else NULL
+        if not j.ms:
+            j.m = NULL
+    with nogil:
+        pk_parallel(_units_body, &j, p.units, p.chunk, p.n_threads)
 
 
-cdef void _pool_units(const pool_t* xb, pool_t* yb, int64_t* ib, MaxPool3d p, char* scratch,
-                      pool_t lo, pool_t hi) noexcept:
-    """MaxPool3d's work items.  scratch holds each part for every thread: row
-    buffers, NaN flags, depth slabs, positions (with indices)."""
-    cdef Py_ssize_t u, first, step, units = p.units, nblk = p.nblk, rows = p.rows_per_unit
-    cdef Py_ssize_t xplane = p.xplane, yplane = p.yplane, chunk = p.chunk
-    cdef Py_ssize_t vs = p.vscratch, ns = p.nscratch, ms = p.mscratch, ps = p.pscratch
-    cdef int tid, act = p.act, n_threads = p.n_threads
-    cdef const Geom* g = &p.g
-    cdef const Geom* fg = &p.flat_g
-    cdef pool_t* hv = <pool_t*>scratch
-    cdef uint8_t* nan = <uint8_t*>(hv + n_threads * vs)
-    cdef pool_t* slabs = <pool_t*>(nan + n_threads * ns)
-    cdef pool_t* m = slabs if ms else NULL
-    cdef int32_t* hp = <int32_t*>(slabs + n_threads * ms) if ib != NULL else NULL
-    if n_threads == 1:
-        # No parallel region: entering one costs a futex system call even with one thread,
-        # a tenth of a small call (1x1x8x8).
-        with nogil:
-            for u in range(units):
-                _pool_unit(xb, yb, ib, g, fg, u, nblk, rows, xplane, yplane, hv, hp, nan, m,
-                           act, lo, hi)
+cdef void _units_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil:
+    """pk_parallel's body for MaxPool launches: work items [begin, end) on thread tid."""
+    cdef _UnitsJob* j = <_UnitsJob*>job
+    if j.kind == 0:
+        _units(<float*>NULL, j, begin, end, tid)
+    elif j.kind == 1:
+        _units(<double*>NULL, j, begin, end, tid)
+    elif j.kind == 2:
+        _units(<int8_t*>NULL, j, begin, end, tid)
+    elif j.kind == 3:
+        _units(<uint8_t*>NULL, j, begin, end, tid)
+    else:
+        _units(<uint16_t*>NULL, j, begin, end, tid)
+
+
+cdef void _units(pool_t* kind, const _UnitsJob* j, Py_ssize_t begin, Py_ssize_t end,
+                 int tid) noexcept nogil:
+    """Work items [begin, end) of either launch in element type pool_t (`kind`
+    only selects it), with thread tid's scratch."""
+    cdef Py_ssize_t u
+    cdef const pool_t* xb = <const pool_t*>j.x
+    cdef pool_t* yb = <pool_t*>j.y
+    cdef pool_t lo = <pool_t>j.lo, hi = <pool_t>j.hi
+    cdef pool_t* hv
+    cdef pool_t* m = NULL
+    cdef int32_t* hp = NULL
+    if j.C:
+        hp = <int32_t*>j.hv + tid * j.vs if j.hv != NULL else NULL
+        for u in range(begin, end):
+            _nhwc_unit(xb, yb, j.ib, j.C, j.g, u, hp, j.act, lo, hi)
         return
-    if chunk * n_threads >= units:
-        # One chunk per thread (a small input): a plain region, thread t taking chunks
-        # t, t + team, ... (the team may be smaller than asked for).  Without prange's
-        # work sharing and its barrier a call costs 0.25 us less (1x2x8x8, 2 threads).
-        with nogil, parallel(num_threads=n_threads):
-            tid = threadid()
-            step = omp_get_num_threads() * chunk
-            first = tid * chunk
-            while first < units:
-                for u in range(first, min(first + chunk, units)):
-                    _pool_unit(xb, yb, ib, g, fg, u, nblk, rows, xplane, yplane,
-                               hv + tid * vs, hp + tid * ps if hp != NULL else NULL,
-                               nan + tid * ns, m + tid * ms if m != NULL else NULL, act, lo, hi)
-                first = first + step
-        return
-    with nogil, parallel(num_threads=n_threads):
-        for u in prange(units, schedule="dynamic", chunksize=chunk):
-            tid = threadid()
-            _pool_unit(xb, yb, ib, g, fg, u, nblk, rows, xplane, yplane,
-                       hv + tid * vs, hp + tid * ps if hp != NULL else NULL,
-                       nan + tid * ns, m + tid * ms if m != NULL else NULL, act, lo, hi)
+    hv = <pool_t*>j.hv + tid * j.vs
+    if j.m != NULL:
+        m = <pool_t*>j.m + tid * j.ms
+    if j.hp != NULL:
+        hp = j.hp + tid * j.ps
+    for u in range(begin, end):
+        _pool_unit(xb, yb, j.ib, j.g, j.fg, u, j.nblk, j.rows, j.xplane, j.yplane, hv, hp,
+                   j.nan + tid * j.ns, m, j.act, lo, hi)
 
 
 cdef void _pool_unit(const pool_t* xb, pool_t* yb, int64_t* ib, const Geom* g,
@@ -1180,25 +1205,6 @@ cdef void _nhwc_row(const pool_t* xp, pool_t* yrow, int64_t* irow, int64_t xoff,
                 yv[c] = _clamp(yv[c], lo, hi, act, g.inf_bits)
 
 
-cdef void _nhwc_units(const pool_t* xb, pool_t* yb, int64_t* ib, MaxPoolNHWC p, char* scratch,
-                      pool_t lo, pool_t hi) noexcept:
-    """MaxPoolNHWC's work items, output rows; scratch: each thread's winners'
-    pixels (int32), with indices.  The split as in _pool_units."""
-    cdef Py_ssize_t u, units = p.units, C = p.C, ws = p.wscratch, chunk = p.chunk
-    cdef int tid, act = p.act, n_threads = p.n_threads
-    cdef const Geom* g = &p.g
-    cdef int32_t* wpix = <int32_t*>scratch if ib != NULL else NULL
-    if n_threads == 1:
-        with nogil:
-            for u in range(units):
-                _nhwc_unit(xb, yb, ib, C, g, u, wpix, act, lo, hi)
-        return
-    with nogil, parallel(num_threads=n_threads):
-        for u in prange(units, schedule="dynamic", chunksize=chunk):
-            tid = threadid()
-            _nhwc_unit(xb, yb, ib, C, g, u, wpix + tid * ws if wpix != NULL else NULL, act, lo, hi)
-
-
 cdef inline void _nhwc_unit(const pool_t* xb, pool_t* yb, int64_t* ib, Py_ssize_t C, const Geom* g,
                             Py_ssize_t u, int32_t* wpix, int act, pool_t lo, pool_t hi) noexcept nogil:
     """Work item u of MaxPoolNHWC: one output row."""
@@ -1279,12 +1285,65 @@ def max_pool_axis(const pool_t[:, :, ::1] x not None, const int64_t[:, :, ::1] p
         pin = &pos_in[0, 0, 0]
     if pos_out is not None:
         pout = &pos_out[0, 0, 0]
-    cdef const pool_t* xb = &x[0, 0, 0] if A * L * B else NULL  # no tap can read an empty x
-    cdef pool_t* yb = &y[0, 0, 0]
+    cdef _AxisJob j
+    j.x = <const char*>&x[0, 0, 0] if A * L * B else NULL  # no tap can read an empty x
+    j.y = <char*>&y[0, 0, 0]
+    j.pin, j.pout = pin, pout
+    j.L, j.B, j.O, j.k, j.s, j.dil, j.pad = L, B, O, k, s, dil, pad
+    j.act, j.lo, j.hi, j.inf_bits, j.kind = act, lo, hi, inf_bits, _kind_of(<pool_t*>NULL)
     with nogil:
-        for u in prange(A * O, schedule="static", num_threads=n_threads):
-            _axis_window(xb, pin, yb + u * B, pout + u * B if pout != NULL else NULL,
-                         u // O, u % O, L, B, k, s, dil, pad, act, lo, hi, inf_bits)
+        # Chunks of a quarter of a thread's share: a thread that starts late still takes some.
+        pk_parallel(_axis_body, &j, A * O, max(1, A * O // (4 * n_threads)), n_threads)
+
+
+cdef struct _AxisJob:
+    const char* x
+    char* y
+    const int64_t* pin
+    int64_t* pout
+    Py_ssize_t L, B, O, k, s, dil, pad
+    int act, kind
+    double lo, hi
+    uint16_t inf_bits
+
+
+cdef inline int _kind_of(pool_t* tag) noexcept nogil:
+    """The index of pool_t in _KINDS (`tag` only selects the type)."""
+    if pool_t is float:
+        return 0
+    elif pool_t is double:
+        return 1
+    elif pool_t is int8_t:
+        return 2
+    elif pool_t is uint8_t:
+        return 3
+    else:
+        return 4
+
+
+cdef void _axis_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil:
+    """pk_parallel's body for max_pool_axis: output rows [begin, end) of A * O."""
+    cdef _AxisJob* j = <_AxisJob*>job
+    if j.kind == 0:
+        _axis_rows(<float*>NULL, j, begin, end)
+    elif j.kind == 1:
+        _axis_rows(<double*>NULL, j, begin, end)
+    elif j.kind == 2:
+        _axis_rows(<int8_t*>NULL, j, begin, end)
+    elif j.kind == 3:
+        _axis_rows(<uint8_t*>NULL, j, begin, end)
+    else:
+        _axis_rows(<uint16_t*>NULL, j, begin, end)
+
+
+cdef void _axis_rows(pool_t* kind, const _AxisJob* j, Py_ssize_t begin, Py_ssize_t end) noexcept nogil:
+    cdef Py_ssize_t u, B = j.B
+    cdef const pool_t* xb = <const pool_t*>j.x
+    cdef pool_t* yb = <pool_t*>j.y
+    for u in range(begin, end):
+        _axis_window(xb, j.pin, yb + u * B, j.pout + u * B if j.pout != NULL else NULL,
+                     u // j.O, u % j.O, j.L, B, j.k, j.s, j.dil, j.pad, j.act, <pool_t>j.lo,
+                     <pool_t>j.hi, j.inf_bits)
 
 
 # ---------------------------------------------------------------------------
@@ -1335,29 +1394,61 @@ cdef inline int _unpool_part(const bits_t* x, const int64_t* idx, Py_ssize_t n, 
     return outside
 
 
-cdef void _zero(bits_t* y, Py_ssize_t size, int n_threads) noexcept nogil:
-    """y[:size] = 0, one slice per thread."""
-    cdef Py_ssize_t s, step = (size + n_threads - 1) // n_threads
-    for s in prange(n_threads, schedule="static", num_threads=n_threads):
-        if s * step < size:
-            memset(y + s * step, 0, min(step, size - s * step) * sizeof(bits_t))
+cdef struct _UnpoolJob:
+    const char* x
+    const int64_t* idx
+    char* y
+    Py_ssize_t itemsize, in_block, out_block
+    bint fused
+    int outside                     # set (pk_atomic_or) when some index left its part
+
+
+cdef void _zero_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil:
+    """pk_parallel's body: y[begin:end] = 0 (as bytes)."""
+    cdef _UnpoolJob* j = <_UnpoolJob*>job
+    memset(j.y + begin * j.itemsize, 0, (end - begin) * j.itemsize)
+
+
+cdef void _unpool_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil:
+    """pk_parallel's body: parts [begin, end) of x scattered into theirs of y."""
+    cdef _UnpoolJob* j = <_UnpoolJob*>job
+    cdef int outside
+    if j.itemsize == 1:
+        outside = _unpool_parts(<uint8_t*>NULL, j, begin, end)
+    elif j.itemsize == 2:
+        outside = _unpool_parts(<uint16_t*>NULL, j, begin, end)
+    elif j.itemsize == 4:
+        outside = _unpool_parts(<uint32_t*>NULL, j, begin, end)
+    else:
+        outside = _unpool_parts(<uint64_t*>NULL, j, begin, end)
+    if outside:
+        pk_atomic_or(&j.outside, 1)
+
+
+cdef int _unpool_parts(bits_t* kind, const _UnpoolJob* j, Py_ssize_t begin, Py_ssize_t end) noexcept nogil:
+    cdef Py_ssize_t b, ib = j.in_block, ob = j.out_block
+    cdef const bits_t* x = <const bits_t*>j.x
+    cdef bits_t* y = <bits_t*>j.y
+    cdef int outside = 0
+    for b in range(begin, end):
+        if j.fused:  # zero the part just before scattering into it, while it is in cache
+            memset(y + b * ob, 0, ob * sizeof(bits_t))
+        outside |= _unpool_part(x + b * ib, j.idx + b * ib, ib, y + b * ob, b * ob, ob)
+    return outside
 
 
 cdef Py_ssize_t _max_unpool(const bits_t* x, const int64_t* idx, Py_ssize_t n, bits_t* y,
                             Py_ssize_t size, Py_ssize_t blocks, bint fused,
                             int n_threads) noexcept nogil:
-    cdef Py_ssize_t in_block = n // blocks, out_block = size // blocks
-    cdef Py_ssize_t b, j
-    cdef int outside = 0
-
+    cdef Py_ssize_t j
+    cdef _UnpoolJob job
+    job.x, job.idx, job.y, job.itemsize = <const char*>x, idx, <char*>y, sizeof(bits_t)
+    job.in_block, job.out_block, job.fused, job.outside = n // blocks, size // blocks, fused, 0
+    # Chunks of a quarter of a thread's share: a thread that starts late still takes some.
     if not fused:
-        _zero(y, size, n_threads)
-    for b in prange(blocks, schedule="static", num_threads=n_threads):
-        if fused:  # zero the part just before scattering into it, while it is in cache
-            memset(y + b * out_block, 0, out_block * sizeof(bits_t))
-        outside |= _unpool_part(x + b * in_block, idx + b * in_block, in_block,
-                                y + b * out_block, b * out_block, out_block)
-    if not outside:
+        pk_parallel(_zero_body, &job, size, max(1, size // (4 * n_threads)), n_threads)
+    pk_parallel(_unpool_body, &job, blocks, max(1, blocks // (4 * n_threads)), n_threads)
+    if not job.outside:
         return -1
     for j in range(n):
         if <uint64_t>idx[j] >= <uint64_t>size:
@@ -1591,48 +1682,105 @@ def col2im(const col_t[:, :, ::1] x not None, col_t[:, ::1] y not None, float[:,
     g.pads = &geom[5, 0]
     g.xstep = &geom[6, 0]
     g.ystep = &geom[7, 0]
-    cdef Py_ssize_t planes = x.shape[0], P = y.shape[1], S0 = g.image[0], row = g.ystep[0]
-    cdef Py_ssize_t nblk = (S0 + rows_per_item - 1) // rows_per_item
-    cdef Py_ssize_t items = planes * nblk
-    cdef Py_ssize_t u, j, plane, o0, o1, start, size, acc_stride = 0
-    cdef int tid
-    cdef bint half = False
-    cdef const col_t* xb
-    cdef col_t* yb
-    cdef float* accb = NULL
-    cdef float* a
-    if items == 0 or P == 0:
+    cdef Py_ssize_t planes = x.shape[0], S0 = g.image[0]
+    cdef _ColJob j
+    j.g, j.P, j.rows, j.inf_bits = &g, y.shape[1], rows_per_item, inf_bits
+    j.nblk = (S0 + rows_per_item - 1) // rows_per_item
+    cdef Py_ssize_t items = planes * j.nblk
+    if items == 0 or j.P == 0:
         return
+    j.x, j.y, j.kind, j.acc, j.acc_stride = <const char*>&x[0, 0, 0], <char*>&y[0, 0], _col_kind(<col_t*>NULL), NULL, 0
     if col_t is uint16_t:
-        half = inf_bits != 0
-    xb = &x[0, 0, 0]
-    yb = &y[0, 0]
-    if half:
-        accb = &acc[0, 0]
-        acc_stride = acc.shape[1]
+        if inf_bits != 0:
+            j.acc, j.acc_stride = &acc[0, 0], acc.shape[1]
+    with nogil:
+        # Chunks of a quarter of a thread's share: a thread that starts late still takes some.
+        pk_parallel(_col2im_body, &j, items, max(1, items // (4 * n_threads)), n_threads)
 
-    with nogil, parallel(num_threads=n_threads):
-        for u in prange(items, schedule="static"):
-            tid = threadid()
-            plane = u // nblk
-            o0 = (u - plane * nblk) * rows_per_item
-            o1 = min(o0 + rows_per_item, S0)
-            start = plane * P + o0 * row
-            size = (o1 - o0) * row
-            if half:
-                a = accb + tid * acc_stride
+
+cdef struct _ColJob:
+    const ColGeom* g
+    const char* x
+    char* y
+    float* acc                      # 16-bit floats: float32 sums, acc_stride per thread; else NULL
+    Py_ssize_t acc_stride, P, rows, nblk
+    int kind
+    uint16_t inf_bits
+
+
+cdef inline int _col_kind(col_t* tag) noexcept nogil:
+    """The index of col_t among col_t's types (`tag` only selects the type)."""
+    if col_t is float:
+        return 0
+    elif col_t is double:
+        return 1
+    elif col_t is cython.floatcomplex:
+        return 2
+    elif col_t is cython.doublecomplex:
+        return 3
+    elif col_t is int8_t:
+        return 4
+    elif col_t is uint8_t:
+        return 5
+    elif col_t is uint16_t:
+        return 6
+    elif col_t is uint32_t:
+        return 7
+    else:
+        return 8
+
+
+cdef void _col2im_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil:
+    """pk_parallel's body for col2im: work items [begin, end) on thread tid."""
+    cdef _ColJob* j = <_ColJob*>job
+    if j.kind == 0:
+        _col2im_items(<float*>NULL, j, begin, end, tid)
+    elif j.kind == 1:
+        _col2im_items(<double*>NULL, j, begin, end, tid)
+    elif j.kind == 2:
+        _col2im_items(<cython.floatcomplex*>NULL, j, begin, end, tid)
+    elif j.kind == 3:
+        _col2im_items(<cython.doublecomplex*>NULL, j, begin, end, tid)
+    elif j.kind == 4:
+        _col2im_items(<int8_t*>NULL, j, begin, end, tid)
+    elif j.kind == 5:
+        _col2im_items(<uint8_t*>NULL, j, begin, end, tid)
+    elif j.kind == 6:
+        _col2im_items(<uint16_t*>NULL, j, begin, end, tid)
+    elif j.kind == 7:
+        _col2im_items(<uint32_t*>NULL, j, begin, end, tid)
+    else:
+        _col2im_items(<uint64_t*>NULL, j, begin, end, tid)
+
+
+cdef void _col2im_items(col_t* kind, const _ColJob* j, Py_ssize_t begin, Py_ssize_t end,
+                        int tid) noexcept nogil:
+    """Work items [begin, end): one plane's positions [o0, o1) of the first axis each."""
+    cdef const ColGeom* g = j.g
+    cdef const col_t* xb = <const col_t*>j.x
+    cdef col_t* yb = <col_t*>j.y
+    cdef Py_ssize_t u, i, plane, o0, o1, start, size, row = g.ystep[0]
+    cdef float* a
+    for u in range(begin, end):
+        plane = u // j.nblk
+        o0 = (u - plane * j.nblk) * j.rows
+        o1 = min(o0 + j.rows, g.image[0])
+        start = plane * j.P + o0 * row
+        size = (o1 - o0) * row
+        if col_t is uint16_t:
+            if j.acc != NULL:
+                a = j.acc + tid * j.acc_stride
                 memset(a, 0, size * sizeof(float))
-                _col2im_item(xb + plane * g.K * g.L, a, &g, o0, o1, inf_bits)
-                if col_t is uint16_t:
-                    if inf_bits == PK_F16_INF:
-                        for j in range(size):
-                            yb[start + j] = pk_f32_to_f16(a[j])
-                    else:
-                        for j in range(size):
-                            yb[start + j] = pk_f32_to_bf16(a[j])
-            else:
-                memset(yb + start, 0, size * sizeof(col_t))
-                _col2im_item(xb + plane * g.K * g.L, yb + start, &g, o0, o1, 0)
+                _col2im_item(xb + plane * g.K * g.L, a, g, o0, o1, j.inf_bits)
+                if j.inf_bits == PK_F16_INF:
+                    for i in range(size):
+                        yb[start + i] = pk_f32_to_f16(a[i])
+                else:
+                    for i in range(size):
+                        yb[start + i] = pk_f32_to_bf16(a[i])
+                continue
+        memset(yb + start, 0, size * sizeof(col_t))
+        _col2im_item(xb + plane * g.K * g.L, yb + start, g, o0, o1, 0)
 
 
 def half_to_float32(const uint16_t[::1] h not None, float[::1] out not None, uint16_t inf_bits):

@@ -114,17 +114,16 @@ def test_max_threads_follows_omp_num_threads():
     (5, 100, 1, 100, 5),
 ])
 def test_small_inputs_split_into_the_fewest_even_items(slices, rows, nt, per, items):
-    """Inputs up to SMALL_INPUT: each thread takes one chunk, and the items are cut no finer than
-    sharing them evenly needs (each item re-reads the input rows its first output row needs)."""
+    """Inputs up to SMALL_INPUT: the items are cut no finer than sharing them evenly needs (each
+    item re-reads the input rows its first output row needs)."""
     assert split_rows(slices, rows, nt, even=True) == (per, items)
-    assert chunk_size(items, nt, True) == -(-items // nt)
+    assert chunk_size(items, nt) == max(1, items // (16 * nt))
     assert split_rows(slices, rows, nt, most=7, even=True)[0] == min(per, 7)
 
 
 def test_a_smaller_team_than_asked_for_does_all_the_work():
-    """OpenMP may start fewer threads than a kernel asks for (here OMP_THREAD_LIMIT=1); the
-    threads it gets must still cover every work item, in both splits (one chunk per thread
-    for small inputs, dynamic chunks for large ones)."""
+    """OMP_THREAD_LIMIT=1 caps the pool as it would an OpenMP team: the caller alone must cover
+    every work item of a launch made for more threads, for small and large inputs."""
     if not pooling.openmp_enabled():
         pytest.skip("serial build: no teams")
     code = textwrap.dedent(f"""
@@ -139,6 +138,40 @@ def test_a_smaller_team_than_asked_for_does_all_the_work():
         print("ok")
     """)
     env = dict(os.environ, OMP_THREAD_LIMIT="1")
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-2000:]
+
+
+@pytest.mark.parametrize("spin_us", ["0", "100000"], ids=["workers_sleep_at_once", "workers_spin"])
+def test_pool_workers_that_sleep_at_once_or_keep_spinning(spin_us):
+    """POOLING_SPIN_US=0: workers sleep as soon as a call is done, so every call wakes them (or runs
+    without them when they wake late); a long spin keeps them claiming. Either way every operator
+    gives the one-thread result (which runs without the pool), also after pauses between calls."""
+    code = textwrap.dedent(f"""
+        import time
+        import numpy as np, pooling
+        rng = np.random.default_rng(3)
+        shapes = {[s for s in SHAPES]!r}
+        for i, (shape, attrs) in enumerate(shapes):
+            x = rng.standard_normal(shape).astype(np.float32)
+            y1, i1 = pooling.max_pool(x, return_indices=True, n_threads=1, **attrs)
+            for nt in (2, 3, 8):
+                if i % 2:
+                    time.sleep(0.003)
+                y, ind = pooling.max_pool(x, return_indices=True, n_threads=nt, **attrs)
+                assert y.tobytes() == y1.tobytes() and (ind == i1).all(), (shape, nt)
+        x = rng.standard_normal((4, 16, 60, 60)).astype(np.float32)
+        y, ind = pooling.max_pool(x, 2, strides=2, return_indices=True)
+        cols = rng.standard_normal((2, 72, 1600)).astype(np.float32)
+        for nt in (2, 3, 8):
+            time.sleep(0.003)
+            a = pooling.max_unpool(y, ind, 2, strides=2, n_threads=nt)
+            assert a.tobytes() == pooling.max_unpool(y, ind, 2, strides=2, n_threads=1).tobytes()
+            b = pooling.col2im(cols, (40, 40), (3, 3), pads=1, n_threads=nt)
+            assert b.tobytes() == pooling.col2im(cols, (40, 40), (3, 3), pads=1, n_threads=1).tobytes()
+        print("ok")
+    """)
+    env = dict(os.environ, POOLING_SPIN_US=spin_us)
     run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-2000:]
 

@@ -7,7 +7,6 @@ import sys
 import numpy as np
 
 from . import _dispatch
-from . import _threads
 from ._dispatch import core as _core
 from ._version import __version__
 
@@ -25,10 +24,10 @@ def openmp_enabled():
 def max_threads():
     """The thread count n_threads=None resolves to in the calling thread now.
 
-    OpenMP's maximum (OMP_NUM_THREADS; threadpoolctl's limit where it was set
-    from this thread), or 1 in the thread that forked this process.
+    OpenMP's maximum: OMP_NUM_THREADS, or threadpoolctl's limit where it was
+    set from this thread (OpenMP keeps the count per thread).
     """
-    return _threads.max_threads()
+    return _core.max_threads()
 
 
 class _DlInfo(ctypes.Structure):
@@ -80,6 +79,13 @@ def _c_flags():
     return [*BUILD_INFO["compiler_command"][1:], *BUILD_INFO["extra_compile_args"]]
 
 
+_THREAD_RUNTIMES = {
+    "pool": "work-claiming pool (the caller never waits for a worker that has not started)",
+    "openmp": "OpenMP loops",
+    "none": "none: every call runs on the calling thread",
+}
+
+
 def config_lines():
     info = _core.build_info()
     flags = _c_flags()
@@ -97,8 +103,8 @@ def config_lines():
         f"compiler        {info['compiler']}",
         f"openmp          {'yes' if openmp_enabled() else 'no (serial build)'}",
         f"openmp runtime  {runtime_line}",
-        f"max threads     {max_threads()}"
-        + (" (this thread forked the process: its calls run serially)" if _threads.forked_serial() else ""),
+        f"max threads     {max_threads()}",
+        f"thread runtime  {_THREAD_RUNTIMES[info.get('threads', 'openmp')]}",
         f"simd            baseline {_dispatch._baseline.build_info()['simd_baseline']}; "
         f"run-time choice of {', '.join(_dispatch.available)}; in use: {_dispatch.level}",
         f"c flags         {' '.join(flags) if flags is not None else 'not recorded by this build'}",

@@ -2,7 +2,6 @@
 import math
 import operator
 import os
-import threading
 
 from ._dispatch import core as _core
 
@@ -22,34 +21,6 @@ SMALL_INPUT = 1 << 20
 MAX_N_THREADS = max(64, 4 * (os.cpu_count() or 1))
 
 
-# In a child process made by fork: the thread that called fork, which is the
-# child's only thread at first and the one that runs a process pool's tasks.
-# It inherited the parent's OpenMP state, but not the parent's worker threads:
-# GNU libgomp would hand work to a team that no longer exists and wait for it
-# forever.  That thread runs every kernel serially (threads the child starts
-# later get a team of their own).  None in a process not made by fork.
-_forked_thread = None
-
-
-def _after_fork_in_child():
-    global _forked_thread
-    _forked_thread = threading.get_ident()
-
-
-if hasattr(os, "register_at_fork"):  # POSIX
-    os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-def forked_serial():
-    """Whether this thread is the one that forked this process (its calls run serially)."""
-    return _forked_thread is not None and _forked_thread == threading.get_ident()
-
-
-def max_threads():
-    """The thread count n_threads=None resolves to in this thread now."""
-    return 1 if forked_serial() else _core.max_threads()
-
-
 def resolve_n_threads(op, n_threads, work=None):
     """The thread count a kernel runs with.
 
@@ -57,7 +28,6 @@ def resolve_n_threads(op, n_threads, work=None):
     -1: all of them; -k: max + 1 - k (at least 1); 0: ValueError; k > 0: k, at
     most MAX_N_THREADS (or OpenMP's maximum, if that is larger).  `work`
     (elements touched) lets small calls run serial; results never depend on it.
-    The thread that forked this process always gets 1 (see _forked_thread).
     """
     if n_threads is None:
         n = _core.max_threads()
@@ -65,9 +35,7 @@ def resolve_n_threads(op, n_threads, work=None):
         n = n_threads
     else:
         n = _explicit(op, n_threads)
-    if work is not None and work < SERIAL_BELOW:
-        return 1
-    return 1 if _forked_thread is not None and _forked_thread == threading.get_ident() else n
+    return 1 if work is not None and work < SERIAL_BELOW else n
 
 
 def _explicit(op, n_threads):
@@ -90,9 +58,9 @@ def split_rows(slices, rows, nt, most=None, even=False):
 
     The split is over (plane x depth slice) x blocks of output rows, so that a
     few large planes still use every core; a longer block reuses more cached rows.
-    even: the fewest items that nt threads share evenly, one chunk each (see
-    chunk_size; 1x3x224x224 on 2 threads: 6 items of 56 rows instead of 18 of
-    19, 13.3 -> 13.0 us).
+    even: the fewest items that nt threads share evenly (1x3x224x224 on 2
+    threads: 6 items of 56 rows instead of 18 of 19, 13.3 -> 13.0 us: an item
+    re-reads the rows its first output row shares with the item before).
     """
     per = max(rows, 1)
     if even:
@@ -104,12 +72,13 @@ def split_rows(slices, rows, nt, most=None, even=False):
     return per, slices * -(-rows // per)
 
 
-def chunk_size(items, nt, even):
-    """Work items a thread takes at a time.
+def chunk_size(items, nt):
+    """Work items per chunk, the pool's smallest claim (include/pooling_pool.h).
 
-    even (a SMALL_INPUT): one chunk per thread.  Otherwise dynamic: on a busy
-    machine a descheduled thread must not hold work the others could take; in
-    chunks of about items / (16 threads), since taking items one at a time cost
-    as much as the work on 2048 planes of 56x56 (no gain from a second thread).
+    A claim takes 1/(2 nt) of the chunks left, so chunks only bound how short
+    the last claims get: about items / (16 threads), at least one item.  Taking
+    items one at a time cost as much as the work on 2048 planes of 56x56 (no
+    gain from a second thread); one long chunk per thread made a worker that
+    woke late hold the caller up for half the call.
     """
-    return max(1, -(-items // nt) if even else items // (16 * nt))
+    return max(1, items // (16 * nt))

@@ -286,7 +286,7 @@ def _launch_3d(plan, kind, nt, brows, act, inf_bits, depth_first=False):
     taps = _tap_ranges(spatial, out, kernel, strides, dilations, pads_begin)
     return _core.MaxPool3d(_CTYPE[kind], x_shape, y_shape, kernel, strides, dilations, pads_begin,
                            taps, brows, rows, depth_first, *act, inf_bits, nt,
-                           chunk_size(units, nt, even))
+                           chunk_size(units, nt))
 
 
 def _depth_first_pays(plan, kind, nt):
@@ -353,7 +353,7 @@ def _launch_nhwc(plan, kind, nt, with_indices, act, inf_bits):
     taps = _tap_ranges(spatial, out, kernel, strides, dilations, pads_begin)
     rows = n * out[0] * out[1] if out[2] * c else 0  # the work items
     return _core.MaxPoolNHWC(_CTYPE[kind], x_shape, y_shape, kernel, strides, dilations, pads_begin,
-                             taps, *act, inf_bits, nt, chunk_size(rows, nt, False))
+                             taps, *act, inf_bits, nt, chunk_size(rows, nt))
 
 
 def _run_nhwc_transposed(plan, xk, y, indices, act, inf_bits, nt):

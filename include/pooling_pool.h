@@ -1,0 +1,314 @@
+/* The kernels' thread pool: work claiming, so a call never waits for a thread that has not started.
+ *
+ * pk_parallel(body, ctx, items, chunk, n_threads) runs body(ctx, begin, end, tid) over [0, items)
+ * in runs of whole chunks of `chunk` items, each item once, with tid in [0, n_threads) and no two
+ * threads sharing a tid at one time.  The chunks are cut into one range per thread; each thread
+ * claims runs from the front of its own range, then from the others' (pk_claim_and_run).  The caller is tid 0 and claims chunks itself, like the workers; it
+ * then waits only for chunks that a worker has claimed and not finished.  A worker that wakes late
+ * (an idle virtual CPU can take milliseconds) finds nothing left and goes back to waiting, so the
+ * call costs at most about its serial time.  An OpenMP team cannot do that: a parallel region
+ * ends with a barrier that every member, however late, must reach (README "Processes and threads").
+ *
+ * Workers spin for PK_SPIN_NS after their last chunk (back-to-back calls find them awake), then
+ * sleep on a condition variable.  One caller owns the pool at a time; a concurrent caller (another
+ * Python thread) runs its call on its own thread.  After fork() the child has no workers and
+ * starts new ones when a call needs them.
+ *
+ * Windows has no pool: the same interface runs an OpenMP loop there, or a plain loop without
+ * OpenMP.  The thread count stays the caller's choice everywhere (OMP_NUM_THREADS, threadpoolctl).
+ */
+#ifndef POOLING_POOL_H
+#define POOLING_POOL_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include <stdlib.h>
+
+#include "pooling_omp.h"
+
+typedef void (*pk_body)(void *ctx, Py_ssize_t begin, Py_ssize_t end, int tid);
+
+static void pk_serial(pk_body body, void *ctx, Py_ssize_t items, Py_ssize_t chunk)
+{
+    Py_ssize_t b;
+    for (b = 0; b < items; b += chunk)
+        body(ctx, b, items - b > chunk ? b + chunk : items, 0);
+}
+
+/* *flag |= value, from any thread. */
+static inline void pk_atomic_or(int *flag, int value)
+{
+#if defined(_MSC_VER) && !defined(__clang__)
+    _InterlockedOr((volatile long *)flag, value);
+#else
+    __atomic_fetch_or(flag, value, __ATOMIC_RELAXED);
+#endif
+}
+
+#if !defined(_WIN32)
+#define PK_POOL 1
+
+#include <pthread.h>
+#include <sched.h>
+#include <time.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#define PK_PAUSE() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define PK_PAUSE() __asm__ __volatile__("yield")
+#else
+#define PK_PAUSE() ((void)0)
+#endif
+
+#define PK_MAX_THREADS 256 /* threads per call, the caller included */
+#define PK_CLOSED 0xFFFFFFFFu /* a range's next-chunk field while its generation is set up */
+#define PK_LOAD(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define PK_RELAXED(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#define PK_SET(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+
+/* How long a worker looks for new work before it sleeps; POOLING_SPIN_US overrides it. */
+static int64_t pk_spin_ns = 2000000;
+/* Threads per call at most, counting the caller: OMP_THREAD_LIMIT, as for an OpenMP team. */
+static int pk_thread_limit = PK_MAX_THREADS;
+
+/* Thread t's share of a call's chunks, [start, end): t claims from its front first (so each
+ * thread takes the same part of the data on every call, still in its cache from the last), then
+ * from the others'.  claim = generation << 32 | next chunk, the only word claims change. */
+typedef struct {
+    uint64_t claim;
+    uint32_t end;
+    char pad[64 - sizeof(uint64_t) - sizeof(uint32_t)];
+} pk_range;
+
+static pk_range pk_ranges[PK_MAX_THREADS] __attribute__((aligned(64)));
+
+static struct {
+    /* The job: written by the owner while the generation is closed, read by workers. */
+    pk_body body;
+    void *ctx;
+    Py_ssize_t items, chunk;
+    int n_threads;
+    uint64_t state;        /* generation << 32 | 1 once the job is open */
+    int64_t done;          /* chunks finished in this generation */
+    int busy;              /* 1 while a caller owns the pool */
+    int sleepers;          /* workers asleep, or about to be */
+    int nworkers;          /* workers started (tids 1..nworkers) */
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+} pk_pool = {0};
+
+static pthread_once_t pk_once = PTHREAD_ONCE_INIT;
+
+static int64_t pk_now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* fork() keeps the lock consistent (the forking thread holds it across the fork); the child
+ * keeps only the forking thread: no workers, no owner, no sleepers on the condition variable. */
+static void pk_before_fork(void) { pthread_mutex_lock(&pk_pool.lock); }
+static void pk_after_fork_in_parent(void) { pthread_mutex_unlock(&pk_pool.lock); }
+
+static void pk_after_fork_in_child(void)
+{
+    pthread_mutex_unlock(&pk_pool.lock);
+    pthread_cond_init(&pk_pool.wake, NULL);
+    pk_pool.nworkers = 0;
+    pk_pool.sleepers = 0;
+    pk_pool.busy = 0;
+}
+
+static void pk_init(void)
+{
+    const char *spin = getenv("POOLING_SPIN_US");
+    int limit = omp_get_thread_limit();
+    if (spin != NULL && *spin)
+        pk_spin_ns = (int64_t)strtoll(spin, NULL, 10) * 1000;
+    if (limit < pk_thread_limit)
+        pk_thread_limit = limit;
+    pthread_mutex_init(&pk_pool.lock, NULL);
+    pthread_cond_init(&pk_pool.wake, NULL);
+    pthread_atfork(pk_before_fork, pk_after_fork_in_parent, pk_after_fork_in_child);
+}
+
+/* Whether state s is an open job of a generation other than `seen`. */
+static inline int pk_new_work(uint64_t s, uint32_t seen)
+{
+    return (uint32_t)(s >> 32) != seen && (s & 1);
+}
+
+/* Claim and run chunks of generation `gen` as thread tid of n: its own range first, then the
+ * others'.  A claim takes a quarter of what is left of the range (at least one chunk), so a
+ * thread that is descheduled or starts late holds the others up by a short claim only. */
+static void pk_claim_and_run(uint32_t gen, int tid, int n)
+{
+    pk_body body = PK_RELAXED(&pk_pool.body);
+    void *ctx = PK_RELAXED(&pk_pool.ctx);
+    Py_ssize_t items = PK_RELAXED(&pk_pool.items), chunk = PK_RELAXED(&pk_pool.chunk);
+    int k;
+    /* The fields are gen's whenever a claim succeeds: the owner changes them only after every
+     * chunk of gen is done, and first moves every range's word to the next generation. */
+    for (k = 0; k < n; k++) {
+        pk_range *r = &pk_ranges[(tid + k) % n];
+        uint64_t w = PK_LOAD(&r->claim);
+        uint32_t end = PK_LOAD(&r->end);  /* pairs with the owner's release: see pk_parallel */
+        for (;;) {
+            uint32_t next = (uint32_t)w, take;
+            if ((uint32_t)(w >> 32) != gen)
+                return;  /* the job is over */
+            if (next >= end)
+                break;
+            take = (end - next) / 4;
+            if (take < 1)
+                take = 1;
+            if (__atomic_compare_exchange_n(&r->claim, &w, w + take, 1, __ATOMIC_ACQUIRE,
+                                            __ATOMIC_ACQUIRE)) {
+                Py_ssize_t begin = (Py_ssize_t)next * chunk, stop = (Py_ssize_t)(next + take) * chunk;
+                body(ctx, begin, stop < items ? stop : items, tid);
+                __atomic_fetch_add(&pk_pool.done, (int64_t)take, __ATOMIC_RELEASE);
+                w = w + take;
+            }
+        }
+    }
+}
+
+static void *pk_worker(void *arg)
+{
+    int tid = (int)(intptr_t)arg;
+    uint32_t seen = (uint32_t)(PK_LOAD(&pk_pool.state) >> 32) - 1;  /* join the job that started us */
+    for (;;) {
+        uint64_t s = PK_LOAD(&pk_pool.state);
+        int n;
+        if (!pk_new_work(s, seen)) {
+            int64_t until = pk_now_ns() + pk_spin_ns;
+            int spins = 0;
+            while (!pk_new_work(s = PK_LOAD(&pk_pool.state), seen)) {
+                PK_PAUSE();
+                if (++spins == 64) {
+                    spins = 0;
+                    if (pk_now_ns() >= until)
+                        break;
+                }
+            }
+            if (!pk_new_work(s, seen)) {
+                pthread_mutex_lock(&pk_pool.lock);
+                __atomic_fetch_add(&pk_pool.sleepers, 1, __ATOMIC_SEQ_CST);
+                while (!pk_new_work(s = __atomic_load_n(&pk_pool.state, __ATOMIC_SEQ_CST), seen))
+                    pthread_cond_wait(&pk_pool.wake, &pk_pool.lock);
+                __atomic_fetch_sub(&pk_pool.sleepers, 1, __ATOMIC_SEQ_CST);
+                pthread_mutex_unlock(&pk_pool.lock);
+            }
+        }
+        seen = (uint32_t)(s >> 32);
+        n = PK_RELAXED(&pk_pool.n_threads);
+        if (tid < n)
+            pk_claim_and_run(seen, tid, n);
+    }
+    return NULL;
+}
+
+/* Start workers up to tid `want`; fewer if the system refuses (the caller then does more). */
+static void pk_start_workers(int want)
+{
+    pthread_attr_t attr;
+    if (pk_pool.nworkers >= want || pthread_attr_init(&attr) != 0)
+        return;
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    while (pk_pool.nworkers < want) {
+        pthread_t thread;
+        if (pthread_create(&thread, &attr, pk_worker, (void *)(intptr_t)(pk_pool.nworkers + 1)) != 0)
+            break;
+        pk_pool.nworkers++;
+    }
+    pthread_attr_destroy(&attr);
+}
+
+static void pk_parallel(pk_body body, void *ctx, Py_ssize_t items, Py_ssize_t chunk, int n_threads)
+{
+    uint64_t gen;
+    int64_t nchunks, spins = 0;
+    int expected = 0, t;
+    if (chunk < 1)
+        chunk = 1;
+    nchunks = (items + chunk - 1) / chunk;
+    if (n_threads > 1)
+        pthread_once(&pk_once, pk_init);
+    if (n_threads > pk_thread_limit)
+        n_threads = pk_thread_limit;
+    if (n_threads <= 1 || nchunks <= 1 || nchunks >= (int64_t)PK_CLOSED) {
+        pk_serial(body, ctx, items, chunk);
+        return;
+    }
+    if (!__atomic_compare_exchange_n(&pk_pool.busy, &expected, 1, 0, __ATOMIC_ACQUIRE,
+                                     __ATOMIC_RELAXED)) {
+        pk_serial(body, ctx, items, chunk);  /* another thread's call has the workers */
+        return;
+    }
+    /* A new generation: close it (a late thread of the last one can then claim nothing), fill in
+     * the job and the ranges, open it. */
+    gen = (PK_RELAXED(&pk_pool.state) >> 32) + 1;
+    __atomic_store_n(&pk_pool.state, gen << 32, __ATOMIC_SEQ_CST);
+    for (t = 0; t < n_threads; t++)
+        __atomic_store_n(&pk_ranges[t].claim, gen << 32 | PK_CLOSED, __ATOMIC_SEQ_CST);
+    PK_SET(&pk_pool.body, body);
+    PK_SET(&pk_pool.ctx, ctx);
+    PK_SET(&pk_pool.items, items);
+    PK_SET(&pk_pool.chunk, chunk);
+    PK_SET(&pk_pool.n_threads, n_threads);
+    for (t = 0; t < n_threads; t++) {
+        /* Release: a late thread that reads this end also sees the range closed above, so its
+         * claim of the last generation fails instead of taking chunks of this one. */
+        __atomic_store_n(&pk_ranges[t].end, (uint32_t)(nchunks * (t + 1) / n_threads), __ATOMIC_RELEASE);
+        PK_SET(&pk_ranges[t].claim, gen << 32 | (uint32_t)(nchunks * t / n_threads));
+    }
+    __atomic_store_n(&pk_pool.done, 0, __ATOMIC_RELAXED);
+    pk_start_workers(n_threads - 1);
+    __atomic_store_n(&pk_pool.state, gen << 32 | 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&pk_pool.sleepers, __ATOMIC_SEQ_CST) > 0) {
+        pthread_mutex_lock(&pk_pool.lock);
+        pthread_cond_broadcast(&pk_pool.wake);
+        pthread_mutex_unlock(&pk_pool.lock);
+    }
+    pk_claim_and_run((uint32_t)gen, 0, n_threads);
+    /* Every chunk is claimed: wait for the ones workers are still running. */
+    while (PK_LOAD(&pk_pool.done) < nchunks) {
+        if (++spins < 4096)
+            PK_PAUSE();
+        else
+            sched_yield();  /* a worker may be waiting for this core */
+    }
+    __atomic_store_n(&pk_pool.busy, 0, __ATOMIC_RELEASE);
+}
+
+#else /* _WIN32: an OpenMP loop where there is OpenMP */
+#define PK_POOL 0
+
+static void pk_parallel(pk_body body, void *ctx, Py_ssize_t items, Py_ssize_t chunk, int n_threads)
+{
+    Py_ssize_t nchunks;
+    if (chunk < 1)
+        chunk = 1;
+    nchunks = (items + chunk - 1) / chunk;
+    if (n_threads <= 1 || nchunks <= 1) {
+        pk_serial(body, ctx, items, chunk);
+        return;
+    }
+#ifdef _OPENMP
+    {
+        long long c;  /* MSVC's OpenMP 2.0 wants a signed loop index */
+#pragma omp parallel for schedule(dynamic, 1) num_threads(n_threads)
+        for (c = 0; c < (long long)nchunks; c++) {
+            Py_ssize_t begin = (Py_ssize_t)c * chunk;
+            body(ctx, begin, items - begin > chunk ? begin + chunk : items, omp_get_thread_num());
+        }
+    }
+#else
+    pk_serial(body, ctx, items, chunk);
+#endif
+}
+
+#endif /* _WIN32 */
+
+#endif /* POOLING_POOL_H */
