@@ -3,6 +3,7 @@
     python bench/report.py                 # every case
     python bench/report.py -k "float16"    # a pytest -k selection
     python bench/report.py --plot out.png  # also draw the speedups (matplotlib, the `bench` extra)
+    python bench/report.py -k pattern      # only the real-call-pattern groups (test_callpattern.py)
 
 Per case: pooling's median, its speedup over each peer (peer median / pooling
 median; > 1 means pooling is faster), and its ratio to the memory floor
@@ -25,6 +26,7 @@ import pytest  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PEERS = ("onnxruntime", "torch", "openvino")
+PATTERN = "pattern "  # the real-call-pattern groups' prefix
 
 
 class Progress:
@@ -73,6 +75,8 @@ def table(benchmarks):
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     rows = []
     for group, medians in groups.items():
+        if group.startswith(PATTERN):
+            continue
         ours = min(v for k, v in medians.items() if k in ("pooling", "pooling out="))
         cells = [group, f"{ours * 1e3:.3f}", _ms(medians.get("pooling 1 thread"))]
         speedups = {}
@@ -87,6 +91,26 @@ def table(benchmarks):
         lines.append("| " + " | ".join(cells) + " |")
         rows.append((group, speedups))
     return lines, rows
+
+
+def pattern_table(benchmarks):
+    """Markdown lines for the real-call-pattern groups (bench/test_callpattern.py): each median and
+    the default call's time over the slower of one thread and onnxruntime (the target: at most 1.1)."""
+    groups = {}
+    for b in benchmarks:
+        if b["group"].startswith(PATTERN):
+            groups.setdefault(b["group"][len(PATTERN):], {})[b["name"]] = b["stats"]["median"]
+    if not groups:
+        return []
+    header = ["operator, size, calls separated by", "pooling ms", "1 thread ms", "onnxruntime ms",
+              "pooling / slower of the two"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for group, medians in groups.items():
+        ours, one, peer = (medians.get(k) for k in ("pooling", "pooling 1 thread", "onnxruntime"))
+        slower = max((v for v in (one, peer) if v is not None), default=None)
+        ratio = f"{ours / slower:.2f}" if ours is not None and slower else "-"
+        lines.append("| " + " | ".join([group, _ms(ours), _ms(one), _ms(peer), ratio]) + " |")
+    return lines
 
 
 def _ms(seconds):
@@ -119,8 +143,14 @@ def main(argv=None):
     parser.add_argument("-k", dest="selection", help="pytest -k expression selecting cases")
     parser.add_argument("--plot", metavar="PNG", help="also draw the speedups as a bar chart")
     args, extra = parser.parse_known_args(argv)
-    lines, rows = table(run(args.selection, extra))
-    print("\n".join(lines))
+    benchmarks = run(args.selection, extra)
+    lines, rows = table(benchmarks)
+    patterns = pattern_table(benchmarks)
+    if len(lines) > 2:
+        print("\n".join(lines))
+    if patterns:
+        print("\nReal call patterns (one call after each gap; the gap is not timed):\n")
+        print("\n".join(patterns))
     if args.plot:
         plot(rows, args.plot)
         print(f"\nplot written to {args.plot}")
