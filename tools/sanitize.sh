@@ -5,7 +5,9 @@
 # checkout's own build is left alone), then run under it:
 #   1. the whole test suite (-q -p no:randomly; no -x, so that one finding does not hide the next),
 #   2. the fuzz tests again, SANITIZE_FUZZ_FACTOR (default 5) times as many examples, fresh ones,
-#   3. the main job, python -m pooling.
+#   3. the main job, python -m pooling,
+#   4. tools/pool_stress.c, the thread pool alone, under ThreadSanitizer (where gcc has libtsan) and
+#      plainly built with a fork.
 # Exits non-zero on any failure and on any sanitizer report.  Every check aborts the process that hits
 # it; pytest runs with --capture=sys so the report reaches the output (fd 2 is not captured), ASan
 # also writes its reports to files (gcc's UBSan ignores log_path when combined with ASan), and the
@@ -129,12 +131,32 @@ if [ "$FUZZ_FACTOR" -gt 0 ]; then
 fi
 step "python -m pooling" "$PY" -m pooling
 
+# The thread pool alone (include/pooling_pool.h, tools/pool_stress.c): under ThreadSanitizer where
+# gcc has it, and built plainly for the part that forks.
+pyinclude=$("$PY" -c "import sysconfig; print(sysconfig.get_paths()['include'])")
+stress() {  # stress NAME FLAGS...: build tools/pool_stress.c with FLAGS and run it without the preloads
+    local out=$work/$1; shift
+    gcc "$@" -g -I"$root/include" -I"$pyinclude" "$root/tools/pool_stress.c" -o "$out" -lpthread \
+        && env -u LD_PRELOAD "$out"
+}
+libtsan=$(gcc -print-file-name=libtsan.so)
+if [ ! -f "$root/tools/pool_stress.c" ]; then
+    # (The sdist leaves out C sources other than the headers, so that no generated C travels.)
+    echo "== sanitize.sh: tools/pool_stress.c is not here (an sdist): the thread pool's runs are skipped"
+elif [ -e "$libtsan" ] && [ "$libtsan" != libtsan.so ]; then
+    step "thread pool under ThreadSanitizer" stress pool_stress_tsan -O1 -fsanitize=thread
+    step "thread pool with fork" stress pool_stress -O2
+else
+    echo "== sanitize.sh: no libtsan: the thread pool's ThreadSanitizer run is skipped"
+    step "thread pool with fork" stress pool_stress -O2
+fi
+
 reports=$(find "$logs" -name 'asan.*' | sort)
 if [ -n "$reports" ]; then
     for r in $reports; do echo "== sanitizer report $r"; cat "$r"; done
     status=1
 fi
-if grep -E "runtime error:|ERROR: AddressSanitizer|SUMMARY: (Address|UndefinedBehavior)Sanitizer" \
+if grep -E "runtime error:|ERROR: AddressSanitizer|WARNING: ThreadSanitizer|SUMMARY: (Address|UndefinedBehavior|Thread)Sanitizer" \
         "$logs/output.log" >/dev/null; then
     echo "== sanitizer reports in the output:"
     grep -E -A3 "runtime error:|ERROR: AddressSanitizer" "$logs/output.log" | head -40
