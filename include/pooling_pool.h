@@ -87,6 +87,7 @@ static struct {
     pk_body body;
     void *ctx;
     Py_ssize_t items, chunk;
+    uint32_t nchunks;
     int n_threads;
     uint64_t state;        /* generation << 32 | 1 once the job is open */
     int64_t done;          /* chunks finished in this generation */
@@ -140,8 +141,8 @@ static inline int pk_new_work(uint64_t s, uint32_t seen)
 }
 
 /* Claim and run chunks of generation `gen` as thread tid of n: its own range first, then the
- * others'.  A claim takes a quarter of what is left of the range (at least one chunk), so a
- * thread that is descheduled or starts late holds the others up by a short claim only. */
+ * others'.  On time, a thread's claims take a quarter of what is left of its range; a thread that
+ * is late, or helps another, takes one chunk at a time, so it holds the others up by one chunk. */
 static void pk_claim_and_run(uint32_t gen, int tid, int n)
 {
     pk_body body = PK_RELAXED(&pk_pool.body);
@@ -151,18 +152,22 @@ static void pk_claim_and_run(uint32_t gen, int tid, int n)
     /* The fields are gen's whenever a claim succeeds: the owner changes them only after every
      * chunk of gen is done, and first moves every range's word to the next generation. */
     for (k = 0; k < n; k++) {
-        pk_range *r = &pk_ranges[(tid + k) % n];
+        int t = (tid + k) % n;
+        pk_range *r = &pk_ranges[t];
         uint64_t w = PK_LOAD(&r->claim);
         uint32_t end = PK_LOAD(&r->end);  /* pairs with the owner's release: see pk_parallel */
+        /* Long claims only from an untouched range of one's own: a thread that finds its range
+         * begun without it is late (woken from sleep, or descheduled), and may stay slow, so it and
+         * every thread helping another take one chunk at a time. */
+        int eager = k == 0 && (uint32_t)w == (uint32_t)(PK_RELAXED(&pk_pool.nchunks) * (uint64_t)t / n);
         for (;;) {
-            uint32_t next = (uint32_t)w, take;
+            uint32_t next = (uint32_t)w, take = 1;
             if ((uint32_t)(w >> 32) != gen)
                 return;  /* the job is over */
             if (next >= end)
                 break;
-            take = (end - next) / 4;
-            if (take < 1)
-                take = 1;
+            if (eager && (end - next) / 4 > 1)
+                take = (end - next) / 4;
             if (__atomic_compare_exchange_n(&r->claim, &w, w + take, 1, __ATOMIC_ACQUIRE,
                                             __ATOMIC_ACQUIRE)) {
                 Py_ssize_t begin = (Py_ssize_t)next * chunk, stop = (Py_ssize_t)(next + take) * chunk;
@@ -256,6 +261,7 @@ static void pk_parallel(pk_body body, void *ctx, Py_ssize_t items, Py_ssize_t ch
     PK_SET(&pk_pool.ctx, ctx);
     PK_SET(&pk_pool.items, items);
     PK_SET(&pk_pool.chunk, chunk);
+    PK_SET(&pk_pool.nchunks, (uint32_t)nchunks);
     PK_SET(&pk_pool.n_threads, n_threads);
     for (t = 0; t < n_threads; t++) {
         /* Release: a late thread that reads this end also sees the range closed above, so its

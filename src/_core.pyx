@@ -1322,8 +1322,8 @@ def max_pool_axis(const pool_t[:, :, ::1] x not None, const int64_t[:, :, ::1] p
     j.L, j.B, j.O, j.k, j.s, j.dil, j.pad = L, B, O, k, s, dil, pad
     j.act, j.lo, j.hi, j.inf_bits, j.kind = act, lo, hi, inf_bits, _kind_of(<pool_t*>NULL)
     with nogil:
-        # Chunks of a quarter of a thread's share: a thread that starts late still takes some.
-        pk_parallel(_axis_body, &j, A * O, max(1, A * O // (4 * n_threads)), n_threads)
+        # Chunks of 1/16 of a thread's share (as pooling._threads.chunk_size): the smallest claim.
+        pk_parallel(_axis_body, &j, A * O, max(1, A * O // (16 * n_threads)), n_threads)
 
 
 cdef struct _AxisJob:
@@ -1474,10 +1474,10 @@ cdef Py_ssize_t _max_unpool(const bits_t* x, const int64_t* idx, Py_ssize_t n, b
     cdef _UnpoolJob job
     job.x, job.idx, job.y, job.itemsize = <const char*>x, idx, <char*>y, sizeof(bits_t)
     job.in_block, job.out_block, job.fused, job.outside = n // blocks, size // blocks, fused, 0
-    # Chunks of a quarter of a thread's share: a thread that starts late still takes some.
+    # Chunks of 1/16 of a thread's share (as pooling._threads.chunk_size): the smallest claim.
     if not fused:
-        pk_parallel(_zero_body, &job, size, max(1, size // (4 * n_threads)), n_threads)
-    pk_parallel(_unpool_body, &job, blocks, max(1, blocks // (4 * n_threads)), n_threads)
+        pk_parallel(_zero_body, &job, size, max(1, size // (16 * n_threads)), n_threads)
+    pk_parallel(_unpool_body, &job, blocks, max(1, blocks // (16 * n_threads)), n_threads)
     if not job.outside:
         return -1
     for j in range(n):
@@ -1724,8 +1724,8 @@ def col2im(const col_t[:, :, ::1] x not None, col_t[:, ::1] y not None, float[:,
         if inf_bits != 0:
             j.acc, j.acc_stride = &acc[0, 0], acc.shape[1]
     with nogil:
-        # Chunks of a quarter of a thread's share: a thread that starts late still takes some.
-        pk_parallel(_col2im_body, &j, items, max(1, items // (4 * n_threads)), n_threads)
+        # Chunks of 1/16 of a thread's share (as pooling._threads.chunk_size): the smallest claim.
+        pk_parallel(_col2im_body, &j, items, max(1, items // (16 * n_threads)), n_threads)
 
 
 cdef struct _ColJob:
