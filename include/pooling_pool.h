@@ -143,7 +143,7 @@ static inline int pk_new_work(uint64_t s, uint32_t seen)
 /* Claim and run chunks of generation `gen` as thread tid of n: its own range first, then the
  * others'.  On time, a thread's claims take a quarter of what is left of its range; a thread that
  * is late, or helps another, takes one chunk at a time, so it holds the others up by one chunk. */
-static void pk_claim_and_run(uint32_t gen, int tid, int n)
+static void pk_claim_and_run(uint32_t gen, int tid, int n, int on_time)
 {
     pk_body body = PK_RELAXED(&pk_pool.body);
     void *ctx = PK_RELAXED(&pk_pool.ctx);
@@ -156,10 +156,12 @@ static void pk_claim_and_run(uint32_t gen, int tid, int n)
         pk_range *r = &pk_ranges[t];
         uint64_t w = PK_LOAD(&r->claim);
         uint32_t end = PK_LOAD(&r->end);  /* pairs with the owner's release: see pk_parallel */
-        /* Long claims only from an untouched range of one's own: a thread that finds its range
-         * begun without it is late (woken from sleep, or descheduled), and may stay slow, so it and
-         * every thread helping another take one chunk at a time. */
-        int eager = k == 0 && (uint32_t)w == (uint32_t)(PK_RELAXED(&pk_pool.nchunks) * (uint64_t)t / n);
+        /* Long claims only from an untouched range of one's own, by a thread that was on time: one
+         * that slept (a core woken from idle ran a claim up to 2x slower than the caller; MaxUnpool
+         * 8x64x56x56 after 20 ms of sleep took 1.2-1.3x its one-thread time), one that finds its
+         * range begun without it, and one helping another take one chunk at a time. */
+        int eager = on_time && k == 0
+                    && (uint32_t)w == (uint32_t)(PK_RELAXED(&pk_pool.nchunks) * (uint64_t)t / n);
         for (;;) {
             uint32_t next = (uint32_t)w, take = 1;
             if ((uint32_t)(w >> 32) != gen)
@@ -185,7 +187,7 @@ static void *pk_worker(void *arg)
     uint32_t seen = (uint32_t)(PK_LOAD(&pk_pool.state) >> 32) - 1;  /* join the job that started us */
     for (;;) {
         uint64_t s = PK_LOAD(&pk_pool.state);
-        int n;
+        int n, slept = 0;
         if (!pk_new_work(s, seen)) {
             int64_t until = pk_now_ns() + pk_spin_ns;
             int spins = 0;
@@ -204,12 +206,13 @@ static void *pk_worker(void *arg)
                     pthread_cond_wait(&pk_pool.wake, &pk_pool.lock);
                 __atomic_fetch_sub(&pk_pool.sleepers, 1, __ATOMIC_SEQ_CST);
                 pthread_mutex_unlock(&pk_pool.lock);
+                slept = 1;
             }
         }
         seen = (uint32_t)(s >> 32);
         n = PK_RELAXED(&pk_pool.n_threads);
         if (tid < n)
-            pk_claim_and_run(seen, tid, n);
+            pk_claim_and_run(seen, tid, n, !slept);
     }
     return NULL;
 }
@@ -277,7 +280,7 @@ static void pk_parallel(pk_body body, void *ctx, Py_ssize_t items, Py_ssize_t ch
         pthread_cond_broadcast(&pk_pool.wake);
         pthread_mutex_unlock(&pk_pool.lock);
     }
-    pk_claim_and_run((uint32_t)gen, 0, n_threads);
+    pk_claim_and_run((uint32_t)gen, 0, n_threads, 1);
     /* Every chunk is claimed: wait for the ones workers are still running. */
     while (PK_LOAD(&pk_pool.done) < nchunks) {
         if (++spins < 4096)
