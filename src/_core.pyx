@@ -886,8 +886,8 @@ cdef class MaxPool3d(_Launch):
     depth x blocks of rows, so a few large planes still use every core).
     depth_first: reduce depth first (_depth_first) where the data allows; only
     without indices and with rows_per_unit == OH.
-    chunk: work items a thread takes at a time (pooling._threads.chunk_size); at
-    least units / n_threads gives each thread one chunk, in a cheaper region.
+    chunk: the pool's smallest claim, in work items (pooling._threads.chunk_size;
+    include/pooling_pool.h).
     """
     cdef Geom flat_g
     cdef Py_ssize_t one_tap[2]
@@ -937,7 +937,7 @@ cdef class MaxPool3d(_Launch):
 cdef class MaxPoolNHWC(_Launch):
     """Channels-last MaxPool: x (N, D, H, W, C) -> y (N, OD, OH, OW, C); see _Launch.
     Indices are flat offsets into x's own NHWC memory (pixels per image must be
-    fewer than 2**31).  Work items are output rows, taken `chunk` at a time."""
+    fewer than 2**31).  Work items are output rows; `chunk` is the pool's smallest claim."""
     cdef Py_ssize_t C, wscratch             # channels; int32 winners per thread
 
     def __init__(self, str ctype, tuple x_shape, tuple y_shape, tuple kernel, tuple strides,

@@ -9,9 +9,10 @@ from ._dispatch import core as _core
 # gains (measured on the ResNet-stem MaxPool: 1x64x16x16 is ~5 us serial).
 SERIAL_BELOW = 1 << 15
 
-# Kernels split inputs up to this many bytes into one chunk of work per thread:
-# each thread then takes the same part of the input on every call, still in its
-# core's L2 cache from the last (this machine: 1 MiB of L2 per core).
+# Inputs up to this many bytes are split into the fewest work items the threads
+# share evenly (split_rows(even=True)); the pool gives each thread the same range
+# of them on every call, still in its core's L2 cache from the last (this
+# machine: 1 MiB of L2 per core).
 SMALL_INPUT = 1 << 20
 
 # An explicit n_threads above this is lowered to it (results never depend on
