@@ -36,6 +36,7 @@ cdef extern from "pooling_pool.h":
     void pk_parallel(pk_body body, void* ctx, Py_ssize_t items, Py_ssize_t chunk,
                      int n_threads) noexcept nogil
     void pk_atomic_or(int* flag, int value) noexcept nogil
+    void pk_stats(int64_t* beside_owner, int64_t* moved) noexcept nogil
     int PK_POOL
 
 cdef extern from "pooling_config.h":
@@ -76,6 +77,14 @@ def max_threads():
 def cpu_supports_avx2():
     """True when this CPU can run the AVX2 build of these kernels (pooling._core_avx2)."""
     return bool(pk_cpu_has_avx2())
+
+
+def pool_stats():
+    """How often, since the process started, a pool worker woke on its caller's CPU, and how often
+    it then moved to another CPU (the rest left the call to the caller; docs/threads.md)."""
+    cdef int64_t beside, moved
+    pk_stats(&beside, &moved)
+    return {"beside_caller": beside, "moved": moved}
 
 
 def build_info():

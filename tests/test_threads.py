@@ -12,6 +12,7 @@ import pytest
 import pooling
 from conftest import POOL_DTYPES, assert_same, make_array
 from pooling._threads import chunk_size, resolve_n_threads, split_rows
+from pooling._dispatch import core
 
 # Big enough to pass the serial cut-off (2**15 input elements) and to split into
 # several blocks of rows; few planes, so the split goes inside the planes too.
@@ -173,6 +174,44 @@ def test_pool_workers_that_sleep_at_once_or_keep_spinning(spin_us):
     """)
     env = dict(os.environ, POOLING_SPIN_US=spin_us)
     run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-2000:]
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs Linux CPU affinity")
+def test_workers_on_the_callers_only_cpu_leave_the_call_to_it():
+    """Pinned to one CPU (taskset, a one-CPU container), every worker wakes on its caller's CPU and
+    cannot move off it: it must leave the call to the caller (pool_stats counts it, no move), and
+    every operator still gives the one-thread result, after pauses as back to back."""
+    if core.build_info()["threads"] != "pool":
+        pytest.skip("no work-claiming pool in this build")
+    code = textwrap.dedent(f"""
+        import os, time
+        import numpy as np, pooling
+        from pooling._dispatch import core
+        os.sched_setaffinity(0, {{min(os.sched_getaffinity(0))}})
+        rng = np.random.default_rng(5)
+        for i, (shape, attrs) in enumerate({SHAPES!r}):
+            x = rng.standard_normal(shape).astype(np.float32)
+            y1, i1 = pooling.max_pool(x, return_indices=True, n_threads=1, **attrs)
+            for nt in (2, 3):
+                time.sleep(0.004 * (i % 2))
+                y, ind = pooling.max_pool(x, return_indices=True, n_threads=nt, **attrs)
+                assert y.tobytes() == y1.tobytes() and (ind == i1).all(), (shape, nt)
+        y, ind = pooling.max_pool(rng.standard_normal((4, 16, 60, 60)).astype(np.float32), 2, strides=2,
+                                  return_indices=True)
+        cols = rng.standard_normal((2, 72, 1600)).astype(np.float32)
+        for nt in (2, 3):
+            time.sleep(0.004)
+            a = pooling.max_unpool(y, ind, 2, strides=2, n_threads=nt)
+            assert a.tobytes() == pooling.max_unpool(y, ind, 2, strides=2, n_threads=1).tobytes()
+            b = pooling.col2im(cols, (40, 40), (3, 3), pads=1, n_threads=nt)
+            assert b.tobytes() == pooling.col2im(cols, (40, 40), (3, 3), pads=1, n_threads=1).tobytes()
+        stats = core.pool_stats()
+        assert stats["beside_caller"] > 0 and stats["moved"] == 0, stats
+        assert os.sched_getaffinity(0) == {{min(os.sched_getaffinity(0))}}
+        print("ok")
+    """)
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-2000:]
 
 

@@ -7,7 +7,8 @@
  * and thread counts from two calling threads at once, with pauses that let the workers fall
  * asleep, then a fork (not under ThreadSanitizer, which cannot follow one): every item must be run
  * exactly once, by a tid below the job's thread count, and never by two threads that share a tid
- * at one time.  Exits non-zero on the first violation.
+ * at one time.  Also checks pk_leave_cpu (a worker's move off its caller's CPU).  Exits non-zero
+ * on the first violation.
  */
 #include <Python.h>  /* Py_ssize_t only */
 
@@ -79,6 +80,38 @@ static int run_jobs(unsigned seed, int jobs)
     return 0;
 }
 
+/* pk_leave_cpu moves the thread off the CPU it names when another is allowed, and leaves the
+ * affinity mask as it was either way. */
+static int check_leave_cpu(void)
+{
+#if defined(__linux__)
+    cpu_set_t mask, now, one;
+    int cpu = pk_cpu(), moved;
+    if (sched_getaffinity(0, sizeof mask, &mask) != 0 || cpu < 0)
+        return 0;
+    moved = pk_leave_cpu(cpu);
+    if (sched_getaffinity(0, sizeof now, &now) != 0 || !CPU_EQUAL(&mask, &now)) {
+        fprintf(stderr, "pk_leave_cpu changed the affinity mask\n");
+        return 1;
+    }
+    if (CPU_COUNT(&mask) > 1 && (!moved || pk_cpu() == cpu)) {
+        fprintf(stderr, "pk_leave_cpu stayed on CPU %d with %d allowed\n", cpu, CPU_COUNT(&mask));
+        return 1;
+    }
+    CPU_ZERO(&one);
+    CPU_SET(pk_cpu(), &one);
+    if (sched_setaffinity(0, sizeof one, &one) != 0)
+        return 0;
+    moved = pk_leave_cpu(pk_cpu());  /* nowhere to go */
+    if (moved || sched_getaffinity(0, sizeof now, &now) != 0 || !CPU_EQUAL(&one, &now)) {
+        fprintf(stderr, "pk_leave_cpu moved with one CPU allowed, or changed the mask\n");
+        return 1;
+    }
+    sched_setaffinity(0, sizeof mask, &mask);
+#endif
+    return 0;
+}
+
 static void *second_caller(void *arg)
 {
     return (void *)(intptr_t)run_jobs(7u, 300);
@@ -91,6 +124,8 @@ int main(void)
     int failed, status;
     pid_t pid;
     pk_spin_ns = 200000;  /* sleep sooner than the default, so the tests wake sleepers often */
+    if (check_leave_cpu())
+        return 1;
     if (pthread_create(&other, NULL, second_caller, NULL) != 0)
         return 2;
     failed = run_jobs(1u, 300);
@@ -110,6 +145,11 @@ int main(void)
     (void)pid;
     (void)status;
 #endif
-    printf("pool stress: ok\n");
+    {
+        int64_t beside, moved;
+        pk_stats(&beside, &moved);
+        printf("pool stress: ok (%lld wakes beside the caller, %lld moved off)\n", (long long)beside,
+               (long long)moved);
+    }
     return 0;
 }
