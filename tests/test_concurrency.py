@@ -91,7 +91,7 @@ def test_interleaved_attributes_and_dtypes_share_no_mutable_state():
     """Eight threads cycle through more distinct calls than the plan caches hold (so entries are
     evicted while others use them), a ninth keeps clearing every cache: each call still gives its
     own serial result, and no module-level table changes."""
-    from pooling import _dtypes, maxpool, maxunpool
+    from pooling import _dtypes, _maxpool_strategies, maxpool, maxunpool
 
     col2im = importlib.import_module("pooling.col2im")  # the package's `col2im` is the function
     rng = np.random.default_rng(22)
@@ -116,8 +116,8 @@ def test_interleaved_attributes_and_dtypes_share_no_mutable_state():
             c, (m, L), (m, 1), n_threads=nt))
     tables = _module_tables()
     before = copy.deepcopy(tables)
-    caches = [maxpool._plan, maxpool._launch, maxpool._activation_bounds, maxunpool._plan, col2im._plan,
-              _dtypes._kind, _dtypes.result_dtype]
+    caches = [maxpool._plan, _maxpool_strategies.launch, _maxpool_strategies._activation_bounds,
+              maxunpool._plan, col2im._plan, _dtypes._kind, _dtypes.result_dtype]
     for cache in caches:
         cache.cache_clear()
     serial = [call(1) for call in calls]

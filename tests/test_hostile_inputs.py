@@ -414,15 +414,15 @@ class _AlignmentChecked:
 @pytest.fixture
 def alignment_checked(monkeypatch):
     """Every kernel of the build in use wrapped by _AlignmentChecked; yields the list of checks made."""
-    from pooling import maxpool
+    from pooling import _maxpool_strategies
 
     seen = []
     for name in ("MaxPool3d", "MaxPoolNHWC", "max_pool_axis", "max_unpool", "col2im"):
         monkeypatch.setattr(_dispatch.core, name, _AlignmentChecked(getattr(_dispatch.core, name), seen))
-    maxpool._launch.cache_clear()  # launchers hold the kernels they picked
+    _maxpool_strategies.launch.cache_clear()  # launchers hold the kernels they picked
     yield seen
     monkeypatch.undo()
-    maxpool._launch.cache_clear()
+    _maxpool_strategies.launch.cache_clear()
 
 
 @pytest.mark.parametrize("kind", ["float32", "float16", "bfloat16", "float64"])

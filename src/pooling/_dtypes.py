@@ -9,33 +9,48 @@ import functools
 
 import numpy as np
 
-# The +inf bit pattern of each 16-bit float format: what the kernels need to
-# order them (include/pooling_half.h).
-HALF_INF_BITS = {"float16": 0x7C00, "bfloat16": 0x7F80}
+from typing import NamedTuple
 
-_PLAIN = {
-    np.dtype(np.bool_): "bool",
-    np.dtype(np.int8): "int8",
-    np.dtype(np.int16): "int16",
-    np.dtype(np.int32): "int32",
-    np.dtype(np.int64): "int64",
-    np.dtype(np.uint8): "uint8",
-    np.dtype(np.uint16): "uint16",
-    np.dtype(np.uint32): "uint32",
-    np.dtype(np.uint64): "uint64",
-    np.dtype(np.float16): "float16",
-    np.dtype(np.float32): "float32",
-    np.dtype(np.float64): "float64",
-    np.dtype(np.complex64): "complex64",
-    np.dtype(np.complex128): "complex128",
+
+class KindInfo(NamedTuple):
+    """How the kernels see one dtype kind."""
+    storage: np.dtype   # what the kernel's buffer holds (as_kernel_array's view)
+    ctype: str          # C element type of the kernels' specialisation ("" where no kernel has one)
+    inf_bits: int       # +inf bit pattern of a 16-bit float format (include/pooling_half.h), else 0
+
+    @property
+    def itemsize(self):
+        return self.storage.itemsize
+
+
+# The one table of dtype kinds.  float16 and bfloat16 share the uint16 kernels and differ only
+# in inf_bits, so every launch names its specialisation from here (ctype), never from the array.
+KINDS = {
+    "bool": KindInfo(np.dtype(np.uint8), "", 0),
+    "int8": KindInfo(np.dtype(np.int8), "int8_t", 0),
+    "int16": KindInfo(np.dtype(np.int16), "", 0),
+    "int32": KindInfo(np.dtype(np.int32), "", 0),
+    "int64": KindInfo(np.dtype(np.int64), "", 0),
+    "uint8": KindInfo(np.dtype(np.uint8), "uint8_t", 0),
+    "uint16": KindInfo(np.dtype(np.uint16), "", 0),
+    "uint32": KindInfo(np.dtype(np.uint32), "", 0),
+    "uint64": KindInfo(np.dtype(np.uint64), "", 0),
+    "float16": KindInfo(np.dtype(np.uint16), "uint16_t", 0x7C00),
+    "bfloat16": KindInfo(np.dtype(np.uint16), "uint16_t", 0x7F80),
+    "float32": KindInfo(np.dtype(np.float32), "float", 0),
+    "float64": KindInfo(np.dtype(np.float64), "double", 0),
+    "complex64": KindInfo(np.dtype(np.complex64), "", 0),
+    "complex128": KindInfo(np.dtype(np.complex128), "", 0),
 }
 
-# What a kernel's buffer holds for each kind.
-KERNEL_DTYPE = {
-    "bool": np.dtype(np.uint8),
-    "float16": np.dtype(np.uint16),
-    "bfloat16": np.dtype(np.uint16),
-}
+# The +inf bit pattern of each 16-bit float format: what the kernels need to order them.
+HALF_INF_BITS = {kind: info.inf_bits for kind, info in KINDS.items() if info.inf_bits}
+
+# Native numpy dtypes and their kinds (bfloat16 has none: see _kind).
+_PLAIN = {np.dtype(np.bool_ if kind == "bool" else kind): kind for kind in KINDS if kind != "bfloat16"}
+
+# Kinds whose kernel buffer holds another dtype than the array's own.
+KERNEL_DTYPE = {kind: KINDS[kind].storage for kind in ("bool", "float16", "bfloat16")}
 
 
 def dtype_kind(dtype):

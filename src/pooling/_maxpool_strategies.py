@@ -1,0 +1,428 @@
+"""MaxPool's strategies: the ways the compiled kernels can compute a call, and the one function
+that chooses among them.
+
+A call's plan (shapes and attributes, ``maxpool._plan``) and dtype kind go to
+`choose_strategy`, which names a `Strategy`; that strategy's builder turns the plan into a
+``run(xk, y, indices)`` callable holding the kernel object, its geometry and its scratch, and
+`launch` caches the callable per (plan, kind, threads, Indices, strategy).  Tests force each
+strategy with ``max_pool(..., _strategy=...)``; a forced strategy that cannot compute the call
+(`serves` is False) is a ValueError.
+
+Adding a strategy is local to this file: a `Strategy` member, its `serves` rule (what it can
+compute at all), a builder in `_BUILDERS`, and a row in `choose_strategy` (when it is the best).
+The kernels live in src/_core.pyx and the files it includes; docs/design.md maps them.
+"""
+import enum
+import functools
+import math
+
+import numpy as np
+
+from ._dispatch import core as _core
+from ._dtypes import KINDS, float_to_half_bits
+from ._threads import SMALL_INPUT, chunk_size, split_rows
+
+OP = "MaxPool"
+
+# The fused kernel reduces input rows in chunks of about this many bytes (of
+# each depth slice) as one long row: small enough that the chunk is still in
+# L1 when pass 2 reads it back (measured 4-16 KB: float32 up to 1.3x slower at
+# 16 KB), long enough that loop set-up and remainders do not dominate.
+_BUFFER_BYTES = 8192
+# ... but it must hold one output row's window whatever that costs; past this
+# (huge dilated kernels over wide rows) the separable kernel is taken instead.
+_BUFFER_LIMIT = 1 << 22
+
+
+class Strategy(enum.Enum):
+    """How a MaxPool call is computed (docs/design.md has the table with the kernels' names)."""
+    NHWC = "nhwc"                        # channels-last kernel over output rows (NHWC, ranks 1-3)
+    FUSED = "fused"                      # fused two-pass kernel over N*C planes (NCHW, ranks 1-3)
+    DEPTH_FIRST = "depth_first"          # 3-D: reduce the depth window first, then pool in 2-D
+    DEPTH_SPLIT = "depth_split"          # 3-D: FUSED on every depth slice, then along depth
+    SEPARABLE = "separable"              # any rank: one axis at a time, last axis first (NCHW)
+    NHWC_TRANSPOSED = "nhwc_transposed"  # SEPARABLE on the NCHW transpose, Indices re-encoded
+
+
+def choose_strategy(plan, kind, n_threads, with_indices):
+    """The strategy for a call: the first row of this table that applies.
+
+    ============  =====================================================  ==========================
+    layout        condition                                              strategy
+    ============  =====================================================  ==========================
+    NHWC          ranks 1-3, H*W*D below 2**31                           NHWC
+    NHWC          otherwise (rank > 3, huge images)                      NHWC_TRANSPOSED
+    NCHW, 3-D     depth kernel > 1, no Indices, 1- or 2-byte dtype,      DEPTH_FIRST
+                  at least 4 output depth slices per thread, H*W within
+                  the scratch budget
+    NCHW, 3-D     depth kernel > 1, and not (Indices with a 4- or        DEPTH_SPLIT
+                  8-byte dtype)
+    NCHW          ranks 1-3, one output row's window fits the row ring   FUSED
+                  (or the ring beats SEPARABLE's intermediates in size)
+    NCHW          otherwise (rank > 3, huge dilated windows)             SEPARABLE
+    ============  =====================================================  ==========================
+
+    Why, with the measurements behind each rule (2 threads unless said; the CPU each was taken
+    on is in the commit that set it):
+
+    - DEPTH_FIRST halves the 2-D work with depth stride 2 and needs no intermediate array. It
+      pays for 1- and 2-byte types, whose 2-D passes are compute bound (2x32x32x56x56 k3 s2 p1:
+      uint8 0.81 -> 0.49 ms, float16 2.07 -> 1.52 ms); float32 and float64 lost (1.35 -> 1.60 ms,
+      2.7 -> 3.5 ms: the depth pass only streams memory). It needs output slices for every
+      thread and one H*W slice of scratch per thread; slices holding NaN or -0.0 fall back to
+      the exact order inside the kernel.
+    - DEPTH_SPLIT beat FUSED on 3-D without Indices (float32 2.2 vs 6.7 ms, one thread,
+      2x32x32x56x56 k3 s2 p1): FUSED combines kd*kh rows per output row and reduces each depth
+      slice again for every output depth that reads it. With Indices, 4- and 8-byte types
+      measured faster in FUSED (float32 7.7 -> 5.0 ms), 1- and 2-byte ones slower (uint8 6.5 ->
+      7.9 ms, float16 4.6 -> 5.9 ms). It is skipped where its per-slice results would dwarf
+      input and output (huge pads across a long, strided depth).
+    - FUSED is the general kernel for ranks 1-3. Past _BUFFER_LIMIT elements of ring per thread
+      it is slower than SEPARABLE, but SEPARABLE's intermediates can dwarf input and output (huge
+      pads on an inner axis times a long outer axis: a MemoryError for a small result), so
+      FUSED stays whenever its ring is the smaller.
+    - SEPARABLE and NHWC_TRANSPOSED compute every call, at any rank, and are the rare paths.
+    """
+    if plan.layout == "NHWC":
+        return Strategy.NHWC if serves(Strategy.NHWC, plan, kind, with_indices) else Strategy.NHWC_TRANSPOSED
+    if len(plan.spatial) == 3 and plan.kernel[0] > 1:
+        if (not with_indices and _depth_first_pays(plan, kind, n_threads)
+                and serves(Strategy.DEPTH_FIRST, plan, kind, with_indices)):
+            return Strategy.DEPTH_FIRST
+        if (not (with_indices and KINDS[kind].itemsize >= 4)
+                and serves(Strategy.DEPTH_SPLIT, plan, kind, with_indices)):
+            return Strategy.DEPTH_SPLIT
+    if _fused_rows(plan, kind, n_threads) is not None:
+        return Strategy.FUSED
+    return Strategy.SEPARABLE
+
+
+def serves(strategy, plan, kind, with_indices):
+    """Whether `strategy` can compute this call at all (limits of its kernel, not speed)."""
+    n = len(plan.spatial)
+    if strategy is Strategy.NHWC_TRANSPOSED:
+        return plan.layout == "NHWC"
+    if strategy is Strategy.NHWC:
+        return plan.layout == "NHWC" and n <= 3 and _fits_int32((math.prod(plan.spatial),))
+    if plan.layout != "NCHW":
+        return False
+    if strategy is Strategy.SEPARABLE:
+        return True
+    if strategy is Strategy.FUSED:
+        return n <= 3 and _fused_rows(plan, kind, None) is not None
+    if n != 3 or not _fits_int32(plan.spatial):
+        return False
+    if strategy is Strategy.DEPTH_FIRST:
+        return (not with_indices and plan.spatial[1] * plan.spatial[2] <= _BUFFER_LIMIT
+                and _buffer_rows(*_promote(plan)[:5], KINDS[kind].itemsize) is not None)
+    if strategy is Strategy.DEPTH_SPLIT:
+        return _depth_slices(plan, kind) is not None
+    raise ValueError(f"{OP}: unknown strategy {strategy!r}")
+
+
+@functools.lru_cache(maxsize=256)
+def launch(plan, kind, nt, with_indices, strategy=None):
+    """run(xk, y, indices) for this plan, dtype kind, thread count and strategy (None: chosen).
+
+    Everything that depends only on those is computed once here (the kernel
+    specialisation, promoted geometry, work split, scratch shapes), so a call on
+    a small input costs little more than the kernel itself.
+    """
+    if strategy is None:
+        strategy = choose_strategy(plan, kind, nt, with_indices)
+    else:
+        try:
+            strategy = Strategy(strategy)
+        except ValueError:
+            raise ValueError(f"{OP}: _strategy must be one of {[s.value for s in Strategy]}, "
+                             f"got {strategy!r}") from None
+        if not serves(strategy, plan, kind, with_indices):
+            raise ValueError(f"{OP}: _strategy={strategy.value!r} cannot compute this call "
+                             f"(layout {plan.layout}, rank {len(plan.spatial)}, "
+                             f"return_indices={with_indices})")
+    act = _activation_bounds(plan.activation, plan.activation_params, kind)
+    return _BUILDERS[strategy](plan, kind, nt, act, KINDS[kind].inf_bits)
+
+
+@functools.lru_cache(maxsize=64)
+def _activation_bounds(activation, params, kind):
+    """(mode, lo, hi) for the kernels: bit 1 clamps below at lo, bit 2 above at hi.
+
+    Bounds are in the kernel's storage type: floats round to nearest, integers
+    clamp to [ceil(min), floor(max)] within the type's range.
+    """
+    if activation is None:
+        return 0, 0, 0
+    lo, hi = (0.0, math.inf) if activation == "Relu" else params
+    if kind in ("int8", "uint8"):
+        # Limit to the type's range before rounding: either bound may be +-inf.
+        info = np.iinfo(kind)
+        lo = math.ceil(min(max(lo, info.min), info.max))
+        hi = math.floor(min(max(hi, info.min), info.max))
+        return 3, lo, hi
+    if KINDS[kind].inf_bits:
+        return 3, float_to_half_bits(lo, kind), float_to_half_bits(hi, kind)
+    return 3, lo, hi
+
+
+
+
+def _promote(plan):
+    """Spatial geometry padded to 3-D with singleton axes: (spatial, out, kernel, strides,
+    dilations, pads_begin).  A stride or dilation that never takes effect is passed as 1."""
+    pad = (1,) * (3 - len(plan.spatial))
+    spatial = pad + plan.spatial
+    out = pad + (plan.out_shape[2:] if plan.layout == "NCHW" else plan.out_shape[1:-1])
+    kernel = pad + plan.kernel
+    strides = tuple(s if o > 1 else 1 for s, o in zip(pad + plan.strides, out))
+    dilations = tuple(d if k > 1 else 1 for d, k in zip(pad + plan.dilations, kernel))
+    pads_begin = (0,) * len(pad) + plan.pads_begin
+    return spatial, out, kernel, strides, dilations, pads_begin
+
+
+def _launch_3d(plan, kind, nt, brows, act, inf_bits, depth_first=False):
+    """NCHW, ranks 1-3: the fused two-pass kernel over (N*C) planes.
+
+    depth_first: work items are whole output depth slices, each first reduced
+    along depth where the data allows (no Indices; see _depth_first_pays).
+    """
+    planes = plan.out_shape[0] * plan.out_shape[1]
+    spatial, out, kernel, strides, dilations, pads_begin = _promote(plan)
+    even = planes * math.prod(spatial) * KINDS[kind].itemsize <= SMALL_INPUT
+    if depth_first:
+        rows, units = max(out[1], 1), planes * out[0]
+    else:
+        # Positions count from a work item's first input row, in int32.
+        most = ((1 << 31) - 1) // max(spatial[2], 1)
+        rows, units = split_rows(planes * out[0], out[1], nt, even=even, most=max(
+            1, (most - (kernel[1] - 1) * dilations[1] - 1) // strides[1] + 1))
+    x_shape, y_shape = (planes,) + spatial, (planes,) + out
+    taps = _tap_ranges(spatial, out, kernel, strides, dilations, pads_begin)
+    return _core.MaxPool3d(KINDS[kind].ctype, x_shape, y_shape, kernel, strides, dilations, pads_begin,
+                           taps, brows, rows, depth_first, *act, inf_bits, nt,
+                           chunk_size(units, nt))
+
+
+def _depth_first_pays(plan, kind, nt):
+    """Whether 3-D MaxPool without Indices should reduce depth first.
+
+    Each output depth slice is then the 2-D pooling of the maximum of the depth
+    slices it reads (one per thread, H*W values), instead of 2-D pooling every
+    input slice and combining those: with depth stride 2, half the 2-D work and
+    no intermediate array.  That pays for 1- and 2-byte types, whose 2-D passes
+    are compute bound (2x32x32x56x56 k3 s2 p1, 2 threads: uint8 0.81 -> 0.49 ms,
+    float16 2.07 -> 1.52 ms); float32 and float64 lost (1.35 -> 1.60 ms, 2.7 ->
+    3.5 ms: the depth pass only streams memory).  It also needs enough output
+    slices for the threads and a slice that fits the scratch budget; the kernel
+    falls back to the exact order for slices holding NaN or -0.0.
+    """
+    planes = plan.out_shape[0] * plan.out_shape[1]
+    height, width = plan.spatial[1:]
+    return (KINDS[kind].itemsize <= 2 and planes * plan.out_shape[2] >= 4 * nt
+            and height * width <= _BUFFER_LIMIT)
+
+
+def _build_fused(plan, kind, nt, act, inf_bits):
+    brows = _fused_rows(plan, kind, nt)
+    if brows is None:  # forced past the rule that prefers SEPARABLE's memory use
+        brows = _fused_rows(plan, kind, None)
+    return _launch_3d(plan, kind, nt, brows, act, inf_bits)
+
+
+def _build_depth_first(plan, kind, nt, act, inf_bits):
+    brows = _buffer_rows(*_promote(plan)[:5], KINDS[kind].itemsize)
+    return _launch_3d(plan, kind, nt, brows, act, inf_bits, depth_first=True)
+
+
+def _build_depth_split(plan, kind, nt, act, inf_bits):
+    """NCHW 3-D: pool every depth slice in 2-D with the fused kernel, then along
+    depth with the axis kernel over contiguous rows of OH*OW values (reducing W,
+    then H, then D keeps SPEC's tie order)."""
+    slices, brows = _depth_slices(plan, kind)
+    planes = plan.out_shape[0] * plan.out_shape[1]
+    depth = plan.spatial[0]
+    out_depth, out_h, out_w = plan.out_shape[2:]
+    pool_slices = _launch_3d(slices, kind, nt, brows, (0, 0, 0), inf_bits)
+    pool_depth = _core.max_pool_axis[KINDS[kind].ctype]
+    depth_geometry = (plan.kernel[0], plan.strides[0], plan.dilations[0], plan.pads_begin[0])
+    between, after = (planes, depth, out_h * out_w), (planes, out_depth, out_h * out_w)
+
+    def run(xk, y, indices):
+        inner = np.empty(between, xk.dtype)
+        positions = None if indices is None else np.empty(between, np.int64)
+        pool_slices(xk, inner, positions)
+        # No positions for an empty depth (every window empty): the kernel would index
+        # element 0 of the empty array (an IndexError with bounds checks).
+        pool_depth(inner, positions if inner.size else None, y.reshape(after),
+                   None if indices is None else indices.reshape(after), *depth_geometry, *act, inf_bits, nt)
+    return run
+
+
+def _build_separable(plan, kind, nt, act, inf_bits):
+    return lambda xk, y, indices: _run_separable(plan, kind, xk, y, indices, act, inf_bits, nt)
+
+
+def _build_nhwc_transposed(plan, kind, nt, act, inf_bits):
+    return lambda xk, y, indices: _run_nhwc_transposed(plan, kind, xk, y, indices, act, inf_bits, nt)
+
+
+def _fused_rows(plan, kind, nt):
+    """Rows of FUSED's row ring per depth tap for an NCHW plan of rank <= 3: None where FUSED
+    cannot compute it (nt None), or where it should not because SEPARABLE needs less memory."""
+    if len(plan.spatial) > 3 or not _fits_int32(plan.spatial):
+        return None
+    geometry = _promote(plan)[:5]
+    itemsize = KINDS[kind].itemsize
+    brows = _buffer_rows(*geometry, itemsize)
+    if brows is not None:
+        return brows
+    full = _buffer_rows(*geometry, itemsize, limit=None)
+    if full is None or nt is None:
+        return full
+    out, kernel = geometry[1], geometry[2]
+    return full if nt * kernel[0] * full * out[2] < _separable_peak(plan) else None
+
+
+def _depth_slices(plan, kind):
+    """DEPTH_SPLIT's 2-D plan of the depth slices and its ring rows, or None where the slices'
+    results would dwarf input and output (huge pads across a long, strided depth would make
+    them a MemoryError for a small result) or the fused kernel cannot take the slices."""
+    planes = plan.out_shape[0] * plan.out_shape[1]
+    (depth, height, width), (out_h, out_w) = plan.spatial, plan.out_shape[3:]
+    slices = plan._replace(out_shape=(planes * depth, 1, out_h, out_w), spatial=(height, width),
+                           kernel=plan.kernel[1:], strides=plan.strides[1:],
+                           dilations=plan.dilations[1:], pads_begin=plan.pads_begin[1:])
+    brows = _buffer_rows(*_promote(slices)[:5], KINDS[kind].itemsize)
+    between = planes * depth * out_h * out_w
+    if brows is None or between > math.prod(plan.out_shape) + planes * depth * height * width:
+        return None
+    return slices, brows
+
+
+def _build_nhwc(plan, kind, nt, act, inf_bits):
+    """NHWC, ranks 1-3: the channels-last kernel over output rows."""
+    n, c = plan.out_shape[0], plan.out_shape[-1]
+    spatial, out, kernel, strides, dilations, pads_begin = _promote(plan)
+    x_shape, y_shape = (n,) + spatial + (c,), (n,) + out + (c,)
+    taps = _tap_ranges(spatial, out, kernel, strides, dilations, pads_begin)
+    rows = n * out[0] * out[1] if out[2] * c else 0  # the work items
+    return _core.MaxPoolNHWC(KINDS[kind].ctype, x_shape, y_shape, kernel, strides, dilations, pads_begin,
+                             taps, *act, inf_bits, nt, chunk_size(rows, nt))
+
+
+def _run_nhwc_transposed(plan, kind, xk, y, indices, act, inf_bits, nt):
+    """NHWC beyond the channels-last kernel's reach (rank > 3, huge images):
+    pool the NCHW transpose and re-encode Indices as NHWC offsets."""
+    n = len(plan.spatial)
+    to_nchw = (0, n + 1) + tuple(range(1, n + 1))
+    to_nhwc = (0,) + tuple(range(2, n + 2)) + (1,)
+    x_nchw = np.ascontiguousarray(xk.transpose(to_nchw))
+    y_nchw = np.empty(tuple(y.shape[i] for i in to_nchw), dtype=y.dtype)
+    i_nchw = None if indices is None else np.empty(y_nchw.shape, dtype=np.int64)
+    nchw = plan._replace(layout="NCHW", out_shape=y_nchw.shape)
+    _run_separable(nchw, kind, x_nchw, y_nchw, i_nchw, act, inf_bits, nt)
+    y[...] = y_nchw.transpose(to_nhwc)
+    if indices is not None:
+        channels, plane = x_nchw.shape[1], int(np.prod(plan.spatial))
+        # An empty plane has only empty windows (-1), whatever the division gives.
+        image_channel, pixel = np.divmod(i_nchw, max(plane, 1))
+        image, channel = np.divmod(image_channel, max(channels, 1))
+        nhwc = (image * plane + pixel) * channels + channel
+        indices[...] = np.where(i_nchw < 0, -1, nhwc).transpose(to_nhwc)
+
+
+def _run_separable(plan, kind, xk, y, indices, act, inf_bits, nt):
+    """NCHW, any rank: pool the last axis first, then each earlier one (SPEC's
+    tie order), carrying the winners' flat offsets from stage to stage."""
+    n = len(plan.spatial)
+    planes = plan.out_shape[0] * plan.out_shape[1]
+    cur, pos = xk, None
+    shape = list((planes,) + plan.spatial)
+    for axis in range(n - 1, -1, -1):
+        a = int(np.prod(shape[: axis + 1]))
+        length = shape[axis + 1]
+        b = int(np.prod(shape[axis + 2:]))
+        shape[axis + 1] = plan.out_shape[2 + axis]
+        o = shape[axis + 1]
+        last = axis == 0
+        nxt = y.reshape(a, o, b) if last else np.empty((a, o, b), dtype=xk.dtype)
+        nxt_pos = None
+        if indices is not None:
+            nxt_pos = indices.reshape(a, o, b) if last else np.empty((a, o, b), dtype=np.int64)
+        mode, lo, hi = act if last else (0, act[1], act[2])
+        # An empty stage input has no positions to carry (every window is empty), and the
+        # kernel would index element 0 of the empty array (an IndexError with bounds checks).
+        pos_in = None if pos is None or not cur.size else pos.reshape(a, length, b)
+        _core.max_pool_axis[KINDS[kind].ctype](
+            cur.reshape(a, length, b), pos_in,
+            nxt, nxt_pos, plan.kernel[axis], plan.strides[axis], plan.dilations[axis],
+            plan.pads_begin[axis], mode, lo, hi, inf_bits, nt,
+        )
+        cur, pos = nxt, nxt_pos
+
+
+def _tap_ranges(spatial, out, kernel, strides, dilations, pads_begin):
+    """(sum(out), 2) intp: the valid taps [t0, t1) of each output position, axis by axis.
+
+    Tap t of output o reads position o*s - pb + t*d, valid inside [0, size):
+    an interval of t because positions grow with t (t0 >= t1: empty window).
+    """
+    parts = []
+    for size, o, k, s, d, p in zip(spatial, out, kernel, strides, dilations, pads_begin):
+        base = np.arange(o, dtype=np.int64) * s - p
+        t0 = np.where(base >= 0, 0, (-base + d - 1) // d)
+        t1 = np.where(base >= size, 0, np.minimum(k, (size - 1 - base) // d + 1))
+        parts.append(np.stack([t0, t1], axis=1))
+    return np.ascontiguousarray(np.concatenate(parts), dtype=np.intp)
+
+
+def _buffer_rows(spatial, out, kernel, strides, dilations, itemsize, limit=_BUFFER_LIMIT):
+    """Rows of the fused kernel's row ring per depth tap (a power of two), or None when one output
+    row's window would take more than `limit` elements per thread (None: no
+    limit) or its positions (int32) would overflow.
+
+    A chunk of output rows reduces the input rows its windows span that the
+    ring does not hold yet (of each depth slice it reads), about _BUFFER_BYTES
+    of input at a time.  Rows one output row needs span the dilated kernel;
+    with a stride longer than that, output rows share no input rows and a
+    chunk is one output row, so rows in between are never reduced.
+    """
+    depth, height, width = spatial
+    span = (kernel[1] - 1) * dilations[1] + 1
+    need = max(1, min(span, height))
+    brows = need
+    if strides[1] <= span:
+        # (Rows of the ring are out[2] wide: huge pads can make them wider than the input's.)
+        per = max(1, _BUFFER_BYTES // max(1, kernel[0] * strides[1] * max(width, out[2]) * itemsize))
+        brows = max(need, min(height, (per - 1) * strides[1] + span))
+    if limit is not None and kernel[0] * need * out[2] > limit:
+        return None
+    brows = min(brows, max(need, ((1 << 31) - 1) // max(width, 1)))
+    brows = 1 << (brows - 1).bit_length()  # a power of two: the kernel masks instead of dividing
+    if brows * width >= 1 << 31 or depth >= 1 << 31:
+        return None
+    return brows
+
+
+def _separable_peak(plan):
+    """Elements of the largest intermediate _run_separable allocates for an NCHW plan: the stage
+    pooling axis i (last to first) leaves (planes, D_0..D_{i-1}, O_i..O_{n-1})."""
+    planes, out = plan.out_shape[0] * plan.out_shape[1], plan.out_shape[2:]
+    return max((planes * math.prod(plan.spatial[:i]) * math.prod(out[i:]) for i in range(1, len(out))),
+               default=0)
+
+
+def _fits_int32(spatial):
+    """The fused kernels track winners as int32 (positions in a few rows, depth)."""
+    return int(np.prod(spatial[:-1])) < 1 << 31 and spatial[-1] < 1 << 31
+
+
+# Last: the builders are defined above.
+_BUILDERS = {
+    Strategy.NHWC: _build_nhwc,
+    Strategy.FUSED: _build_fused,
+    Strategy.DEPTH_FIRST: _build_depth_first,
+    Strategy.DEPTH_SPLIT: _build_depth_split,
+    Strategy.SEPARABLE: _build_separable,
+    Strategy.NHWC_TRANSPOSED: _build_nhwc_transposed,
+}

@@ -1,0 +1,145 @@
+"""Every MaxPool strategy, forced, against the numpy twin; and the chooser's picks.
+
+The default chooser reaches each strategy only on some shapes, so a change of its thresholds could
+silently stop a strategy from being tested. Here each one is forced through ``_strategy=`` over
+every dtype, every rank it serves, with and without Indices, and both layouts where it serves them;
+and `test_the_chooser_picks_each_strategy` pins a representative case of each, so coverage cannot
+drop without a test failing.
+"""
+import numpy as np
+import pytest
+
+import pooling
+from conftest import POOL_DTYPES, assert_same, make_array, reference_max_pool, to_nhwc
+from pooling import maxpool
+from pooling._maxpool_strategies import Strategy, choose_strategy, launch, serves
+
+S = Strategy
+# strategy -> (layouts, spatial ranks, with Indices too)
+SERVES = {
+    S.NHWC: (("NHWC",), (1, 2, 3), True),
+    S.NHWC_TRANSPOSED: (("NHWC",), (1, 2, 3, 4), True),
+    S.FUSED: (("NCHW",), (1, 2, 3), True),
+    S.DEPTH_FIRST: (("NCHW",), (3,), False),
+    S.DEPTH_SPLIT: (("NCHW",), (3,), True),
+    S.SEPARABLE: (("NCHW",), (1, 2, 3, 4), True),
+}
+
+
+def _attrs(rank):
+    """A few attribute sets per rank: overlapping strided windows with pads, dilation, ceil_mode
+    with an activation and a window wider than the stride on the first axis only, and a window of
+    one on the first axis."""
+    return [
+        dict(kernel_shape=(3,) * rank, strides=(2,) * rank, pads=(1,) * (2 * rank)),
+        dict(kernel_shape=(2,) * rank, dilations=(2,) + (1,) * (rank - 1), pads=(0, 1) * rank),
+        dict(kernel_shape=(3,) + (2,) * (rank - 1), strides=(1,) + (2,) * (rank - 1), ceil_mode=True,
+             activation="Clip", activation_params=(-1.5, 2.0)),
+        dict(kernel_shape=(1,) + (3,) * (rank - 1), strides=(2,) + (1,) * (rank - 1)),
+    ]
+
+
+def _shape(rank):
+    return (2, 3) + (7, 6, 5, 4)[:rank]
+
+
+CASES = [(strategy, layout, rank, indices)
+         for strategy, (layouts, ranks, with_indices) in SERVES.items()
+         for layout in layouts for rank in ranks for indices in ((False, True) if with_indices else (False,))]
+
+
+@pytest.mark.parametrize("kind", list(POOL_DTYPES))
+@pytest.mark.parametrize("strategy, layout, rank, indices", CASES,
+                         ids=[f"{s.value}-{lay}-{r}d-{'indices' if i else 'values'}" for s, lay, r, i in CASES])
+def test_every_strategy_against_the_twin(strategy, layout, rank, indices, kind, rng):
+    x = make_array(rng, _shape(rank), kind)
+    for attrs in _attrs(rank):
+        want_y, want_i = reference_max_pool(x, attrs)
+        xin = x if layout == "NCHW" else to_nhwc(x)
+        if layout == "NHWC":
+            attrs = dict(attrs, layout="NHWC")
+            want_y = to_nhwc(want_y)
+        plan = maxpool._plan(xin.shape, attrs["kernel_shape"], attrs.get("strides"), attrs.get("pads"),
+                             attrs.get("dilations"), "NOTSET", attrs.get("ceil_mode", False), 0, indices,
+                             layout, attrs.get("activation"), attrs.get("activation_params"), None)
+        assert serves(strategy, plan, kind, indices), (strategy, attrs)
+        for nt in (1, 2):
+            got = pooling.max_pool(xin, return_indices=indices, n_threads=nt, _strategy=strategy, **attrs)
+            if indices:
+                assert_same(got[0], want_y)
+                want = want_i if layout == "NCHW" else _nhwc_indices(want_i, x.shape)
+                np.testing.assert_array_equal(got[1], want, err_msg=f"{strategy} {attrs} nt={nt}")
+            else:
+                assert_same(got, want_y)
+
+
+def _nhwc_indices(indices, nchw_shape):
+    """NCHW flat offsets as offsets into the NHWC transpose, in NHWC order (-1 stays -1)."""
+    n, c = nchw_shape[:2]
+    plane = int(np.prod(nchw_shape[2:]))
+    image_channel, pixel = np.divmod(indices, plane)
+    image, channel = np.divmod(image_channel, c)
+    return to_nhwc(np.where(indices < 0, -1, (image * plane + pixel) * c + channel))
+
+
+def _plan(shape, kernel, strides=None, pads=None, layout="NCHW", indices=False):
+    return maxpool._plan(shape, kernel, strides, pads, None, "NOTSET", False, 0, indices, layout, None, None,
+                         None)
+
+
+CHOOSER_CASES = [
+    (S.NHWC, _plan((1, 56, 56, 64), 3, 2, 1, "NHWC"), "float32", True),
+    (S.NHWC_TRANSPOSED, _plan((1, 4, 4, 4, 4, 2), 2, layout="NHWC"), "float32", False),
+    (S.FUSED, _plan((1, 64, 112, 112), 3, 2, 1), "float32", False),
+    (S.FUSED, _plan((2, 32, 32, 56, 56), 3, 2, 1, indices=True), "float32", True),
+    (S.DEPTH_FIRST, _plan((2, 32, 32, 56, 56), 3, 2, 1), "uint8", False),
+    (S.DEPTH_FIRST, _plan((2, 32, 32, 56, 56), 3, 2, 1), "float16", False),
+    (S.DEPTH_SPLIT, _plan((2, 32, 32, 56, 56), 3, 2, 1), "float32", False),
+    (S.DEPTH_SPLIT, _plan((2, 32, 32, 56, 56), 3, 2, 1, indices=True), "uint8", True),
+    (S.SEPARABLE, _plan((1, 2, 4, 4, 4, 4), 2), "float32", False),
+    # One output row's window too wide for the row ring: SEPARABLE; a rank-1 call with a kernel
+    # wider than the input stays FUSED.
+    (S.SEPARABLE, _plan((1, 1, 3, 1 << 22), (3, 3), None, None), "float32", False),
+    (S.FUSED, _plan((1, 2, 5), 9, 1, 4), "int8", True),
+]
+
+
+@pytest.mark.parametrize("expected, plan, kind, indices", CHOOSER_CASES,
+                         ids=lambda v: v.value if isinstance(v, Strategy) else None)
+def test_the_chooser_picks_each_strategy(expected, plan, kind, indices):
+    assert choose_strategy(plan, kind, 2, indices) is expected
+
+
+def test_the_chooser_reaches_every_strategy():
+    assert {case[0] for case in CHOOSER_CASES} == set(Strategy)
+
+
+@pytest.mark.parametrize("kind", ["int8", "uint8", "float16", "bfloat16"])
+def test_3d_cases_of_the_value_tests_take_depth_first(kind):
+    """test_maxpool_values.test_3d_depth_first_and_its_fallback means to exercise DEPTH_FIRST on
+    1- and 2-byte types: check that its shape still gets it, at 1 and 2 threads."""
+    plan = _plan((2, 3, 9, 7, 8), (3, 2, 2), (2, 1, 2), (1, 0, 1, 1, 1, 0))
+    for nt in (1, 2):
+        assert choose_strategy(plan, kind, nt, False) is S.DEPTH_FIRST
+
+
+def test_forcing_a_strategy_that_cannot_compute_the_call_is_a_value_error(rng):
+    x = make_array(rng, (1, 2, 5, 5), "float32")
+    with pytest.raises(ValueError, match=r"MaxPool: _strategy='nhwc' cannot compute this call \(layout NCHW"):
+        pooling.max_pool(x, 2, _strategy="nhwc")
+    with pytest.raises(ValueError, match=r"_strategy='depth_first' cannot compute.*rank 2"):
+        pooling.max_pool(x, 2, _strategy=S.DEPTH_FIRST)
+    x3 = make_array(rng, (1, 2, 4, 4, 4), "float16")
+    with pytest.raises(ValueError, match=r"'depth_first' cannot compute.*return_indices=True"):
+        pooling.max_pool(x3, 2, return_indices=True, _strategy="depth_first")
+    with pytest.raises(ValueError, match=r"_strategy must be one of \['nhwc', .*got 'fastest'"):
+        pooling.max_pool(x, 2, _strategy="fastest")
+
+
+def test_a_forced_strategy_is_cached_apart_from_the_chosen_one(rng):
+    x = make_array(rng, (1, 2, 6, 6), "float32")
+    launch.cache_clear()
+    chosen = pooling.max_pool(x, 2)
+    forced = pooling.max_pool(x, 2, _strategy="separable")
+    assert chosen.tobytes() == forced.tobytes()
+    assert launch.cache_info().currsize == 2
