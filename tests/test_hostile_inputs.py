@@ -191,7 +191,7 @@ def test_element_counts_past_int64_in_every_shape_twin(x_shape):
     for op, fn in (("MaxPool", lambda: pooling.max_pool_output_shape(x_shape, 1)),
                    ("MaxUnpool", lambda: pooling.max_unpool_output_shape(x_shape, 1)),
                    ("Col2Im", lambda: pooling.col2im_output_shape(x_shape, [x_shape[2]], [1]))):
-        with pytest.raises(ValueError, match=rf"^{op}: .*(too many|too large)"):
+        with pytest.raises(ValueError, match=rf"^{op}: .* is past the 2\*\*62 limit"):
             fn()
 
 
@@ -199,11 +199,11 @@ def test_element_counts_past_int64_in_every_shape_twin(x_shape):
 def test_zero_stride_inputs_past_the_limit(layout):
     """Real arrays of 2**62 elements (every stride 0, one byte of memory): ValueError, nothing copied."""
     x = huge_view((2**31, 2**31, 1), np.int8)
-    with pytest.raises(ValueError, match=r"^MaxPool: input shape .* too many to index"):
+    with pytest.raises(ValueError, match=r"^MaxPool: input shape .* is past the 2\*\*62 limit"):
         pooling.max_pool(x, 1, layout=layout, return_indices=True)
-    with pytest.raises(ValueError, match=r"^MaxUnpool: output shape .* too many to index"):
+    with pytest.raises(ValueError, match=r"^MaxUnpool: output shape .* is past the 2\*\*62 limit"):
         pooling.max_unpool(x, huge_view(x.shape, np.int8), 1, layout=layout)
-    with pytest.raises(ValueError, match=r"^Col2Im: input shape .* too many to index"):
+    with pytest.raises(ValueError, match=r"^Col2Im: input shape .* is past the 2\*\*62 limit"):
         pooling.col2im(x, [1], [1])
 
 
@@ -223,7 +223,7 @@ def test_zero_stride_inputs_past_the_limit(layout):
 ], ids=["maxpool", "maxpool-nhwc", "maxunpool", "maxunpool-output_shape", "maxunpool-nhwc", "col2im",
         "maxpool-indices", "maxunpool-indices"])
 def test_outputs_and_flat_indices_past_int64(call):
-    with pytest.raises(ValueError, match=r"^(MaxPool|MaxUnpool|Col2Im): .*(too many|too large)"):
+    with pytest.raises(ValueError, match=r"^(MaxPool|MaxUnpool|Col2Im): .* is past the 2\*\*62 limit"):
         call()
 
 

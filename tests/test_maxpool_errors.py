@@ -232,7 +232,8 @@ def _bad_outs():
 
 @pytest.mark.parametrize("name, out", _bad_outs(), ids=[n for n, _ in _bad_outs()])
 def test_bad_out(name, out):
-    with pytest.raises(ValueError, match="MaxPool.*out"):
+    error = ValueError if isinstance(out, np.ndarray) else TypeError  # a non-array is the wrong type
+    with pytest.raises(error, match="MaxPool.*out"):
         pooling.max_pool(X, 2, out=out)
 
 
@@ -366,7 +367,7 @@ def test_inputs_never_modified(kind):
 def test_error_messages_name_the_value_for_dtype_and_shape():
     with pytest.raises(TypeError, match=re.escape("int32")):
         pooling.max_pool(np.zeros((1, 1, 4), np.int32), 2)
-    with pytest.raises(ValueError, match=r"MaxPool.*\(5,\)"):
+    with pytest.raises(ValueError, match=r"MaxPool.*got shape \[5\]"):
         pooling.max_pool(np.zeros(5, np.float32), 2)
 
 

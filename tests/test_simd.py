@@ -10,7 +10,7 @@ from pooling import _dispatch
 
 # The tests that compare every kernel path with the pure-numpy reference.
 KERNEL_TESTS = ["test_maxpool_values.py", "test_maxpool_nhwc.py", "test_maxunpool.py",
-                "test_maxunpool_nhwc.py", "test_col2im.py", "test_threads.py"]
+                "test_maxunpool_nhwc.py", "test_col2im.py", "test_threads.py", "test_maxpool_strategies.py"]
 
 
 @pytest.mark.parametrize("level", [lv for lv in _dispatch.available if lv != _dispatch.level])

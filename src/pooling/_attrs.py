@@ -10,6 +10,8 @@ import numpy as np
 
 from ._dispatch import core as _core
 
+LAYOUTS = ("NCHW", "NHWC")
+
 # Operator versions, oldest first (SPEC 0).
 VERSIONS = {
     "MaxPool": (1, 8, 10, 11, 12, 22),
@@ -19,6 +21,11 @@ VERSIONS = {
 
 # Values the kernels compute with must stay far from int64 overflow.
 INDEX_LIMIT = 1 << 62
+
+
+def past_limit(op, what):
+    """The one error for a size, offset or attribute at or past INDEX_LIMIT."""
+    return ValueError(f"{op}: {what} is past the 2**62 limit on sizes and offsets")
 
 
 def resolve_version(op, opset):
@@ -54,7 +61,7 @@ def int_tuple(op, name, value, length, minimum, default):
         return (default,) * length
     if isinstance(value, np.ndarray):
         if value.ndim > 1:
-            raise TypeError(f"{op}: {name} must be a 1-D sequence of integers, got shape {value.shape}")
+            raise TypeError(f"{op}: {name} must be a 1-D sequence of integers, got shape {list(value.shape)}")
         value = value.tolist()
     if isinstance(value, (list, tuple)):
         values = tuple(as_int(op, name, v) for v in value)
@@ -68,7 +75,7 @@ def int_tuple(op, name, value, length, minimum, default):
         if v < minimum:
             raise ValueError(f"{op}: {name} values must be >= {minimum}, got {list(values)}")
         if v >= INDEX_LIMIT:
-            raise ValueError(f"{op}: {name} value {v} is too large (limit 2**62)")
+            raise past_limit(op, f"{name} value {v}")
     return values
 
 
@@ -80,6 +87,27 @@ def flag(op, name, value, allowed=(0, 1)):
     if value not in allowed:
         raise ValueError(f"{op}: {name} must be one of {list(allowed)}, got {value}")
     return value
+
+
+def split_layout(op, x_shape, layout):
+    """(leading dims, spatial dims) of an input shape in `layout`: (N, C) and (D_1, ..., D_n) for
+    NCHW, (N, C) and the dims between them for NHWC.  The layout and the rank (>= 3) are checked."""
+    choice(op, "layout", layout, LAYOUTS)
+    if len(x_shape) < 3:
+        raise ValueError(
+            f"{op}: x must have rank >= 3 (N, C and at least one spatial axis), got shape {list(x_shape)}"
+        )
+    if layout == "NCHW":
+        return x_shape[:2], x_shape[2:]
+    return (x_shape[0], x_shape[-1]), x_shape[1:-1]
+
+
+def kinds_in(since, version, library=None):
+    """The dtype kinds of a `since` table ({kind: first version}) allowed at `version`; in library
+    mode (version None) every kind of the table, or `library` when given."""
+    if version is None:
+        return tuple(since) if library is None else library
+    return tuple(kind for kind, first in since.items() if first <= version)
 
 
 def choice(op, name, value, allowed):
@@ -177,5 +205,5 @@ def check_size(op, shape, what="output"):
     for d in shape:
         size *= d
     if size >= INDEX_LIMIT:
-        raise ValueError(f"{op}: {what} shape {tuple(shape)} has {size} elements, too many to index")
+        raise past_limit(op, f"{what} shape {list(shape)}, {size} elements,")
     return size

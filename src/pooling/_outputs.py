@@ -20,11 +20,11 @@ def output_array(op, name, out, shape, dtype, *others):
                 "than memory can address"
             ) from None
     if not isinstance(out, np.ndarray):
-        raise ValueError(f"{op}: {name} must be a numpy array, got {type(out).__name__}")
+        raise TypeError(f"{op}: {name} must be a numpy array, got {type(out).__name__}")
     if out.shape != tuple(shape) or out.dtype != dtype:
         raise ValueError(
-            f"{op}: {name} must have shape {tuple(shape)} and dtype {dtype}, "
-            f"got shape {out.shape} and dtype {out.dtype}"
+            f"{op}: {name} must have shape {list(shape)} and dtype {dtype}, "
+            f"got shape {list(out.shape)} and dtype {out.dtype}"
         )
     if not out.flags.carray:  # C-contiguous, aligned and writeable
         raise ValueError(f"{op}: {name} must be a writeable, aligned, C-contiguous array")

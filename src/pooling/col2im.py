@@ -5,7 +5,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ._dispatch import core as _core
-from ._attrs import INDEX_LIMIT, cached_plan, check_size, int_tuple, resolve_version, shape_tuple
+from ._attrs import INDEX_LIMIT, cached_plan, check_size, int_tuple, past_limit, resolve_version, shape_tuple
 from ._dtypes import HALF_INF_BITS, as_kernel_array, result_dtype
 from ._outputs import output_array
 from ._threads import resolve_n_threads, split_rows
@@ -77,7 +77,7 @@ def col2im(x, image_shape, block_shape, *, strides=None, pads=None, dilations=No
 def _plan(x_shape, image_shape, block_shape, strides, pads, dilations, opset):
     version = resolve_version(OP, opset)
     if len(x_shape) != 3:
-        raise ValueError(f"{OP}: x must have rank 3 (N, C*prod(block_shape), L), got shape {x_shape}")
+        raise ValueError(f"{OP}: x must have rank 3 (N, C*prod(block_shape), L), got shape {list(x_shape)}")
     image = _shape_input("image_shape", image_shape)
     block = _shape_input("block_shape", block_shape)
     n = len(image)
@@ -100,7 +100,7 @@ def _plan(x_shape, image_shape, block_shape, strides, pads, dilations, opset):
     pads = int_tuple(OP, "pads", pads, 2 * n, 0, 0)
     for i in range(n):
         if image[i] + pads[i] + pads[i + n] >= INDEX_LIMIT:
-            raise ValueError(f"{OP}: image_shape and pads on axis {i} reach past 2**62")
+            raise past_limit(OP, f"image_shape plus pads on axis {i} ({image[i] + pads[i] + pads[i + n]})")
 
     kernel_size = math.prod(block)
     channels, length = x_shape[1], x_shape[2]

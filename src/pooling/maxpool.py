@@ -3,8 +3,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._attrs import (INDEX_LIMIT, cached_plan, check_size, choice, flag, int_tuple, resolve_version,
-                     shape_tuple)
+from ._attrs import (INDEX_LIMIT, cached_plan, check_size, choice, flag, int_tuple, kinds_in,
+                     past_limit, resolve_version, shape_tuple, split_layout)
 from ._dtypes import as_kernel_array, result_dtype
 from ._maxpool_strategies import launch
 from ._outputs import output_array
@@ -17,7 +17,6 @@ OP = "MaxPool"
 _ATTRIBUTE_SINCE = {"storage_order": 8, "ceil_mode": 10, "dilations": 10}
 _INDICES_SINCE = 8
 _DTYPE_SINCE = {"float16": 1, "float32": 1, "float64": 1, "int8": 12, "uint8": 12, "bfloat16": 22}
-LAYOUTS = ("NCHW", "NHWC")
 ACTIVATIONS = ("Relu", "Clip")
 
 class _Plan(NamedTuple):
@@ -93,12 +92,7 @@ def max_pool(x, kernel_shape, *, strides=None, pads=None, dilations=None, auto_p
 def _plan(x_shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode, storage_order,
           return_indices, layout, activation, activation_params, opset):
     version = resolve_version(OP, opset)
-    choice(OP, "layout", layout, LAYOUTS)
-    if len(x_shape) < 3:
-        raise ValueError(
-            f"{OP}: x must have rank >= 3 (N, C and at least one spatial axis), got shape {x_shape}"
-        )
-    spatial = x_shape[2:] if layout == "NCHW" else x_shape[1:-1]
+    spatial = split_layout(OP, x_shape, layout)[1]
     n = len(spatial)
     if kernel_shape is None:
         raise ValueError(f"{OP}: kernel_shape is required")
@@ -115,7 +109,7 @@ def _plan(x_shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode, 
         raise ValueError(f"{OP}: storage_order=1 is not defined for layout 'NHWC' (Indices are NHWC offsets)")
     activation, act_params = _activation(activation, activation_params)
 
-    kinds = tuple(_DTYPE_SINCE)
+    kinds = kinds_in(_DTYPE_SINCE, version)
     if version is not None:
         given = {"storage_order": storage_order != 0, "ceil_mode": ceil_mode != 0,
                  "dilations": any(d != 1 for d in dilations)}
@@ -135,7 +129,6 @@ def _plan(x_shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode, 
                 f"{OP}: activation={activation!r} under opset={opset} needs layout 'NHWC' "
                 "(the com.ms.internal.nhwc operator); NCHW allows it in library mode only"
             )
-        kinds = tuple(k for k, since in _DTYPE_SINCE.items() if since <= version)
 
     out_spatial, begin, end = pool_output(OP, spatial, kernel, strides, dilations, pads,
                                           auto_pad, ceil_mode)
@@ -147,9 +140,8 @@ def _plan(x_shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode, 
         # Every position the kernels compute lies within these bounds.
         reach = out_spatial[i] * strides[i] + (kernel[i] - 1) * dilations[i] + begin[i] + end[i]
         if spatial[i] + reach >= INDEX_LIMIT:
-            raise ValueError(
-                f"{OP}: strides/dilations/pads on axis {i} reach past 2**62; the call cannot be computed"
-            )
+            raise past_limit(OP, f"the reach of strides, dilations and pads on axis {i} "
+                                 f"({spatial[i] + reach})")
     return _Plan(out_shape, layout, spatial, kernel, strides, dilations, begin, kinds, storage_order,
                  activation, act_params)
 

@@ -4,8 +4,8 @@ from typing import NamedTuple
 import numpy as np
 
 from ._dispatch import core as _core
-from ._attrs import (INDEX_LIMIT, cached_plan, check_size, choice, int_tuple, resolve_version,
-                     shape_tuple)
+from ._attrs import (INDEX_LIMIT, cached_plan, check_size, int_tuple, kinds_in, past_limit,
+                     resolve_version, shape_tuple, split_layout)
 from ._dtypes import as_kernel_array, result_dtype
 from ._outputs import output_array
 from ._threads import resolve_n_threads
@@ -17,7 +17,6 @@ OP = "MaxUnpool"
 _DTYPE_SINCE = {"float16": 9, "float32": 9, "float64": 9, "bfloat16": 22}
 _LIBRARY_DTYPES = tuple(_DTYPE_SINCE) + ("int8", "uint8")
 _INDEX_KINDS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
-LAYOUTS = ("NCHW", "NHWC")
 
 # The kernel only moves bits: unsigned storage of each item size serves every dtype.
 _BITS = {size: np.dtype(f"u{size}") for size in (1, 2, 4, 8)}
@@ -64,7 +63,7 @@ def max_unpool(x, indices, kernel_shape, *, strides=None, pads=None, output_shap
     idx = np.asarray(indices)
     plan = _plan(arr.shape, kernel_shape, strides, pads, output_shape, layout, opset)
     if idx.shape != arr.shape:
-        raise ValueError(f"{OP}: indices must have the shape of x {arr.shape}, got {idx.shape}")
+        raise ValueError(f"{OP}: indices must have the shape of x {list(arr.shape)}, got {list(idx.shape)}")
     xk, _ = as_kernel_array(OP, "x", arr, plan.kinds)
     ik, _ = as_kernel_array(OP, "indices", idx, plan.index_kinds)
     # uint64 values >= 2**63 wrap to negative here, which the kernel rejects like any bad index.
@@ -83,11 +82,13 @@ def max_unpool(x, indices, kernel_shape, *, strides=None, pads=None, output_shap
             fused = nt == 1 or plan.blocks >= 4 * nt
             bad = _core.max_unpool(xk.reshape(-1).view(bits), ik.reshape(-1), y.reshape(-1).view(bits),
                                    plan.blocks, fused, nt)
+        if bad == -2:  # the kernel's contract on its arguments, which the checks above keep
+            raise RuntimeError(f"{OP}: internal error: the kernel rejected its arguments")
         if bad >= 0:
             where = tuple(int(i) for i in np.unravel_index(bad, idx.shape))
             raise ValueError(
                 f"{OP}: indices{list(where)} = {idx[where]} is outside [0, {y.size}), the flat "
-                f"range of the output of shape {plan.out_shape} (first bad index in row-major order)"
+                f"range of the output of shape {list(plan.out_shape)} (first bad index in row-major order)"
             )
     return y
 
@@ -95,17 +96,10 @@ def max_unpool(x, indices, kernel_shape, *, strides=None, pads=None, output_shap
 @cached_plan(OP)
 def _plan(x_shape, kernel_shape, strides, pads, output_shape, layout, opset):
     version = resolve_version(OP, opset)
-    layout = choice(OP, "layout", layout, LAYOUTS)
-    if len(x_shape) < 3:
-        raise ValueError(
-            f"{OP}: x must have rank >= 3 (N, C and at least one spatial axis), got shape {x_shape}"
-        )
+    lead, spatial = split_layout(OP, x_shape, layout)
     # NCHW: each (n, c) plane is one block; NHWC: each image (its channels
     # interleaved) is one, and Indices are offsets into NHWC memory (SPEC 2).
-    if layout == "NCHW":
-        lead, spatial, blocks = x_shape[:2], x_shape[2:], x_shape[0] * x_shape[1]
-    else:
-        lead, spatial, blocks = (x_shape[0], x_shape[-1]), x_shape[1:-1], x_shape[0]
+    blocks = lead[0] * lead[1] if layout == "NCHW" else lead[0]
     n = len(spatial)
     if kernel_shape is None:
         raise ValueError(f"{OP}: kernel_shape is required")
@@ -119,11 +113,8 @@ def _plan(x_shape, kernel_shape, strides, pads, output_shape, layout, opset):
     else:
         out_shape = _given_shape(output_shape, x_shape, lead, version, layout)
     check_size(OP, out_shape)
-    if version is None:
-        kinds, index_kinds = _LIBRARY_DTYPES, _INDEX_KINDS
-    else:
-        kinds = tuple(k for k, since in _DTYPE_SINCE.items() if since <= version)
-        index_kinds = ("int64",)
+    kinds = kinds_in(_DTYPE_SINCE, version, library=_LIBRARY_DTYPES)
+    index_kinds = _INDEX_KINDS if version is None else ("int64",)
     return _Plan(out_shape, blocks, kinds, index_kinds)
 
 
@@ -140,7 +131,7 @@ def _inferred_spatial(spatial, kernel, strides, pads):
                 "pass output_shape or smaller pads"
             )
         if o >= INDEX_LIMIT:
-            raise ValueError(f"{OP}: inferred output dimension {i} would be {o}, too large to index")
+            raise past_limit(OP, f"inferred output dimension {i} ({o})")
     return out
 
 
@@ -150,7 +141,7 @@ def _given_shape(value, x_shape, lead, version, layout):
         if value.ndim != 1 or value.dtype.kind not in "iu":
             raise TypeError(
                 f"{OP}: output_shape must be a 1-D integer array, got dtype {value.dtype} "
-                f"and shape {value.shape}"
+                f"and shape {list(value.shape)}"
             )
         if version is not None and value.dtype != np.int64:
             raise TypeError(f"{OP}: output_shape must be int64 under opset, got {value.dtype}")
@@ -163,6 +154,6 @@ def _given_shape(value, x_shape, lead, version, layout):
     if (shape[:2] if layout == "NCHW" else (shape[0], shape[-1])) != lead:
         where = "start with" if layout == "NCHW" else "have N first and C last:"
         raise ValueError(
-            f"{OP}: output_shape {list(shape)} must keep N and C of x {x_shape}, i.e. {where} {list(lead)}"
+            f"{OP}: output_shape {list(shape)} must keep N and C of x {list(x_shape)}, i.e. {where} {list(lead)}"
         )
     return shape
