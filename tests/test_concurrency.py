@@ -161,10 +161,13 @@ def test_cached_plans_are_immutable():
     pooling.col2im(np.ones((1, 4, 6)), (3, 4), (2, 2))
     pooling.max_pool(np.ones((1, 1, 4, 4)), 2)
     pooling.max_unpool(np.ones((1, 1, 2)), np.zeros((1, 1, 2), np.int64), 2)
-    plans = [col2im._plan((1, 4, 6), (3, 4), (2, 2), None, None, None, None),
-             maxpool._plan((1, 1, 4, 4), 2, None, None, None, "NOTSET", False, 0, False, "NCHW", None, None,
-                           None),
-             maxunpool._plan((1, 1, 2), 2, None, None, None, "NCHW", None)]
+    plans = [col2im._plan((1, 4, 6), image_shape=(3, 4), block_shape=(2, 2), strides=None, pads=None,
+                          dilations=None, opset=None),
+             maxpool._plan((1, 1, 4, 4), kernel_shape=2, strides=None, pads=None, dilations=None,
+                           auto_pad="NOTSET", ceil_mode=False, storage_order=0, return_indices=False,
+                           layout="NCHW", activation=None, activation_params=None, opset=None),
+             maxunpool._plan((1, 1, 2), kernel_shape=2, strides=None, pads=None, output_shape=None,
+                             layout="NCHW", opset=None)]
     for plan in plans:
         for field in plan:
             if isinstance(field, np.ndarray):

@@ -59,9 +59,7 @@ def test_every_strategy_against_the_twin(strategy, layout, rank, indices, kind, 
         if layout == "NHWC":
             attrs = dict(attrs, layout="NHWC")
             want_y = to_nhwc(want_y)
-        plan = maxpool._plan(xin.shape, attrs["kernel_shape"], attrs.get("strides"), attrs.get("pads"),
-                             attrs.get("dilations"), "NOTSET", attrs.get("ceil_mode", False), 0, indices,
-                             layout, attrs.get("activation"), attrs.get("activation_params"), None)
+        plan = _plan(xin.shape, return_indices=indices, **attrs)
         assert serves(strategy, plan, kind, indices), (strategy, attrs)
         for nt in (1, 2):
             got = pooling.max_pool(xin, return_indices=indices, n_threads=nt, _strategy=strategy, **attrs)
@@ -82,20 +80,23 @@ def _nhwc_indices(indices, nchw_shape):
     return to_nhwc(np.where(indices < 0, -1, (image * plane + pixel) * c + channel))
 
 
-def _plan(shape, kernel, strides=None, pads=None, layout="NCHW", indices=False):
-    return maxpool._plan(shape, kernel, strides, pads, None, "NOTSET", False, 0, indices, layout, None, None,
-                         None)
+def _plan(x_shape, kernel_shape, strides=None, pads=None, layout="NCHW", return_indices=False, **attrs):
+    """maxpool._plan with max_pool's defaults for the attributes not given."""
+    return maxpool._plan(x_shape, kernel_shape=kernel_shape, strides=strides, pads=pads, layout=layout,
+                         return_indices=return_indices, **dict(dict(
+                             dilations=None, auto_pad="NOTSET", ceil_mode=False, storage_order=0,
+                             activation=None, activation_params=None, opset=None), **attrs))
 
 
 CHOOSER_CASES = [
     (S.NHWC, _plan((1, 56, 56, 64), 3, 2, 1, "NHWC"), "float32", True),
     (S.NHWC_TRANSPOSED, _plan((1, 4, 4, 4, 4, 2), 2, layout="NHWC"), "float32", False),
     (S.FUSED, _plan((1, 64, 112, 112), 3, 2, 1), "float32", False),
-    (S.FUSED, _plan((2, 32, 32, 56, 56), 3, 2, 1, indices=True), "float32", True),
+    (S.FUSED, _plan((2, 32, 32, 56, 56), 3, 2, 1, return_indices=True), "float32", True),
     (S.DEPTH_FIRST, _plan((2, 32, 32, 56, 56), 3, 2, 1), "uint8", False),
     (S.DEPTH_FIRST, _plan((2, 32, 32, 56, 56), 3, 2, 1), "float16", False),
     (S.DEPTH_SPLIT, _plan((2, 32, 32, 56, 56), 3, 2, 1), "float32", False),
-    (S.DEPTH_SPLIT, _plan((2, 32, 32, 56, 56), 3, 2, 1, indices=True), "uint8", True),
+    (S.DEPTH_SPLIT, _plan((2, 32, 32, 56, 56), 3, 2, 1, return_indices=True), "uint8", True),
     (S.SEPARABLE, _plan((1, 2, 4, 4, 4, 4), 2), "float32", False),
     # One output row's window too wide for the row ring: SEPARABLE; a rank-1 call with a kernel
     # wider than the input stays FUSED.

@@ -127,7 +127,7 @@ def shape_tuple(op, name, shape):
         raise TypeError(f"{op}: {name} must be a sequence of integers, got {shape!r}") from None
     dims = tuple(as_int(op, name, d) for d in items)
     if any(d < 0 for d in dims):
-        raise ValueError(f"{op}: {name} must have non-negative dimensions, got {dims}")
+        raise ValueError(f"{op}: {name} must have non-negative dimensions, got {list(dims)}")
     return dims
 
 
@@ -145,27 +145,42 @@ def cached_plan(op):
     hashable() the rest, and the plan function sees the caller's own values.
     Past PLAN_CACHE_SIZE plans each new one evicts the oldest; ``.cache_clear()``
     empties it.
+
+    The cached function takes the plan function's own parameters, keyword-only
+    after the first, so that a call names every attribute (two swapped flags
+    would pass silently by position).  It is generated with those names, as
+    dataclasses and namedtuple generate their methods: a ``**kwargs`` wrapper
+    would cost a dict and a lookup per attribute on every call.
     """
     def decorate(build):
         names = tuple(inspect.signature(build).parameters)
         plans = {}
 
-        @functools.wraps(build)
-        def plan(*args):
-            key = _core.attribute_keys(args)
+        def miss(args, key):
+            """The plan of a call whose key is not cached, or that no compiled key covers."""
             if key is None:
                 key = tuple(hashable(v, op, name) for v, name in zip(args, names))
-            found = plans.get(key)
-            if found is None:
-                found = build(*args)
-                if len(plans) >= PLAN_CACHE_SIZE:
-                    try:
-                        plans.pop(next(iter(plans)), None)  # the oldest (dicts keep order)
-                    except (StopIteration, RuntimeError):  # another thread changed it meanwhile
-                        pass
-                plans[key] = found
+                found = plans.get(key)
+                if found is not None:
+                    return found
+            found = build(*args)
+            if len(plans) >= PLAN_CACHE_SIZE:
+                try:
+                    plans.pop(next(iter(plans)), None)  # the oldest (dicts keep order)
+                except (StopIteration, RuntimeError):  # another thread changed it meanwhile
+                    pass
+            plans[key] = found
             return found
 
+        # The hit path is the generated function itself (a call less per call).
+        args = ", ".join(names)
+        namespace = {"attribute_keys": _core.attribute_keys, "plans": plans, "miss": miss}
+        exec(f"def plan({names[0]}, *, {', '.join(names[1:])}):\n"
+             f"    args = ({args},)\n"
+             f"    key = attribute_keys(args)\n"
+             f"    found = None if key is None else plans.get(key)\n"
+             f"    return miss(args, key) if found is None else found\n", namespace)
+        plan = functools.wraps(build)(namespace["plan"])
         plan.cache_clear = plans.clear
         return plan
     return decorate

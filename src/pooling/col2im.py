@@ -45,8 +45,8 @@ class _Plan(NamedTuple):
 def col2im_output_shape(x_shape, image_shape, block_shape, *, strides=None, pads=None,
                         dilations=None, opset=None):
     """Output shape of col2im for an input of shape `x_shape` (same validation, no data)."""
-    return _plan(shape_tuple(OP, "x_shape", x_shape), image_shape, block_shape, strides, pads, dilations,
-                 opset).out_shape
+    return _plan(shape_tuple(OP, "x_shape", x_shape), image_shape=image_shape, block_shape=block_shape, strides=strides, pads=pads,
+                 dilations=dilations, opset=opset).out_shape
 
 
 def col2im(x, image_shape, block_shape, *, strides=None, pads=None, dilations=None, opset=None,
@@ -63,7 +63,8 @@ def col2im(x, image_shape, block_shape, *, strides=None, pads=None, dilations=No
     section 3 for every rule.
     """
     arr = np.asarray(x)
-    plan = _plan(arr.shape, image_shape, block_shape, strides, pads, dilations, opset)
+    plan = _plan(arr.shape, image_shape=image_shape, block_shape=block_shape, strides=strides, pads=pads,
+                 dilations=dilations, opset=opset)
     xk, kind = as_kernel_array(OP, "x", arr, KINDS)
     xk = xk.view(_STORAGE.get(kind, xk.dtype))
     nt = resolve_n_threads(OP, n_threads, xk.size)

@@ -46,9 +46,10 @@ def max_pool_output_shape(x_shape, kernel_shape, *, strides=None, pads=None, dil
                           return_indices=False, layout="NCHW", activation=None,
                           activation_params=None, opset=None):
     """Output shape of max_pool for an input of shape `x_shape` (same validation, no data)."""
-    return _plan(shape_tuple(OP, "x_shape", x_shape), kernel_shape, strides, pads, dilations, auto_pad,
-                 ceil_mode, storage_order, return_indices, layout, activation, activation_params,
-                 opset).out_shape
+    return _plan(shape_tuple(OP, "x_shape", x_shape), kernel_shape=kernel_shape, strides=strides, pads=pads, dilations=dilations,
+                 auto_pad=auto_pad, ceil_mode=ceil_mode, storage_order=storage_order,
+                 return_indices=return_indices, layout=layout, activation=activation,
+                 activation_params=activation_params, opset=opset).out_shape
 
 
 def max_pool(x, kernel_shape, *, strides=None, pads=None, dilations=None, auto_pad="NOTSET",
@@ -70,8 +71,10 @@ def max_pool(x, kernel_shape, *, strides=None, pads=None, dilations=None, auto_p
     (``pooling._maxpool_strategies.Strategy``) instead of the chosen one.
     """
     arr = x if type(x) is np.ndarray else np.asarray(x)
-    plan = _plan(arr.shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode,
-                 storage_order, return_indices, layout, activation, activation_params, opset)
+    plan = _plan(arr.shape, kernel_shape=kernel_shape, strides=strides, pads=pads, dilations=dilations,
+                 auto_pad=auto_pad, ceil_mode=ceil_mode, storage_order=storage_order,
+                 return_indices=return_indices, layout=layout, activation=activation,
+                 activation_params=activation_params, opset=opset)
     xk, kind = as_kernel_array(OP, "x", arr, plan.kinds)
     nt = resolve_n_threads(OP, n_threads, xk.size)
     y = output_array(OP, "out", out, plan.out_shape, result_dtype(arr.dtype), ("the input x", arr))

@@ -33,8 +33,8 @@ class _Plan(NamedTuple):
 def max_unpool_output_shape(x_shape, kernel_shape, *, strides=None, pads=None, output_shape=None,
                             layout="NCHW", opset=None):
     """Output shape of max_unpool for an input of shape `x_shape` (same validation, no data)."""
-    return _plan(shape_tuple(OP, "x_shape", x_shape), kernel_shape, strides, pads, output_shape, layout,
-                 opset).out_shape
+    return _plan(shape_tuple(OP, "x_shape", x_shape), kernel_shape=kernel_shape, strides=strides, pads=pads,
+                 output_shape=output_shape, layout=layout, opset=opset).out_shape
 
 
 def max_unpool(x, indices, kernel_shape, *, strides=None, pads=None, output_shape=None,
@@ -61,7 +61,8 @@ def max_unpool(x, indices, kernel_shape, *, strides=None, pads=None, output_shap
     """
     arr = np.asarray(x)
     idx = np.asarray(indices)
-    plan = _plan(arr.shape, kernel_shape, strides, pads, output_shape, layout, opset)
+    plan = _plan(arr.shape, kernel_shape=kernel_shape, strides=strides, pads=pads,
+                 output_shape=output_shape, layout=layout, opset=opset)
     if idx.shape != arr.shape:
         raise ValueError(f"{OP}: indices must have the shape of x {list(arr.shape)}, got {list(idx.shape)}")
     xk, _ = as_kernel_array(OP, "x", arr, plan.kinds)
