@@ -59,8 +59,8 @@ def col2im(x, image_shape, block_shape, *, strides=None, pads=None, dilations=No
     adds by logical or, integers wrap around, float16 and bfloat16 are summed
     in float32 and rounded once; each pixel sums its terms in the same order
     for every n_threads.  ``opset=18`` enforces the operator document (at least
-    2 spatial axes); the default, library mode, also allows 1.  See SPEC.md
-    section 3 for every rule.
+    2 spatial axes); the default, library mode, also allows 1.
+    docs/behaviour.md section 4 has every rule.
     """
     arr = np.asarray(x)
     plan = _plan(arr.shape, image_shape=image_shape, block_shape=block_shape, strides=strides, pads=pads,

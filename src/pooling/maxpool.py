@@ -65,7 +65,7 @@ def max_pool(x, kernel_shape, *, strides=None, pads=None, dilations=None, auto_p
     enforces exactly what version K of the operator allows; the default is
     library mode (every attribute, dtype and rank).  Indices made with
     storage_order=1 are column-major encodings, so they do not round-trip
-    through max_unpool.  See SPEC.md section 1 for every rule.
+    through max_unpool.  docs/behaviour.md section 2 has every rule.
 
     ``_strategy`` (private, for tests) forces one of the kernels' strategies
     (``pooling._maxpool_strategies.Strategy``) instead of the chosen one.

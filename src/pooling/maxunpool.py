@@ -56,8 +56,8 @@ def max_unpool(x, indices, kernel_shape, *, strides=None, pads=None, output_shap
     index outside the output is a ValueError naming the first one (nothing is
     written outside the output; ``out`` may be partly written).  ``opset=K``
     enforces exactly what version K allows; the default is library mode
-    (int8/uint8 data, any integer indices, any rank).  See SPEC.md section 2
-    for every rule.
+    (int8/uint8 data, any integer indices, any rank).  docs/behaviour.md
+    section 3 has every rule.
     """
     arr = np.asarray(x)
     idx = np.asarray(indices)
