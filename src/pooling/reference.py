@@ -108,11 +108,11 @@ def _bits(arr):
 
 def _order_values(bits, kind):
     """float64 values of element `bits`, exact for every MaxPool dtype (NaN kept as NaN)."""
-    if kind == "bfloat16":
-        return (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
     if kind in ("int8", "uint8"):
         return bits.view(kind).astype(np.float64)
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore"):  # signalling NaNs stay NaN: all that ordering needs
+        if kind == "bfloat16":
+            return (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
         return bits.view({"float16": np.float16, "float32": np.float32,
                           "float64": np.float64}[kind]).astype(np.float64)
 
