@@ -4,7 +4,6 @@ import os
 import numpy as np
 import pytest
 
-from pooling import reference
 from pooling._dtypes import LEGACY_BFLOAT16
 
 try:
@@ -99,32 +98,6 @@ def full_attr(value, length=None, default=None):
     return values * length if len(values) == 1 and length is not None else values
 
 
-def reference_args(attrs, n):
-    """pooling.reference.max_pool's explicit argument form of max_pool keyword `attrs` (n spatial axes)."""
-    return dict(
-        kernel_shape=full_attr(attrs["kernel_shape"], n, 1),
-        strides=full_attr(attrs.get("strides"), n, 1),
-        pads=full_attr(attrs.get("pads"), 2 * n, 0),
-        dilations=full_attr(attrs.get("dilations"), n, 1),
-        auto_pad=attrs.get("auto_pad", "NOTSET"),
-        ceil_mode=int(attrs.get("ceil_mode", 0)),
-        activation=attrs.get("activation"),
-        activation_params=attrs.get("activation_params"),
-    )
-
-
-def reference_max_pool(x, attrs, storage_order=0):
-    """(Y, Indices) of pooling.reference.max_pool for max_pool keyword `attrs`, either layout
-    (NHWC through the NCHW transpose, Indices re-encoded as NHWC offsets)."""
-    x = np.asarray(x)
-    nhwc = attrs.get("layout") == "NHWC"
-    nchw = np.moveaxis(x, -1, 1) if nhwc else x
-    y, indices = reference.max_pool(nchw, storage_order=storage_order, **reference_args(attrs, x.ndim - 2))
-    if nhwc:
-        return to_nhwc(y), nchw_indices_as_nhwc(indices, nchw.shape)
-    return y, indices
-
-
 def unpool_output_shape(x_shape, attrs):
     """max_unpool's output shape for keyword `attrs` straight from SPEC 2, or None where an inferred
     dimension would be < 1 (a ValueError)."""
@@ -139,16 +112,6 @@ def unpool_output_shape(x_shape, attrs):
     if n == 0 or min(out) < 1:
         return None
     return (x_shape[0],) + out + (x_shape[-1],) if nhwc else tuple(x_shape[:2]) + out
-
-
-def reference_col2im(x, attrs):
-    """pooling.reference.col2im for col2im keyword `attrs` in any accepted form."""
-    image = full_attr(attrs["image_shape"])
-    n = len(image)
-    return reference.col2im(x, image, full_attr(attrs["block_shape"]),
-                            strides=full_attr(attrs.get("strides"), n, 1),
-                            pads=full_attr(attrs.get("pads"), 2 * n, 0),
-                            dilations=full_attr(attrs.get("dilations"), n, 1))
 
 
 def memory_orders(x):
@@ -261,14 +224,6 @@ def _parts(a):
 def to_nhwc(x):
     """An NCHW array's channels-last copy."""
     return np.ascontiguousarray(np.moveaxis(x, 1, -1))
-
-
-def nchw_indices_as_nhwc(indices, x_shape):
-    """Re-encode NCHW flat offsets (into x of x_shape) as offsets into the NHWC transpose of x."""
-    channels, plane = x_shape[1], int(np.prod(x_shape[2:]))
-    image_channel, pixel = np.divmod(indices, max(plane, 1))  # empty planes: only -1 entries
-    image, channel = np.divmod(image_channel, max(channels, 1))
-    return np.moveaxis(np.where(indices < 0, -1, (image * plane + pixel) * channels + channel), 1, -1)
 
 
 # -- fuzzing (hypothesis) -------------------------------------------------------------------------

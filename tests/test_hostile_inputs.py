@@ -15,7 +15,7 @@ import pytest
 
 import pooling
 from conftest import (ALL_DTYPES, POOL_DTYPES, assert_same, assert_same_or_nan, make_any_array, make_array,
-                      memory_orders, reference_col2im, reference_max_pool, to_nhwc, unaligned,
+                      memory_orders, to_nhwc, unaligned,
                       unpool_output_shape)
 from pooling import _dispatch, reference
 from pooling._attrs import hashable
@@ -124,7 +124,7 @@ def test_huge_dilation_and_stride_that_take_no_effect_give_the_reference():
     for attrs in (dict(kernel_shape=1, dilations=2**62 - 1), dict(kernel_shape=5, strides=2**61),
                   dict(kernel_shape=1, dilations=2**61, strides=2**61)):
         y, i = pooling.max_pool(x, return_indices=True, **attrs)
-        want_y, want_i = reference_max_pool(x, attrs)
+        want_y, want_i = reference.max_pool(x, return_indices=True, **attrs)
         assert_same(y, want_y)
         assert_same(i, want_i)
     cols = make_any_array(np.random.default_rng(2), (1, 2, 1), "int64")
@@ -173,7 +173,7 @@ def test_clip_bounds_at_the_limits(kind, bounds, layout):
     if layout == "NHWC":
         x = to_nhwc(x)
     y = pooling.max_pool(x, **attrs)
-    assert_same(y, reference_max_pool(x, attrs)[0])
+    assert_same(y, reference.max_pool(x, return_indices=True, **attrs)[0])
     if kind in ("int8", "uint8"):
         info = np.iinfo(kind)
         lo = math.ceil(min(max(bounds[0], info.min), info.max))
@@ -290,7 +290,7 @@ def test_max_pool_zero_sized_dimensions(shape, attrs, layout):
         full = dict(attrs)
         if layout == "NHWC":
             x, full["layout"] = to_nhwc(x), "NHWC"
-        want_y, want_i = reference_max_pool(x, full)
+        want_y, want_i = reference.max_pool(x, return_indices=True, **full)
         y, i = pooling.max_pool(x, return_indices=True, **full)
         assert_same(y, want_y)
         assert_same(i, want_i)
@@ -319,7 +319,7 @@ def test_max_unpool_zero_sized_dimensions(shape, attrs, layout):
     want_shape = unpool_output_shape(x.shape, full)
     y = pooling.max_unpool(x, indices, **full)
     assert y.shape == want_shape == pooling.max_unpool_output_shape(x.shape, **full)
-    assert_same(y, reference.max_unpool(x, indices, None, output_shape=want_shape))
+    assert_same(y, reference.max_unpool(x, indices, **full))
 
 
 def test_max_unpool_nonempty_x_into_an_empty_output():
@@ -336,7 +336,7 @@ def test_col2im_zero_sized_batch(kind):
     attrs = dict(image_shape=(3, 4), block_shape=(2, 2), pads=(0, 0, 0, 1), strides=(1, 2))
     y = pooling.col2im(x, **attrs)
     assert y.shape == (0, 2, 3, 4) and y.dtype == x.dtype
-    assert_same(y, reference_col2im(x, attrs))
+    assert_same(y, reference.col2im(x, **attrs))
 
 
 # --- memory: byte-swapped, read-only, negative and zero strides --------------------------------------
@@ -361,7 +361,7 @@ def test_memory_variants_of_max_pool_and_max_unpool(kind, layout):
     attrs = dict(kernel_shape=(3, 2), strides=2, pads=(1, 0, 1, 1), ceil_mode=1)
     if layout == "NHWC":
         x, attrs["layout"] = to_nhwc(x), "NHWC"
-    want_y, want_i = reference_max_pool(x, attrs)
+    want_y, want_i = reference.max_pool(x, return_indices=True, **attrs)
     assert (want_i >= 0).all()  # no empty window: every index fits an unsigned dtype
     for name, variant in _variants(x):
         before = np.array(variant, copy=True)
@@ -369,27 +369,27 @@ def test_memory_variants_of_max_pool_and_max_unpool(kind, layout):
         assert_same(y, want_y)
         assert_same(i, want_i)
         assert_same(np.asarray(variant), before)
-        assert_same(reference_max_pool(variant, attrs)[0], want_y)  # the twin agrees on every variant
+        assert_same(reference.max_pool(variant, return_indices=True, **attrs)[0], want_y)  # the twin agrees on every variant
     unpool = dict(kernel_shape=(3, 2), strides=2, output_shape=x.shape, layout=layout)
-    want = reference.max_unpool(want_y, want_i, None, output_shape=x.shape)
+    want = reference.max_unpool(want_y, want_i, **unpool)
     for name, variant in _variants(want_y):
         for index_dtype in ("int64", "uint32", "int16"):
             for iname, ivariant in _variants(want_i.astype(index_dtype)):
                 got = pooling.max_unpool(variant, ivariant, **unpool)
                 assert_same(got, want)
-        assert_same(reference.max_unpool(variant, want_i, None, output_shape=x.shape), want)
+        assert_same(reference.max_unpool(variant, want_i, **unpool), want)
 
 
 @pytest.mark.parametrize("kind", sorted(ALL_DTYPES))
 def test_memory_variants_of_col2im(kind):
     x = make_any_array(np.random.default_rng(8), (2, 6, 12), kind)
     attrs = dict(image_shape=(5, 4), block_shape=(3, 2), strides=(2, 1), pads=(1, 0, 1, 1))
-    want = reference_col2im(x, attrs)
+    want = reference.col2im(x, **attrs)
     for name, variant in _variants(x):
         before = np.array(variant, copy=True)
         assert_same_or_nan(pooling.col2im(variant, **attrs), want)
         assert_same(np.asarray(variant), before)
-        assert_same_or_nan(reference_col2im(variant, attrs), want)  # the twin agrees on every variant
+        assert_same_or_nan(reference.col2im(variant, **attrs), want)  # the twin agrees on every variant
 
 
 class _AlignmentChecked:
@@ -681,7 +681,7 @@ def test_zero_stride_broadcast_inputs(kind):
     dense = np.ascontiguousarray(x)
     for attrs in (dict(kernel_shape=3, strides=2, pads=1), dict(kernel_shape=(2, 3), layout="NHWC")):
         y, i = pooling.max_pool(x, return_indices=True, **attrs)
-        want_y, want_i = reference_max_pool(dense, attrs)
+        want_y, want_i = reference.max_pool(dense, return_indices=True, **attrs)
         assert_same(y, want_y)
         assert_same(i, want_i)
     # Every element of each plane's row j writes to the same spot: the last row wins.
@@ -693,7 +693,7 @@ def test_zero_stride_broadcast_inputs(kind):
     assert_same(y.reshape(6, 80)[:, :5], values[:, :, -1, :].reshape(6, 5))
     cols = np.broadcast_to(make_any_array(rng, (1, 4, 1), "int32"), (3, 4, 12))
     attrs = dict(image_shape=(4, 5), block_shape=(2, 2), strides=(1, 2), pads=(0, 1, 1, 0))
-    assert_same(pooling.col2im(cols, **attrs), reference_col2im(np.ascontiguousarray(cols), attrs))
+    assert_same(pooling.col2im(cols, **attrs), reference.col2im(np.ascontiguousarray(cols), **attrs))
 
 
 # --- MaxUnpool indices at every boundary -----------------------------------------------------------
@@ -731,7 +731,7 @@ def test_max_unpool_indices_at_every_boundary(dtype, layout):
             for n_threads in (1, 2):
                 kwargs = dict(kernel_shape=1, output_shape=out_shape, layout=layout, n_threads=n_threads)
                 if valid:
-                    want = reference.max_unpool(x, indices, None, output_shape=out_shape)
+                    want = reference.max_unpool(x, indices, **kwargs)
                     assert_same(pooling.max_unpool(x, indices, **kwargs), want)
                     assert_same(pooling.max_unpool(x, indices, out=out, **kwargs), want)
                 else:

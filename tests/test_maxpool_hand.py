@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import pooling
-from conftest import FLOAT_KINDS, POOL_DTYPES, as_float64, assert_same, reference_args, to_dtype
+from conftest import FLOAT_KINDS, POOL_DTYPES, as_float64, assert_same, to_dtype
 from pooling import reference
 
 INT_KINDS = ("int8", "uint8")
@@ -18,11 +18,9 @@ ALL_KINDS = tuple(POOL_DTYPES)
 
 
 def run(impl, x, storage_order=0, **attrs):
-    """(Y, Indices) from the kernels or the reference, attributes in explicit form."""
-    n = np.asarray(x).ndim - 2
-    if impl == "kernel":
-        return pooling.max_pool(x, storage_order=storage_order, return_indices=True, **attrs)
-    return reference.max_pool(x, storage_order=storage_order, **reference_args(attrs, n))
+    """(Y, Indices) from the kernels or their twin, both called the same way."""
+    module = pooling if impl == "kernel" else reference
+    return module.max_pool(x, storage_order=storage_order, return_indices=True, **attrs)
 
 
 def arr(values, kind):

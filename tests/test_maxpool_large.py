@@ -126,7 +126,7 @@ def test_oracle_agrees_with_the_reference_on_small_inputs():
                          ((1, 1, 4, 3, 5), dict(kernel_shape=(2, 2, 3), strides=(1, 2, 1),
                                                 dilations=(2, 1, 1), pads=(0, 1, 1, 2, 0, 1)))]:
         x = data(rng, shape, "float32")
-        ref_y, ref_i = reference.max_pool(x, **attrs)
+        ref_y, ref_i = reference.max_pool(x, return_indices=True, **attrs)
         indices = oracle(x, attrs["kernel_shape"], attrs["strides"], attrs["dilations"], attrs["pads"])
         assert_same(indices, ref_i)
         assert_same(expected_y(x, indices), ref_y)

@@ -5,8 +5,7 @@ import pytest
 import pooling
 from pooling import reference
 
-from conftest import (FLOAT_KINDS, POOL_DTYPES, assert_same, make_array, memory_orders,
-                      nchw_indices_as_nhwc, to_nhwc)
+from conftest import FLOAT_KINDS, POOL_DTYPES, assert_same, make_array, memory_orders, to_nhwc
 
 SHAPES = {1: (2, 3, 11), 2: (2, 3, 9, 8), 3: (2, 3, 6, 5, 7), 4: (1, 2, 5, 4, 6, 5)}
 ATTRIBUTES = [
@@ -27,7 +26,12 @@ def test_nhwc_equals_transposed_nchw(rng, kind, rank, attrs):
     y, i = pooling.max_pool(x, return_indices=True, **attrs)
     yh, ih = pooling.max_pool(to_nhwc(x), return_indices=True, layout="NHWC", **attrs)
     assert_same(yh, to_nhwc(y))
-    np.testing.assert_array_equal(ih, nchw_indices_as_nhwc(i, x.shape))
+    want_y, want_i = reference.max_pool(x, return_indices=True, **attrs)
+    assert_same(y, want_y)
+    np.testing.assert_array_equal(i, want_i)
+    want_yh, want_ih = reference.max_pool(to_nhwc(x), return_indices=True, layout="NHWC", **attrs)
+    assert_same(want_yh, to_nhwc(want_y))
+    np.testing.assert_array_equal(ih, want_ih)  # NHWC offsets, SPEC 1.5
     valid = ih >= 0
     assert_same(to_nhwc(x).reshape(-1)[ih[valid]], yh[valid])  # x.reshape(-1)[i] == y
     assert pooling.max_pool_output_shape(to_nhwc(x).shape, layout="NHWC", **attrs) == yh.shape
@@ -55,8 +59,7 @@ def test_nhwc_memory_orders_and_threads(rng, kind):
 def test_activation_matches_reference(rng, kind, layout, activation, params):
     x = make_array(rng, (2, 3, 9, 8), kind)
     attrs = dict(kernel_shape=2, strides=3, pads=3, ceil_mode=True)  # has empty windows too
-    want, _ = reference.max_pool(x, (2, 2), strides=(3, 3), pads=(3,) * 4, ceil_mode=1,
-                                 activation=activation, activation_params=params)
+    want = reference.max_pool(x, activation=activation, activation_params=params, **attrs)
     xin = x if layout == "NCHW" else to_nhwc(x)
     got = pooling.max_pool(xin, layout=layout, activation=activation, activation_params=params, **attrs)
     assert_same(got if layout == "NCHW" else np.moveaxis(got, -1, 1), want)

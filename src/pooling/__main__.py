@@ -44,11 +44,11 @@ def cases():
     """(name, fast call, reference call) for every operator's built-in check."""
     rng = np.random.default_rng(0)
     x = rng.standard_normal((1, 64, 112, 112)).astype(np.float32)
-    ref_y, ref_i = reference.max_pool(x, **STEM)
+    ref_y, ref_i = reference.max_pool(x, **STEM, return_indices=True)
     # MaxUnpool of a k2 s2 MaxPool result back to 8x64x56x56.
     pooled, where = max_pool(rng.standard_normal((8, 64, 56, 56)).astype(np.float32), 2, strides=2,
                              return_indices=True)
-    ref_up = reference.max_unpool(pooled, where, (2, 2), strides=(2, 2))
+    ref_up = reference.max_unpool(pooled, where, 2, strides=2)
     cols = rng.standard_normal((8, 576, 3136), dtype=np.float32)
     return [
         ("MaxPool 1x64x112x112 k3 s2 p1", lambda **kw: max_pool(x, **STEM, **kw), lambda: ref_y),

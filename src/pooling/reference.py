@@ -1,235 +1,428 @@
-"""Pure-numpy twins of the kernels, written straight from SPEC.md.
+"""The slow twin of pooling's public functions, written straight from SPEC.md.
 
-Slow and simple on purpose: they gather every window explicitly and pick the
-winner with whole-array numpy operations, sharing no code path with the
-kernels, so tests (and ``python -m pooling``) can compare the two.  Shapes and
-attributes are assumed valid (the public functions validate); these take the
-same arguments in their explicit form.
+``pooling.reference`` has one function for each public one, with the same
+name and the same arguments (bottleneck's ``slow`` module is the model):
+``max_pool``, ``max_unpool``, ``col2im`` and the three ``*_output_shape``
+functions.  A test can therefore pair the two by name and call both with one
+argument list (short attribute forms, ``layout="NHWC"``, ``out=`` included).
+
+What it shares with the fast path is the *argument checking*: each call first
+runs the public operator's own validation (its ``_plan``), so bad input raises
+exactly the public ValueError / TypeError.  Everything the operators compute
+is its own and deliberately plain:
+
+* output shapes and window geometry from the formulas of SPEC 1.3, 2 and 3;
+* MaxPool's winner by scanning every window's taps in SPEC order (a later tap
+  replaces the running maximum only if strictly greater, NaN beats numbers,
+  the first NaN wins), Indices encoded from the winner's coordinates by the
+  formulas of SPEC 1.5 (row- or column-major planes, NHWC offsets);
+* the fused activation's clamping, with its bounds rounded by this module;
+* MaxUnpool's scatter with the last write winning, Col2Im's accumulation in
+  SPEC's term order;
+* float16 / bfloat16 rounding (``float16_bits``, ``bfloat16_bits``) from
+  numpy's float16 and integer operations on float32 bits, sharing nothing with
+  ``pooling._dtypes`` or the compiled kernels.
+
+It is slow on purpose (whole windows are materialised, loops run in Python)
+and takes no shortcuts; ``n_threads`` is validated like the public argument
+and otherwise ignored.  ``out=`` / ``indices_out=`` are checked like the
+public ones and, as there, filled and returned.
 """
-import itertools
 import math
 
 import numpy as np
 
-from ._dtypes import dtype_kind, float_to_half_bits
+from ._attrs import int_tuple, shape_tuple
+from ._dtypes import dtype_kind, result_dtype
+from ._outputs import output_array
+from ._threads import resolve_n_threads
+from .col2im import _plan as _col2im_plan
+from .maxpool import _plan as _max_pool_plan
+from .maxunpool import _plan as _max_unpool_plan
+
+__all__ = ["bfloat16_bits", "col2im", "col2im_output_shape", "float16_bits", "max_pool",
+           "max_pool_output_shape", "max_unpool", "max_unpool_output_shape"]
+
+_FLOATS = ("float16", "bfloat16", "float32", "float64")
 
 
-def _native(x):
-    """x as an array in native byte order, the order every result comes back in."""
-    x = np.asarray(x)
-    return x.astype(x.dtype.newbyteorder("=")) if x.dtype.byteorder not in "=|" else x
+# -- 16-bit float rounding ------------------------------------------------------------------------
+
+def float16_bits(values):
+    """uint16 bit patterns of `values` (any real floats) rounded to nearest even in float16.
+
+    numpy's float64 -> float16 cast rounds once, directly (no double rounding
+    through float32); overflow gives +-inf, NaN stays NaN with its sign.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.asarray(values, dtype=np.float64).astype(np.float16).view(np.uint16)
 
 
-def _storage(x, kind):
-    """The raw storage of x: uint16 bit patterns for the 16-bit floats."""
-    raw = np.ascontiguousarray(x)
-    return raw.view(np.uint16) if kind in ("float16", "bfloat16") else raw
+def bfloat16_bits(values):
+    """uint16 bit patterns of `values` (any real floats) rounded to nearest even in bfloat16.
+
+    Rounded once from the exact value: float64 is first narrowed to float32
+    with round-to-odd (truncate, then set the lowest bit if anything was cut
+    off), which keeps enough bits for the final round to nearest even on the
+    float32 bits to be correct.  Overflow gives +-inf; NaN stays a quiet NaN
+    with its sign and top payload bits.
+    """
+    v = np.asarray(values, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        f = v.astype(np.float32)
+        inexact = np.isfinite(v) & (f.astype(np.float64) != v)
+        # Round-to-odd: step back towards zero where float32 rounding went outwards ...
+        outward = inexact & (np.abs(f.astype(np.float64)) > np.abs(v))
+        f = np.where(outward, np.nextafter(f, np.copysign(np.float32(0), f)), f)
+    bits = np.atleast_1d(f).view(np.uint32).astype(np.uint64).reshape(np.shape(f))
+    bits = np.where(inexact, bits | 1, bits)  # ... and make the cut visible as an odd last bit
+    nan = (bits & 0x7FFFFFFF) > 0x7F800000
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    return np.where(nan, (bits >> 16) | 0x0040, rounded).astype(np.uint16)
 
 
-def _values(raw, kind):
-    """float64 values of raw storage, ordering like SPEC 1.4 (NaN kept as NaN)."""
+# -- element bits and values ----------------------------------------------------------------------
+
+def _kind(op, arr, kinds, name="x"):
+    kind = dtype_kind(arr.dtype)
+    if kind not in kinds:
+        raise TypeError(f"{op}: {name} has dtype {arr.dtype}, which is not supported; "
+                        f"supported: {', '.join(kinds)}")
+    return kind
+
+
+def _native(arr):
+    """`arr` in native byte order and C order; a structured bfloat16 as its uint16 bits."""
+    dtype = arr.dtype
+    if dtype.fields is not None:  # a structured bfloat16: its one field holds the bits
+        arr, dtype = arr.view(dtype.fields["bfloat16"][0]), dtype.fields["bfloat16"][0]
+    if dtype.byteorder not in "=|":
+        arr = arr.astype(dtype.newbyteorder("="))  # by value: the bytes come back swapped
+    return np.ascontiguousarray(arr)
+
+
+def _bits(arr):
+    """The elements of `arr` (at most 8 bytes each) as native-order unsigned integers, C order."""
+    return _native(arr).view(f"u{arr.dtype.itemsize}")
+
+
+def _order_values(bits, kind):
+    """float64 values of element `bits`, exact for every MaxPool dtype (NaN kept as NaN)."""
+    if kind in ("int8", "uint8"):
+        return bits.view(kind).astype(np.float64)
     with np.errstate(invalid="ignore"):  # signalling NaNs stay NaN: all that ordering needs
-        return _as_float64(raw, kind)
+        if kind == "bfloat16":
+            return (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+        return bits.view({"float16": np.float16, "float32": np.float32,
+                          "float64": np.float64}[kind]).astype(np.float64)
 
 
-def _as_float64(raw, kind):
-    if kind == "bfloat16":
-        return (raw.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
-    if kind == "float16":
-        return raw.view(np.float16).astype(np.float64)
-    return raw.astype(np.float64)
+# -- MaxPool --------------------------------------------------------------------------------------
 
-
-def _empty_value(raw_dtype, kind):
-    if kind == "float16":
-        return 0xFC00
-    if kind == "bfloat16":
-        return 0xFF80
-    if kind in ("float32", "float64"):
-        return -np.inf
-    return np.iinfo(raw_dtype).min
-
-
-def pool_output_shape(spatial, kernel, strides, dilations, pads, auto_pad="NOTSET", ceil_mode=0):
-    """(output spatial shape, pads_begin), straight from SPEC 1.3."""
+def _pool_geometry(x_shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode, layout):
+    """(spatial, kernel, strides, dilations, output spatial, pads_begin) per SPEC 1.3."""
+    spatial = tuple(x_shape[2:] if layout == "NCHW" else x_shape[1:-1])
     n = len(spatial)
+    kernel = int_tuple("MaxPool", "kernel_shape", kernel_shape, n, 1, 1)
+    strides = int_tuple("MaxPool", "strides", strides, n, 1, 1)
+    dilations = int_tuple("MaxPool", "dilations", dilations, n, 1, 1)
+    pads = int_tuple("MaxPool", "pads", pads, 2 * n, 0, 0)
     out, begin = [], []
     for i in range(n):
         d_in, k, s, d = spatial[i], kernel[i], strides[i], dilations[i]
         eff = (k - 1) * d + 1
-        if auto_pad.startswith("SAME"):
-            o = math.ceil(d_in / s)
+        if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+            o = -(-d_in // s)
             total = max(0, (o - 1) * s + eff - d_in)
-            pb = math.floor(total / 2) if auto_pad == "SAME_UPPER" else math.ceil(total / 2)
+            pb = total // 2 if auto_pad == "SAME_UPPER" else (total + 1) // 2
         else:
             pb, pe = (0, 0) if auto_pad == "VALID" else (pads[i], pads[n + i])
             if ceil_mode:
-                o = math.ceil((d_in + pb + pe - eff) / s) + 1
+                o = -(-(d_in + pb + pe - eff) // s) + 1
                 if (o - 1) * s >= d_in + pb:
                     o -= 1
             else:
-                o = math.floor((d_in + pb + pe - eff) / s) + 1
+                o = (d_in + pb + pe - eff) // s + 1
+        if o < 0:
+            raise ValueError(f"MaxPool: output dimension {i} would be {o} (twin, SPEC 1.3)")
         out.append(o)
         begin.append(pb)
-    return tuple(out), tuple(begin)
+    return spatial, kernel, strides, dilations, tuple(out), tuple(begin)
 
 
-def max_pool(x, kernel_shape, strides=None, pads=None, dilations=None, auto_pad="NOTSET",
-             ceil_mode=0, storage_order=0, activation=None, activation_params=None):
-    """(Y, Indices) of MaxPool on NCHW `x`, SPEC 1.3-1.5."""
-    x = _native(x)
-    kind = dtype_kind(x.dtype)
-    n = x.ndim - 2
-    spatial = x.shape[2:]
-    strides = strides or (1,) * n
-    dilations = dilations or (1,) * n
-    pads = pads or (0,) * (2 * n)
-    out, begin = pool_output_shape(spatial, kernel_shape, strides, dilations, pads, auto_pad,
-                                   ceil_mode)
-    planes = x.shape[0] * x.shape[1]
-    plane_size = int(np.prod(spatial))
-    raw = _storage(x, kind).reshape(planes, plane_size)
-    values = _values(raw, kind)
+def max_pool_output_shape(x_shape, kernel_shape, *, strides=None, pads=None, dilations=None,
+                          auto_pad="NOTSET", ceil_mode=False, storage_order=0,
+                          return_indices=False, layout="NCHW", activation=None,
+                          activation_params=None, opset=None):
+    """Output shape of max_pool from SPEC 1.3's formulas.
 
-    # Per axis: tap position and validity for every (output position, tap).
-    coords, valid = [], []
+    A negative output dimension is this twin's own ValueError (raised before
+    the public validation runs); every other error is the public one.
+    """
+    x_shape = shape_tuple("MaxPool", "x_shape", x_shape)
+    geometry = None
+    if len(x_shape) >= 3 and layout in ("NCHW", "NHWC"):
+        try:
+            geometry = _pool_geometry(x_shape, kernel_shape, strides, pads, dilations, auto_pad,
+                                      bool(ceil_mode), layout)
+        except (TypeError, ValueError) as error:
+            if "twin" in str(error):
+                raise  # a negative output dimension, found by the formulas here
+            # any other bad attribute: the public validation below names it
+    _max_pool_plan(x_shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode,
+                   storage_order, return_indices, layout, activation, activation_params, opset)
+    if geometry is None:  # (not reached: the validation above rejects what the formulas cannot take)
+        geometry = _pool_geometry(x_shape, kernel_shape, strides, pads, dilations, auto_pad,
+                                  bool(ceil_mode), layout)
+    out = geometry[4]
+    return (x_shape[:2] + out) if layout == "NCHW" else (x_shape[:1] + out + x_shape[-1:])
+
+
+def max_pool(x, kernel_shape, *, strides=None, pads=None, dilations=None, auto_pad="NOTSET",
+             ceil_mode=False, storage_order=0, return_indices=False, layout="NCHW",
+             activation=None, activation_params=None, opset=None, n_threads=None,
+             out=None, indices_out=None):
+    """Twin of pooling.max_pool: y, or (y, indices) with return_indices (SPEC 1).
+
+    Every window's taps are scanned in lexicographic order and the winner is
+    kept by SPEC 1.4's rule; Indices are encoded from its coordinates (SPEC 1.5).
+    """
+    arr = np.asarray(x)
+    attrs = dict(strides=strides, pads=pads, dilations=dilations, auto_pad=auto_pad, ceil_mode=ceil_mode,
+                 storage_order=storage_order, return_indices=return_indices, layout=layout,
+                 activation=activation, activation_params=activation_params, opset=opset)
+    out_shape = max_pool_output_shape(arr.shape, kernel_shape, **attrs)
+    plan = _max_pool_plan(arr.shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode,
+                          storage_order, return_indices, layout, activation, activation_params, opset)
+    kind = _kind("MaxPool", arr, plan.kinds)
+    resolve_n_threads("MaxPool", n_threads, arr.size)  # validated, then ignored
+    y_out = output_array("MaxPool", "out", out, out_shape, result_dtype(arr.dtype), ("the input x", arr))
+    if indices_out is not None and not return_indices:
+        raise ValueError("MaxPool: indices_out is given but return_indices is False")
+    i_out = (output_array("MaxPool", "indices_out", indices_out, out_shape, np.dtype(np.int64),
+                          ("the input x", arr), ("out", y_out)) if return_indices else None)
+
+    spatial, kernel, strides, dilations, out_spatial, begin = _pool_geometry(
+        arr.shape, kernel_shape, strides, pads, dilations, auto_pad, bool(ceil_mode), layout)
+    n = len(spatial)
+    bits = _bits(arr)
+    if layout == "NHWC":
+        bits = np.moveaxis(bits, -1, 1)  # computed as (N, C, spatial); encoded in NHWC below
+    batch, channels = bits.shape[:2]
+    values = _order_values(bits, kind)
+
+    # Tap positions p_i = o_i*s_i - pb_i + t_i*d_i on the grid (O_1..O_n, K_1..K_n):
+    # flattening the K axes row-major gives SPEC's lexicographic tap order.
+    grid = np.meshgrid(*[np.arange(o) for o in out_spatial], *[np.arange(k) for k in kernel],
+                       indexing="ij")
+    pos = [grid[i] * strides[i] - begin[i] + grid[n + i] * dilations[i] for i in range(n)]
+    n_out, n_taps = math.prod(out_spatial), math.prod(kernel)
+    pos = [p.reshape(n_out, n_taps) for p in pos]
+    inside = np.ones((n_out, n_taps), bool)
     for i in range(n):
-        o = np.arange(out[i])[:, None]
-        t = np.arange(kernel_shape[i])[None, :]
-        p = o * strides[i] - begin[i] + t * dilations[i]
-        coords.append(p)
-        valid.append((p >= 0) & (p < spatial[i]))
-    n_out = int(np.prod(out))
-    n_taps = int(np.prod(kernel_shape))
-    # Window taps in lexicographic order (first spatial axis outermost).
-    flat = np.zeros((n_out, n_taps), dtype=np.int64)
-    ok = np.ones((n_out, n_taps), dtype=bool)
-    for o_idx, o in enumerate(itertools.product(*[range(v) for v in out])):
-        for t_idx, t in enumerate(itertools.product(*[range(k) for k in kernel_shape])):
-            pos = [int(coords[i][o[i], t[i]]) for i in range(n)]
-            good = all(valid[i][o[i], t[i]] for i in range(n))
-            ok[o_idx, t_idx] = good
-            flat[o_idx, t_idx] = np.ravel_multi_index(pos, spatial) if good else plane_size
+        inside &= (pos[i] >= 0) & (pos[i] < spatial[i])
 
-    # Invalid taps read a sentinel column, so gathering works even for an empty plane.
-    values = np.concatenate([values, np.zeros((planes, 1))], axis=1)
-    raw = np.concatenate([raw, np.zeros((planes, 1), raw.dtype)], axis=1)
-    taps = values[:, flat]                                   # (planes, n_out, n_taps)
-    nan = np.isnan(taps) & ok
-    number = ok & ~nan
-    best = np.where(number, taps, -np.inf).max(axis=-1, initial=-np.inf, keepdims=True)
-    first_best = (number & (taps == best)).argmax(axis=-1)
-    winner = np.where(nan.any(axis=-1), nan.argmax(axis=-1), first_best)
-    empty = ~ok.any(axis=-1)
-    offset = np.take_along_axis(np.broadcast_to(flat, taps.shape), winner[..., None], -1)[..., 0]
+    # Scan the taps: the running winner is replaced by a valid tap that is NaN while
+    # the winner is not, or that is strictly greater (never by an equal one).
+    have = np.zeros((batch, channels, n_out), bool)
+    best = np.zeros((batch, channels, n_out))
+    best_nan = np.zeros((batch, channels, n_out), bool)
+    win = [np.zeros((batch, channels, n_out), np.int64) for _ in range(n)]
+    best_bits = np.zeros((batch, channels, n_out), bits.dtype)
+    for t in range(n_taps if all(spatial) else 0):  # (an empty plane: every window is empty)
+        ok = inside[:, t]
+        coords = tuple(np.where(ok, pos[i][:, t], 0) for i in range(n))
+        v = values[(slice(None), slice(None)) + coords]
+        v_nan = np.isnan(v)
+        take = ok & (~have | (v_nan & ~best_nan) | (~v_nan & ~best_nan & (v > best)))
+        have |= take
+        best = np.where(take, v, best)
+        best_nan = np.where(take, v_nan, best_nan)
+        best_bits = np.where(take, bits[(slice(None), slice(None)) + coords], best_bits)
+        for i in range(n):
+            win[i] = np.where(take, coords[i], win[i])
 
-    y = np.take_along_axis(raw, offset.reshape(planes, n_out), axis=1)
-    y[np.broadcast_to(empty, y.shape)] = _empty_value(raw.dtype, kind)
-    offset = np.where(empty, 0, offset)
-    if storage_order == 1 and n > 1 and plane_size:
-        offset = np.ravel_multi_index(np.unravel_index(offset, spatial), spatial, order="F")
-    indices = np.arange(planes)[:, None] * plane_size + offset
-    indices[np.broadcast_to(empty, indices.shape)] = -1
+    empty = {"float16": 0xFC00, "bfloat16": 0xFF80, "float32": 0xFF800000,
+             "float64": 0xFFF0000000000000, "int8": 0x80, "uint8": 0}[kind]
+    y = np.where(have, best_bits, np.array(empty, bits.dtype))
     if activation is not None:
-        y = _activate(y, kind, activation, activation_params)
-    shape = x.shape[:2] + tuple(out)
-    y = y.reshape(shape).view(x.dtype)
-    return y, indices.reshape(shape)
+        y = _clamp(y, kind, activation, plan.activation_params)
+    y = y.reshape((batch, channels) + out_spatial)
+    if layout == "NHWC":
+        y = np.moveaxis(y, 1, -1)
+    y_out[...] = y.view(y_out.dtype)
+    if not return_indices:
+        return y_out
+
+    # SPEC 1.5: the winner's flat offset in X as stored (plane-major, or NHWC).
+    image = np.arange(batch).reshape(batch, 1, 1)
+    channel = np.arange(channels).reshape(1, channels, 1)
+    if layout == "NHWC":
+        pixel = 0
+        for i in range(n):
+            pixel = pixel * spatial[i] + win[i]
+        index = (image * math.prod(spatial) + pixel) * channels + channel
+    else:
+        pixel = 0
+        if storage_order == 1:  # column-major inside the plane: p_i times prod_{j<i} D_j
+            for i in range(n):
+                pixel = pixel + win[i] * math.prod(spatial[:i])
+        else:
+            for i in range(n):
+                pixel = pixel + win[i] * math.prod(spatial[i + 1:])
+        index = (image * channels + channel) * math.prod(spatial) + pixel
+    index = np.where(have, index, -1).reshape((batch, channels) + out_spatial)
+    if layout == "NHWC":
+        index = np.moveaxis(index, 1, -1)
+    i_out[...] = index
+    return y_out, i_out
 
 
-def _activate(y, kind, activation, params):
-    """Relu / Clip per SPEC 1.4 on raw storage `y`: min(max(y, lo), hi), NaN stays NaN."""
+def _clamp(y, kind, activation, params):
+    """SPEC 1.4's activation on element bits `y`: min(max(y, lo), hi); NaN stays NaN."""
     lo, hi = (0.0, math.inf) if activation == "Relu" else (float(params[0]), float(params[1]))
     if kind in ("int8", "uint8"):
         info = np.iinfo(kind)
-        lo = max(min(lo, info.max), info.min)  # in range first: lo and hi may be +-inf
-        hi = max(min(hi, info.max), info.min)
-        lo, hi = math.ceil(lo), math.floor(hi)
-        return np.minimum(np.maximum(y, lo), hi).astype(y.dtype)
-    if kind in ("float16", "bfloat16"):
-        lo_raw, hi_raw = float_to_half_bits(lo, kind), float_to_half_bits(hi, kind)
-        lo_f, hi_f = (float(_values(np.array([b], np.uint16), kind)[0]) for b in (lo_raw, hi_raw))
+        lo = math.ceil(min(max(lo, info.min), info.max))
+        hi = math.floor(min(max(hi, info.min), info.max))
+        v = y.view(kind).astype(np.int64)
+        return np.minimum(np.maximum(v, lo), hi).astype(kind).view(y.dtype)
+    if kind == "float16":
+        lo_bits, hi_bits = float16_bits([lo, hi])
+    elif kind == "bfloat16":
+        # Rounded from the float32 nearest to each bound: the library's documented rule
+        # (SPEC 1.4 is silent; exact for every bound that is a float32, e.g. 1.5 or 6.0).
+        with np.errstate(over="ignore"):
+            lo_bits, hi_bits = bfloat16_bits(np.array([lo, hi], np.float32))
     else:
-        with np.errstate(over="ignore"):  # a bound past the type's range rounds to +-inf
-            lo_raw, hi_raw = np.array(lo, y.dtype), np.array(hi, y.dtype)
-        lo_f, hi_f = float(lo_raw), float(hi_raw)
-    values = _values(y, kind)
-    out = y.copy()
-    out[values < lo_f] = lo_raw
-    out[np.maximum(values, lo_f) > hi_f] = hi_raw  # NaN compares false: stays
-    return out
+        with np.errstate(over="ignore"):
+            lo_bits, hi_bits = np.array([lo, hi], kind).view(y.dtype)
+    lo_v, hi_v = _order_values(np.array([lo_bits, hi_bits], y.dtype), kind)
+    v = _order_values(y, kind)
+    y = np.where(v < lo_v, lo_bits, y)
+    return np.where(np.maximum(v, lo_v) > hi_v, hi_bits, y).astype(y.dtype)  # NaN compares false
 
 
-def max_unpool(x, indices, kernel_shape, strides=None, pads=None, output_shape=None):
-    """Y of MaxUnpool on NCHW `x`, SPEC 2: zeros, then Y.flat[I.flat[j]] = X.flat[j] in order.
+# -- MaxUnpool ------------------------------------------------------------------------------------
+
+def max_unpool_output_shape(x_shape, kernel_shape, *, strides=None, pads=None, output_shape=None,
+                            layout="NCHW", opset=None):
+    """Output shape of max_unpool from SPEC 2 (errors: the public validation's)."""
+    x_shape = shape_tuple("MaxUnpool", "x_shape", x_shape)
+    _max_unpool_plan(x_shape, kernel_shape, strides, pads, output_shape, layout, opset)
+    if output_shape is not None:
+        return tuple(int(d) for d in np.asarray(output_shape).reshape(-1))
+    spatial = x_shape[2:] if layout == "NCHW" else x_shape[1:-1]
+    n = len(spatial)
+    kernel = int_tuple("MaxUnpool", "kernel_shape", kernel_shape, n, 1, 1)
+    strides = int_tuple("MaxUnpool", "strides", strides, n, 1, 1)
+    pads = int_tuple("MaxUnpool", "pads", pads, 2 * n, 0, 0)
+    out = tuple((spatial[i] - 1) * strides[i] - (pads[i] + pads[n + i]) + kernel[i] for i in range(n))
+    return x_shape[:2] + out if layout == "NCHW" else x_shape[:1] + out + x_shape[-1:]
+
+
+def max_unpool(x, indices, kernel_shape, *, strides=None, pads=None, output_shape=None,
+               layout="NCHW", opset=None, n_threads=None, out=None):
+    """Twin of pooling.max_unpool (SPEC 2): zeros, then Y.flat[I.flat[j]] = X.flat[j], j in order.
 
     numpy leaves the winner of a repeated fancy-index assignment unspecified,
     so the last j of each index is picked explicitly before one assignment.
     """
-    x = _native(x)
-    n = x.ndim - 2
-    if output_shape is None:
-        strides = strides or (1,) * n
-        pads = pads or (0,) * (2 * n)
-        output_shape = x.shape[:2] + tuple(
-            (x.shape[2 + i] - 1) * strides[i] - (pads[i] + pads[n + i]) + kernel_shape[i]
-            for i in range(n)
+    arr, idx = np.asarray(x), np.asarray(indices)
+    shape_args = dict(strides=strides, pads=pads, output_shape=output_shape, layout=layout, opset=opset)
+    out_shape = max_unpool_output_shape(arr.shape, kernel_shape, **shape_args)
+    plan = _max_unpool_plan(arr.shape, kernel_shape, strides, pads, output_shape, layout, opset)
+    if idx.shape != arr.shape:
+        raise ValueError(f"MaxUnpool: indices must have the shape of x {arr.shape}, got {idx.shape}")
+    _kind("MaxUnpool", arr, plan.kinds)
+    _kind("MaxUnpool", idx, plan.index_kinds, "indices")
+    y = output_array("MaxUnpool", "out", out, out_shape, result_dtype(arr.dtype), ("the input x", arr),
+                     ("the input indices", idx))
+    resolve_n_threads("MaxUnpool", n_threads)  # validated, then ignored
+    size = math.prod(out_shape)
+    flat = np.ascontiguousarray(idx).reshape(-1)
+    # Compared exactly: uint64 values past int64 are out of range like negative ones.
+    if flat.dtype.kind == "u":
+        bad = np.flatnonzero(flat.astype(np.uint64) >= np.uint64(size))
+    else:
+        wide = flat.astype(np.int64)
+        bad = np.flatnonzero((wide < 0) | (wide >= size))
+    if bad.size:
+        where = tuple(int(i) for i in np.unravel_index(bad[0], idx.shape))
+        raise ValueError(
+            f"MaxUnpool: indices{list(where)} = {idx[where]} is outside [0, {size}), the flat "
+            f"range of the output of shape {out_shape} (first bad index in row-major order)"
         )
-    # Raw bits of every dtype (bfloat16 and NaN payloads included) as unsigned ints.
-    raw = np.ascontiguousarray(x).reshape(-1).view(f"u{x.dtype.itemsize}")
-    flat = np.asarray(indices).reshape(-1).astype(np.int64)
-    y = np.zeros(int(np.prod(output_shape)), dtype=raw.dtype)
+    raw = _bits(arr).reshape(-1)
+    flat = flat.astype(np.int64)
+    result = np.zeros(size, raw.dtype)
     targets, last_from_end = np.unique(flat[::-1], return_index=True)
-    y[targets] = raw[flat.size - 1 - last_from_end]
-    return y.view(x.dtype).reshape(tuple(output_shape))
+    result[targets] = raw[flat.size - 1 - last_from_end]
+    y[...] = result.reshape(out_shape).view(y.dtype)
+    return y
 
 
-def col2im(x, image_shape, block_shape, strides=None, pads=None, dilations=None):
-    """Y of Col2Im on columns `x` (N, C*K, L), SPEC 3.
+# -- Col2Im ---------------------------------------------------------------------------------------
+
+_COL2IM_KINDS = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                 "float16", "bfloat16", "float32", "float64", "complex64", "complex128")
+
+
+def col2im_output_shape(x_shape, image_shape, block_shape, *, strides=None, pads=None,
+                        dilations=None, opset=None):
+    """Output shape of col2im, SPEC 3: (N, C*K // K, *image_shape) (errors: the public validation's)."""
+    x_shape = shape_tuple("Col2Im", "x_shape", x_shape)
+    _col2im_plan(x_shape, image_shape, block_shape, strides, pads, dilations, opset)
+    image = tuple(int(v) for v in np.asarray(image_shape).reshape(-1))
+    block = tuple(int(v) for v in np.asarray(block_shape).reshape(-1))
+    return (int(x_shape[0]), int(x_shape[1]) // math.prod(block)) + image
+
+
+def col2im(x, image_shape, block_shape, *, strides=None, pads=None, dilations=None, opset=None,
+           n_threads=None, out=None):
+    """Twin of pooling.col2im (SPEC 3).
 
     Zeros, then for each kernel offset (row-major over block_shape) every
     block's element is added at its image position, blocks in lexicographic
     order; positions in the padding are dropped.  bool adds by logical or,
     integers wrap around (numpy's own arithmetic), float16 and bfloat16 are
-    summed in float32 and rounded once to nearest even.
+    summed in float32 and rounded once to nearest even by this module.
     """
-    x = _native(x)
-    kind = dtype_kind(x.dtype)
-    image = tuple(int(v) for v in image_shape)
-    block = tuple(int(v) for v in block_shape)
-    n = len(image)
-    strides = np.array(strides or (1,) * n)[:, None]
-    dilations = np.array(dilations or (1,) * n)
-    pads = tuple(pads or (0,) * (2 * n))
-    nblocks = [(image[i] + pads[i] + pads[i + n] - (block[i] - 1) * dilations[i] - 1)
-               // strides[i, 0] + 1 for i in range(n)]
-    batch = x.shape[0]
-    cols = _widen(x, kind).reshape(batch, x.shape[1] // math.prod(block), math.prod(block), x.shape[2])
-    y = np.zeros((batch, cols.shape[1], math.prod(image)), dtype=cols.dtype)
+    arr = np.asarray(x)
+    out_shape = col2im_output_shape(arr.shape, image_shape, block_shape, strides=strides, pads=pads,
+                                    dilations=dilations, opset=opset)
+    kind = _kind("Col2Im", arr, _COL2IM_KINDS)
+    resolve_n_threads("Col2Im", n_threads, arr.size)  # validated, then ignored
+    y_out = output_array("Col2Im", "out", out, out_shape, result_dtype(arr.dtype), ("the input x", arr))
+
+    image, n = out_shape[2:], len(out_shape) - 2
+    block = tuple(int(v) for v in np.asarray(block_shape).reshape(-1))
+    strides = int_tuple("Col2Im", "strides", strides, n, 1, 1)
+    dilations = int_tuple("Col2Im", "dilations", dilations, n, 1, 1)
+    pads = int_tuple("Col2Im", "pads", pads, 2 * n, 0, 0)
+    nblocks = [(image[i] + pads[i] + pads[i + n] - (block[i] - 1) * dilations[i] - 1) // strides[i] + 1
+               for i in range(n)]
+    terms = _native(arr)
+    if kind == "float16":
+        terms = terms.astype(np.float32)  # exact
+    elif kind == "bfloat16":
+        terms = (terms.view(np.uint16).astype(np.uint32) << 16).view(np.float32)  # exact
+    batch, channels = out_shape[:2]
+    cols = terms.reshape(batch, channels, math.prod(block), arr.shape[2])
+    y = np.zeros((batch, channels, math.prod(image)), dtype=cols.dtype)
     beta = np.indices(nblocks).reshape(n, -1)  # block coordinates, lexicographic
     for k, kappa in enumerate(np.ndindex(*block)):
-        pos = beta * strides - np.array(pads[:n])[:, None] + (np.array(kappa) * dilations)[:, None]
-        inside = ((pos >= 0) & (pos < np.array(image)[:, None])).all(axis=0)
+        p = [beta[i] * strides[i] - pads[i] + kappa[i] * dilations[i] for i in range(n)]
+        inside = np.all([(p[i] >= 0) & (p[i] < image[i]) for i in range(n)], axis=0)
+        pixel = np.zeros(inside.sum(), np.int64)
+        for i in range(n):
+            pixel = pixel * image[i] + p[i][inside]
         # Distinct blocks land on distinct pixels, so this adds each term once.
         with np.errstate(invalid="ignore", over="ignore"):  # inf - inf, overflow: IEEE results
-            y[:, :, np.ravel_multi_index(pos[:, inside], image)] += cols[:, :, k, inside]
-    return _narrow(y, kind, x.dtype).reshape((batch, cols.shape[1]) + image)
-
-
-def _widen(x, kind):
-    """The values Col2Im sums: 16-bit floats as float32 (exactly), the rest as they are."""
+            y[:, :, pixel] += cols[:, :, k, inside]
     if kind == "float16":
-        return x.astype(np.float32)
-    if kind == "bfloat16":
-        return (np.ascontiguousarray(x).view(np.uint16).astype(np.uint32) << 16).view(np.float32)
-    return x
-
-
-def _narrow(y, kind, dtype):
-    """Sums back in the input's dtype: float32 rounded once for the 16-bit floats."""
-    if kind == "float16":
-        return y.astype(np.float16)
-    if kind == "bfloat16":
-        bits = np.vectorize(lambda v: float_to_half_bits(v, "bfloat16"), otypes=[np.uint16])(y)
-        return bits.view(dtype)
-    return y
+        y = float16_bits(y)
+    elif kind == "bfloat16":
+        y = bfloat16_bits(y)
+    y_out[...] = y.reshape(out_shape).view(y_out.dtype)
+    return y_out
