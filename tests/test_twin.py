@@ -31,7 +31,10 @@ def test_every_public_function_has_a_twin_with_its_signature(name):
     import inspect
 
     fast, twin = pair(name)
-    assert inspect.signature(twin) == inspect.signature(fast)
+    public = inspect.signature(fast)
+    # Private test hooks (max_pool's _strategy) are not part of the signature users call.
+    public = public.replace(parameters=[p for p in public.parameters.values() if not p.name.startswith("_")])
+    assert inspect.signature(twin) == public
     assert twin.__module__ == "pooling.reference" and twin.__doc__
 
 

@@ -169,8 +169,10 @@ def max_pool_output_shape(x_shape, kernel_shape, *, strides=None, pads=None, dil
             if "twin" in str(error):
                 raise  # a negative output dimension, found by the formulas here
             # any other bad attribute: the public validation below names it
-    _max_pool_plan(x_shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode,
-                   storage_order, return_indices, layout, activation, activation_params, opset)
+    _max_pool_plan(x_shape, kernel_shape=kernel_shape, strides=strides, pads=pads, dilations=dilations,
+                   auto_pad=auto_pad, ceil_mode=ceil_mode, storage_order=storage_order,
+                   return_indices=return_indices, layout=layout, activation=activation,
+                   activation_params=activation_params, opset=opset)
     if geometry is None:  # (not reached: the validation above rejects what the formulas cannot take)
         geometry = _pool_geometry(x_shape, kernel_shape, strides, pads, dilations, auto_pad,
                                   bool(ceil_mode), layout)
@@ -192,8 +194,10 @@ def max_pool(x, kernel_shape, *, strides=None, pads=None, dilations=None, auto_p
                  storage_order=storage_order, return_indices=return_indices, layout=layout,
                  activation=activation, activation_params=activation_params, opset=opset)
     out_shape = max_pool_output_shape(arr.shape, kernel_shape, **attrs)
-    plan = _max_pool_plan(arr.shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode,
-                          storage_order, return_indices, layout, activation, activation_params, opset)
+    plan = _max_pool_plan(arr.shape, kernel_shape=kernel_shape, strides=strides, pads=pads, dilations=dilations,
+                          auto_pad=auto_pad, ceil_mode=ceil_mode, storage_order=storage_order,
+                          return_indices=return_indices, layout=layout, activation=activation,
+                          activation_params=activation_params, opset=opset)
     kind = _kind("MaxPool", arr, plan.kinds)
     resolve_n_threads("MaxPool", n_threads, arr.size)  # validated, then ignored
     y_out = output_array("MaxPool", "out", out, out_shape, result_dtype(arr.dtype), ("the input x", arr))
@@ -309,7 +313,8 @@ def max_unpool_output_shape(x_shape, kernel_shape, *, strides=None, pads=None, o
                             layout="NCHW", opset=None):
     """Output shape of max_unpool from SPEC 2 (errors: the public validation's)."""
     x_shape = shape_tuple("MaxUnpool", "x_shape", x_shape)
-    _max_unpool_plan(x_shape, kernel_shape, strides, pads, output_shape, layout, opset)
+    _max_unpool_plan(x_shape, kernel_shape=kernel_shape, strides=strides, pads=pads,
+                     output_shape=output_shape, layout=layout, opset=opset)
     if output_shape is not None:
         return tuple(int(d) for d in np.asarray(output_shape).reshape(-1))
     spatial = x_shape[2:] if layout == "NCHW" else x_shape[1:-1]
@@ -331,7 +336,8 @@ def max_unpool(x, indices, kernel_shape, *, strides=None, pads=None, output_shap
     arr, idx = np.asarray(x), np.asarray(indices)
     shape_args = dict(strides=strides, pads=pads, output_shape=output_shape, layout=layout, opset=opset)
     out_shape = max_unpool_output_shape(arr.shape, kernel_shape, **shape_args)
-    plan = _max_unpool_plan(arr.shape, kernel_shape, strides, pads, output_shape, layout, opset)
+    plan = _max_unpool_plan(arr.shape, kernel_shape=kernel_shape, strides=strides, pads=pads,
+                            output_shape=output_shape, layout=layout, opset=opset)
     if idx.shape != arr.shape:
         raise ValueError(f"MaxUnpool: indices must have the shape of x {arr.shape}, got {idx.shape}")
     _kind("MaxUnpool", arr, plan.kinds)
@@ -351,7 +357,7 @@ def max_unpool(x, indices, kernel_shape, *, strides=None, pads=None, output_shap
         where = tuple(int(i) for i in np.unravel_index(bad[0], idx.shape))
         raise ValueError(
             f"MaxUnpool: indices{list(where)} = {idx[where]} is outside [0, {size}), the flat "
-            f"range of the output of shape {out_shape} (first bad index in row-major order)"
+            f"range of the output of shape {list(out_shape)} (first bad index in row-major order)"
         )
     raw = _bits(arr).reshape(-1)
     flat = flat.astype(np.int64)
@@ -372,7 +378,8 @@ def col2im_output_shape(x_shape, image_shape, block_shape, *, strides=None, pads
                         dilations=None, opset=None):
     """Output shape of col2im, SPEC 3: (N, C*K // K, *image_shape) (errors: the public validation's)."""
     x_shape = shape_tuple("Col2Im", "x_shape", x_shape)
-    _col2im_plan(x_shape, image_shape, block_shape, strides, pads, dilations, opset)
+    _col2im_plan(x_shape, image_shape=image_shape, block_shape=block_shape, strides=strides, pads=pads,
+                 dilations=dilations, opset=opset)
     image = tuple(int(v) for v in np.asarray(image_shape).reshape(-1))
     block = tuple(int(v) for v in np.asarray(block_shape).reshape(-1))
     return (int(x_shape[0]), int(x_shape[1]) // math.prod(block)) + image
