@@ -67,8 +67,8 @@ def bfloat16_bits(values):
     float32 bits to be correct.  Overflow gives +-inf; NaN stays a quiet NaN
     with its sign and top payload bits.
     """
-    v = np.asarray(values, dtype=np.float64)
     with np.errstate(over="ignore", invalid="ignore"):
+        v = np.asarray(values, dtype=np.float64)  # (a NaN of another float type warns as it widens)
         f = v.astype(np.float32)
         inexact = np.isfinite(v) & (f.astype(np.float64) != v)
         # Round-to-odd: step back towards zero where float32 rounding went outwards ...
