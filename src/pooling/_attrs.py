@@ -8,7 +8,7 @@ import operator
 
 import numpy as np
 
-from ._dispatch import core as _core
+from . import _runtime
 
 # Operator versions, oldest first (SPEC 0).
 VERSIONS = {
@@ -112,7 +112,7 @@ def cached_plan(op):
     """Decorator: cache plan(x_shape, *attributes) by keys of its arguments.
 
     functools.lru_cache would need hashable arguments and key them with their
-    types in Python; here ``_core.attribute_keys`` keys the common values (the
+    types in Python; here ``_runtime.attribute_keys`` keys the common values (the
     shape, None, ints, strs, bools, sequences of ints) in one compiled pass and
     hashable() the rest, and the plan function sees the caller's own values.
     Past PLAN_CACHE_SIZE plans each new one evicts the oldest; ``.cache_clear()``
@@ -124,7 +124,7 @@ def cached_plan(op):
 
         @functools.wraps(build)
         def plan(*args):
-            key = _core.attribute_keys(args)
+            key = _runtime.attribute_keys(args)
             if key is None:
                 key = tuple(hashable(v, op, name) for v, name in zip(args, names))
             found = plans.get(key)
@@ -148,11 +148,11 @@ def hashable(value, op=None, name=None):
 
     Keys keep element types apart: (2, 2), (2.0, 2.0) and (True, True) must not
     share a cached plan, since only the first is valid.  None, ints, strs,
-    bools and tuples or lists of ints are keyed by ``_core.attribute_keys``;
+    bools and tuples or lists of ints are keyed by ``_runtime.attribute_keys``;
     everything else is tagged here with its types (a ("tagged", ...) key, unlike
     any of those).
     """
-    keys = _core.attribute_keys((value,))
+    keys = _runtime.attribute_keys((value,))
     return ("tagged", _tag(value, op, name)) if keys is None else keys[0]
 
 
