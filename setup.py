@@ -1,4 +1,9 @@
-"""Build pooling._core from src/_core.pyx.
+"""Build pooling._core from src/_core.pyx (and its includes, src/kernels/*.pxi).
+
+Three extensions: the kernels twice, pooling._core (baseline) and
+pooling._core_avx2 (AVX2 + FMA, where the compiler can), and pooling._runtime
+(src/_runtime.pyx: helpers that are not kernels), built once with the
+baseline flags.
 
 OpenMP is probed by compiling and linking a tiny program with the flags of the
 compiler in use.  Without it the extension is built serial (with a warning),
@@ -11,6 +16,7 @@ run on any CPU of their platform.  The compiler command, flags and OpenMP
 settings are written to pooling/_build_info.py (generated, never committed)
 for pooling.show_config().
 """
+import glob
 import os
 import pprint
 import shlex
@@ -104,7 +110,7 @@ def _probe_openmp(compiler):
 class BuildExt(build_ext):
     def finalize_options(self):
         super().finalize_options()
-        if self.parallel is None:  # compile the two kernel builds side by side
+        if self.parallel is None:  # compile the extensions side by side
             self.parallel = os.cpu_count() or 1
 
     def build_extensions(self):
@@ -189,14 +195,22 @@ directives = {
     "freethreading_compatible": True,
 }
 
+# A change to any included kernel file or C header must rebuild the extensions
+# (cythonize follows `include`, and depends makes the C compile follow too).
+depends = sorted(glob.glob("src/kernels/*.pxi") + glob.glob("include/*.h"))
 extensions = [
     Extension(
         name,
         [source],
         include_dirs=["include"],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+        depends=depends + (["src/_core.pyx"] if name == "pooling._core_avx2" else []),
     )
-    for name, source in (("pooling._core", "src/_core.pyx"), ("pooling._core_avx2", "src/_core_avx2.pyx"))
+    for name, source in (
+        ("pooling._core", "src/_core.pyx"),
+        ("pooling._core_avx2", "src/_core_avx2.pyx"),
+        ("pooling._runtime", "src/_runtime.pyx"),
+    )
 ]
 
 setup(

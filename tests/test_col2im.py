@@ -236,11 +236,11 @@ def _widen_bits_numpy(bits, kind):
 
 @pytest.mark.parametrize("kind", ["float16", "bfloat16"])
 def test_widen_every_pattern(kind):
-    from pooling import _core
+    from pooling import _runtime
 
     bits = np.arange(65536, dtype=np.uint32).astype(np.uint16)
     got = np.empty(65536, dtype=np.float32)
-    _core.half_to_float32(bits, got, HALF[kind])
+    _runtime.half_to_float32(bits, got, HALF[kind])
     want = _widen_bits_numpy(bits, kind)
     nan = (bits & 0x7FFF) > HALF[kind]
     assert_same(got.view(np.uint32)[~nan], want[~nan])
@@ -273,11 +273,11 @@ def _round_inputs(kind):
 
 @pytest.mark.parametrize("kind", ["float16", "bfloat16"])
 def test_round_every_pattern(kind):
-    from pooling import _core
+    from pooling import _runtime
 
     values = _round_inputs(kind)
     got = np.empty(values.size, dtype=np.uint16)
-    _core.float32_to_half(values, got, HALF[kind])
+    _runtime.float32_to_half(values, got, HALF[kind])
     with np.errstate(over="ignore", invalid="ignore"):
         want = values.astype(ALL_DTYPES[kind]).view(np.uint16)
     bits = values.view(np.uint32)

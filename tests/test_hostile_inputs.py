@@ -464,12 +464,11 @@ KERNEL_BUILDS = ["pooling._core" if level == "baseline" else f"pooling._core_{le
                  for level in _dispatch.available]
 
 
-@pytest.mark.parametrize("build", KERNEL_BUILDS)
-def test_attribute_keys_keep_types_apart(build):
-    """Plans are cached by attribute_keys (src/_core.pyx): values that compare equal but validate
+def test_attribute_keys_keep_types_apart():
+    """Plans are cached by attribute_keys (src/_runtime.pyx, built once): values that compare equal but validate
     differently (2 and 2.0, 1 and True, a str and a str subclass) must get different keys or none
     (None: pooling._attrs.hashable tags them in Python)."""
-    _core = importlib.import_module(build)
+    _core = importlib.import_module("pooling._runtime")
 
     class Int(int):
         pass
@@ -494,7 +493,7 @@ def test_attribute_keys_keep_types_apart(build):
 
 @pytest.mark.parametrize("build", KERNEL_BUILDS)
 def test_max_unpool_kernel_with_an_empty_output(build):
-    """Kernel contract (src/_core.pyx, max_unpool): elements but an empty output must return 0, the
+    """Kernel contract (src/kernels/maxunpool.pxi, max_unpool): elements but an empty output must return 0, the
     first bad index, without undefined behaviour.  The fused path memsets y + b*0 with y NULL:
     memset(NULL, 0, 0) is undefined, and UBSan (tools/sanitize.sh) reports it, so under the
     sanitizer build this subprocess dies.  The Python layer no longer makes this call (it names
@@ -516,7 +515,7 @@ def test_max_unpool_kernel_with_an_empty_output(build):
 
 @pytest.mark.parametrize("build", KERNEL_BUILDS)
 def test_max_pool_axis_kernel_with_an_empty_input(build):
-    """Kernel contract (src/_core.pyx, max_pool_axis): an empty stage input with positions to carry
+    """Kernel contract (src/kernels/maxpool_separable.pxi, max_pool_axis): an empty stage input with positions to carry
     gives every window empty (-inf, position -1) without raising.  The kernel takes &pos_in[0, 0, 0]
     of the empty array: harmless in a release build, an IndexError with the bounds checks of
     POOLING_DEBUG=1 (tools/sanitize.sh builds so).  The Python layer no longer passes positions for
@@ -781,7 +780,7 @@ def test_huge_n_threads_neither_crashes_nor_overflows():
 @pytest.mark.parametrize("build", KERNEL_BUILDS)
 @pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
 def test_max_pool_launch_checks_every_array(build, layout):
-    """Kernel contract (src/_core.pyx, _Launch): a launch fixes its shapes when it is made and takes
+    """Kernel contract (src/kernels/maxpool_launch.pxi, _Launch): a launch fixes its shapes when it is made and takes
     raw buffers on each call, so it must itself refuse an array of another size or element size, a
     read-only or non-contiguous output, before a kernel reads or writes past one."""
     _core = importlib.import_module(build)

@@ -31,7 +31,7 @@ needs_source = pytest.mark.skipif(
 )
 
 # Build output that must never reach an sdist (or version control).
-GENERATED = ("src/_core.c", "src/pooling/_build_info.py")
+GENERATED = ("src/_core.c", "src/_runtime.c", "src/pooling/_build_info.py")
 
 
 def _installed_distribution():
@@ -194,10 +194,12 @@ def test_sdist_holds_the_sources_tests_and_notices_and_no_build_output(tmp_path)
     expected = {
         "PKG-INFO", "setup.py", "pyproject.toml", "MANIFEST.in", "README.md", "CHANGELOG.md",
         "LICENSE", "THIRD_PARTY_NOTICES.md", "src/_core.pyx", "src/pooling/py.typed", "src/pooling/_core.pyi",
+        "src/_core_avx2.pyx", "src/_runtime.pyx", "src/pooling/_runtime.pyi",
         "tools/check_wheel.sh", "tools/build_libomp_macos.sh",
     }
-    expected |= tree_files("include", "*.h") | tree_files("LICENSES", "*.txt") | tree_files("tests", "**/*.py")
-    expected |= tree_files("src/pooling", "*.py") - set(GENERATED) | tree_files("docs", "*.md")
+    expected |= tree_files("src/kernels", "*.pxi") | tree_files("include", "*.h") | tree_files("LICENSES", "*.txt")
+    expected |= tree_files("tests", "**/*.py") | tree_files("docs", "*.md")
+    expected |= tree_files("src/pooling", "*.py") - set(GENERATED)
     if (ROOT / "bench").is_dir():
         expected |= tree_files("bench", "**/*.py")
     assert expected - names == set()

@@ -37,7 +37,7 @@ def test_dispatch_choice_and_report():
     assert line.endswith(f"in use: {_dispatch.level}")
     if _dispatch.level == "avx2":
         assert _dispatch.core.__name__ == "pooling._core_avx2"
-        assert _dispatch._baseline.cpu_supports_avx2()
+        assert _dispatch.cpu_supports_avx2()
 
 
 def test_forced_levels():

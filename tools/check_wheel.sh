@@ -57,8 +57,10 @@ sdist=${sdists[0]}
 wheel=${wheels[0]}
 echo "built $(basename "$sdist") and $(basename "$wheel")"
 tar -tzf "$sdist" >"$TMP/sdist.txt"
-grep -q '/src/_core\.pyx$' "$TMP/sdist.txt" || fail "the sdist lacks src/_core.pyx"
-if grep -q '/src/_core\.c$' "$TMP/sdist.txt"; then fail "the sdist ships the generated src/_core.c"; fi
+for f in src/_core.pyx src/_runtime.pyx src/kernels/common.pxi; do
+    grep -q "/${f//./\\.}\$" "$TMP/sdist.txt" || fail "the sdist lacks $f"
+done
+if grep -qE '/src/_(core|core_avx2|runtime)\.c$' "$TMP/sdist.txt"; then fail "the sdist ships a generated src/*.c"; fi
 
 step "auditwheel show: the policy this machine allows"
 auditwheel show "$wheel" | tee "$TMP/show.txt"
@@ -81,12 +83,17 @@ repaired=${repaired_wheels[0]}
 "$TOOLS/python" -m zipfile -e "$repaired" "$TMP/unpacked"
 gomp=("$TMP"/unpacked/pooling_kernels.libs/libgomp*.so*)
 [[ -f "${gomp[0]}" ]] || fail "libgomp is not vendored in pooling_kernels.libs/"
-ext=("$TMP"/unpacked/pooling/_core*.so)
-needed=$("$TOOLS/patchelf" --print-needed "${ext[0]}")
-rpath=$("$TOOLS/patchelf" --print-rpath "${ext[0]}")
-grep -qx "$(basename "${gomp[0]}")" <<<"$needed" || fail "_core does not link the vendored $(basename "${gomp[0]}")"
-# shellcheck disable=SC2016  # a literal $ORIGIN
-[[ "$rpath" == *'$ORIGIN/../pooling_kernels.libs'* ]] || fail "_core's RPATH '$rpath' misses the vendored libraries"
+# Every extension (the kernel builds and pooling._runtime, whose max_threads() must report the
+# OpenMP runtime the kernels use) links the one vendored copy.
+for ext in "$TMP"/unpacked/pooling/_core*.so "$TMP"/unpacked/pooling/_runtime*.so; do
+    [[ -f "$ext" ]] || fail "the wheel lacks $(basename "$ext")"
+    name=$(basename "$ext")
+    needed=$("$TOOLS/patchelf" --print-needed "$ext")
+    rpath=$("$TOOLS/patchelf" --print-rpath "$ext")
+    grep -qx "$(basename "${gomp[0]}")" <<<"$needed" || fail "$name does not link the vendored $(basename "${gomp[0]}")"
+    # shellcheck disable=SC2016  # a literal $ORIGIN
+    [[ "$rpath" == *'$ORIGIN/../pooling_kernels.libs'* ]] || fail "$name's RPATH '$rpath' misses the vendored libraries"
+done
 for f in LICENSE THIRD_PARTY_NOTICES.md; do
     compgen -G "$TMP/unpacked/pooling_kernels-*.dist-info/licenses/$f" >/dev/null || fail "the wheel lacks $f"
 done

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Sanitizer run: build the kernels (pooling._core and, where gcc targets AVX2, pooling._core_avx2) with
+# Sanitizer run: build the kernels (pooling._core and, where gcc targets AVX2, pooling._core_avx2; and
+# pooling._runtime) with
 # AddressSanitizer + UndefinedBehaviorSanitizer and Cython's
 # bounds/wraparound/initialized checks (POOLING_DEBUG=1), in a scratch copy of this tree (the
 # checkout's own build is left alone), then run under it:
@@ -79,7 +80,7 @@ if git -C "$root" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
         | while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done \
         | tar --null -T - -cf -) | tar -xf - -C "$work"
 else
-    (cd "$root" && tar --exclude=./build --exclude=./.venv --exclude='*.so' --exclude=./src/_core.c -cf - .) \
+    (cd "$root" && tar --exclude=./build --exclude=./.venv --exclude='*.so' --exclude='./src/_*.c' -cf - .) \
         | tar -xf - -C "$work"
 fi
 mkdir -p "$work/sanitizer-logs"
@@ -94,7 +95,7 @@ sanitize="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit
 CC="gcc $sanitize" LDSHARED="gcc $sanitize -shared" CFLAGS="-fno-wrapv -g" \
 POOLING_DEBUG=1 POOLING_REQUIRE_OPENMP=$openmp "$PY" setup.py -q build_ext --inplace > "$logs/build.log" 2>&1 \
     || { cat "$logs/build.log"; echo "sanitize.sh: build failed" >&2; exit 1; }
-for so in src/pooling/_core*.so; do
+for so in src/pooling/_core*.so src/pooling/_runtime*.so; do
     ldd "$so" | grep libasan >/dev/null || { echo "sanitize.sh: $so is not linked with libasan" >&2; exit 1; }
 done
 # Cython raises IndexError from these only where POOLING_DEBUG turned bounds checks on.

@@ -8,7 +8,7 @@ import operator
 
 import numpy as np
 
-from ._dispatch import core as _core
+from . import _runtime
 
 LAYOUTS = ("NCHW", "NHWC")
 
@@ -140,7 +140,7 @@ def cached_plan(op):
     """Decorator: cache plan(x_shape, *attributes) by keys of its arguments.
 
     functools.lru_cache would need hashable arguments and key them with their
-    types in Python; here ``_core.attribute_keys`` keys the common values (the
+    types in Python; here ``_runtime.attribute_keys`` keys the common values (the
     shape, None, ints, strs, bools, sequences of ints) in one compiled pass and
     hashable() the rest, and the plan function sees the caller's own values.
     Past PLAN_CACHE_SIZE plans each new one evicts the oldest; ``.cache_clear()``
@@ -174,7 +174,7 @@ def cached_plan(op):
 
         # The hit path is the generated function itself (a call less per call).
         args = ", ".join(names)
-        namespace = {"attribute_keys": _core.attribute_keys, "plans": plans, "miss": miss}
+        namespace = {"attribute_keys": _runtime.attribute_keys, "plans": plans, "miss": miss}
         exec(f"def plan({names[0]}, *, {', '.join(names[1:])}):\n"
              f"    args = ({args},)\n"
              f"    key = attribute_keys(args)\n"
@@ -191,11 +191,11 @@ def hashable(value, op=None, name=None):
 
     Keys keep element types apart: (2, 2), (2.0, 2.0) and (True, True) must not
     share a cached plan, since only the first is valid.  None, ints, strs,
-    bools and tuples or lists of ints are keyed by ``_core.attribute_keys``;
+    bools and tuples or lists of ints are keyed by ``_runtime.attribute_keys``;
     everything else is tagged here with its types (a ("tagged", ...) key, unlike
     any of those).
     """
-    keys = _core.attribute_keys((value,))
+    keys = _runtime.attribute_keys((value,))
     return ("tagged", _tag(value, op, name)) if keys is None else keys[0]
 
 

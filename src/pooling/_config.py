@@ -6,7 +6,7 @@ import sys
 
 import numpy as np
 
-from . import _dispatch
+from . import _dispatch, _runtime
 from ._dispatch import core as _core
 from ._version import __version__
 
@@ -18,7 +18,7 @@ except ImportError:  # setup.py writes it next to the extension; an older build 
 
 def openmp_enabled():
     """True when the kernels were compiled with OpenMP (else they run on one thread)."""
-    return _core.openmp_enabled()
+    return _runtime.openmp_enabled()
 
 
 def max_threads():
@@ -27,7 +27,7 @@ def max_threads():
     OpenMP's maximum: OMP_NUM_THREADS, or threadpoolctl's limit where it was
     set from this thread (OpenMP keeps the count per thread).
     """
-    return _core.max_threads()
+    return _runtime.max_threads()
 
 
 class _DlInfo(ctypes.Structure):

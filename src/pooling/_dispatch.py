@@ -9,6 +9,7 @@ import) forces the baseline build; the tests run both.
 import os
 
 from . import _core as _baseline
+from ._runtime import cpu_supports_avx2
 
 LEVELS = ("auto", "baseline", "avx2")
 
@@ -25,7 +26,7 @@ def _choose(wanted):
     if wanted not in LEVELS:
         raise ImportError(f"pooling: POOLING_SIMD must be one of {list(LEVELS)}, got {wanted!r}")
     avx2 = None if wanted == "baseline" else _load_avx2()
-    if avx2 is not None and _baseline.cpu_supports_avx2():
+    if avx2 is not None and cpu_supports_avx2():
         return avx2, "avx2"
     if wanted == "avx2":
         raise ImportError("pooling: POOLING_SIMD=avx2, but this build or CPU has no AVX2 kernels")
@@ -33,4 +34,4 @@ def _choose(wanted):
 
 
 core, level = _choose(os.environ.get("POOLING_SIMD", "auto").strip().lower() or "auto")
-available = ("baseline",) + (("avx2",) if _load_avx2() is not None and _baseline.cpu_supports_avx2() else ())
+available = ("baseline",) + (("avx2",) if _load_avx2() is not None and cpu_supports_avx2() else ())

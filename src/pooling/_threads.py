@@ -3,7 +3,7 @@ import math
 import operator
 import os
 
-from ._dispatch import core as _core
+from . import _runtime
 
 # Below this many input elements the fork/join costs more than a second core
 # gains (measured on the ResNet-stem MaxPool: 1x64x16x16 is ~5 us serial).
@@ -31,7 +31,7 @@ def resolve_n_threads(op, n_threads, work=None):
     (elements touched) lets small calls run serial; results never depend on it.
     """
     if n_threads is None:
-        n = _core.max_threads()
+        n = _runtime.max_threads()
     elif type(n_threads) is int and 0 < n_threads <= MAX_N_THREADS:  # the common explicit count
         n = n_threads
     else:
@@ -49,7 +49,7 @@ def _explicit(op, n_threads):
         raise TypeError(f"{op}: n_threads must be an int or None, got {n_threads!r}") from None
     if n == 0:
         raise ValueError(f"{op}: n_threads must be non-zero (None or -1 for all threads), got 0")
-    maximum = _core.max_threads()
+    maximum = _runtime.max_threads()
     return max(maximum + 1 + n, 1) if n < 0 else min(n, max(MAX_N_THREADS, maximum))
 
 

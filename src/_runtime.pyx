@@ -1,0 +1,97 @@
+"""Runtime helpers of pooling-kernels that are not kernels: pooling._runtime.
+
+Built once, with the baseline flags and OpenMP like pooling._core, because
+nothing here depends on the instruction set: the OpenMP queries (the OpenMP
+runtime is one shared library per process, so these report the one the
+kernels run on), the CPU check that pooling._dispatch makes before it loads
+the AVX2 kernels, the cache-key hasher of pooling._attrs, and the exact 16-bit
+float conversions the tests check Col2Im's against.  build_info() and
+pool_stats() stay in each kernel extension (src/kernels/extension_info.pxi):
+they differ between the two builds.
+"""
+from libc.stdint cimport uint16_t
+from cpython.ref cimport Py_INCREF
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
+
+cdef extern from "pooling_omp.h":
+    int omp_get_max_threads() noexcept nogil
+    int PK_OPENMP
+
+cdef extern from "pooling_config.h":
+    int pk_cpu_has_avx2() noexcept nogil
+
+cdef extern from "pooling_half.h":
+    enum:
+        PK_F16_INF
+
+cdef extern from "pooling_half_conv.h":
+    float pk_f16_to_f32(uint16_t h) noexcept nogil
+    float pk_bf16_to_f32(uint16_t h) noexcept nogil
+    uint16_t pk_f32_to_f16(float f) noexcept nogil
+    uint16_t pk_f32_to_bf16(float f) noexcept nogil
+
+
+def openmp_enabled():
+    """True when the extension was compiled with OpenMP."""
+    return bool(PK_OPENMP)
+
+
+def max_threads():
+    """OpenMP's maximum thread count now (OMP_NUM_THREADS, threadpoolctl)."""
+    return omp_get_max_threads()
+
+
+def cpu_supports_avx2():
+    """True when this CPU can run the AVX2 build of these kernels (pooling._core_avx2)."""
+    return bool(pk_cpu_has_avx2())
+
+
+cdef tuple _TRUE_KEY = ("bool", True)
+cdef tuple _FALSE_KEY = ("bool", False)
+
+
+def attribute_keys(tuple values):
+    """Cache keys for a call's shape and attribute values, or None (``pooling._attrs``).
+
+    A value of exact type None, int or str, or a tuple of exact ints, is its
+    own key, and a list of exact ints that tuple; a bool is ("bool", v), so that
+    True does not share 1's cached plan.  Any other value makes the answer None,
+    and the caller keys it in Python (``hashable``).  Here because a call
+    passes a dozen values, and checking their types in Python cost 2 us of a
+    MaxPool call.
+    """
+    cdef Py_ssize_t i, n = len(values)
+    cdef tuple keys = PyTuple_New(n)
+    for i in range(n):
+        value = values[i]
+        kind = type(value)
+        if value is None or kind is int or kind is str:
+            key = value
+        elif kind is bool:
+            key = _TRUE_KEY if value else _FALSE_KEY
+        elif kind is tuple or kind is list:
+            for item in value:
+                if type(item) is not int:
+                    return None
+            key = value if kind is tuple else tuple(value)
+        else:
+            return None
+        Py_INCREF(key)  # (SET_ITEM steals a reference)
+        PyTuple_SET_ITEM(keys, i, key)
+    return keys
+
+
+def half_to_float32(const uint16_t[::1] h not None, float[::1] out not None, uint16_t inf_bits):
+    """out[i] = the float16 (inf_bits 0x7c00) or bfloat16 (0x7f80) bits h[i], widened exactly."""
+    cdef Py_ssize_t i
+    with nogil:
+        for i in range(min(h.shape[0], out.shape[0])):
+            out[i] = pk_f16_to_f32(h[i]) if inf_bits == PK_F16_INF else pk_bf16_to_f32(h[i])
+
+
+def float32_to_half(const float[::1] f not None, uint16_t[::1] out not None, uint16_t inf_bits):
+    """out[i] = f[i] rounded to nearest even in float16 (inf_bits 0x7c00) or bfloat16 (0x7f80)."""
+    cdef Py_ssize_t i
+    with nogil:
+        for i in range(min(f.shape[0], out.shape[0])):
+            out[i] = pk_f32_to_f16(f[i]) if inf_bits == PK_F16_INF else pk_f32_to_bf16(f[i])

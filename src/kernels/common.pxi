@@ -1,0 +1,238 @@
+# ===========================================================================
+# common.pxi: what every kernel file of pooling._core shares.
+#
+# Every cimport and `cdef extern` block of the kernels is here, once, so that
+# the operator files below read top to bottom without declarations; then the
+# element types, the MaxPool kinds, and the small inline compare helpers that
+# the MaxPool strategies share (inlined into each of their loops, which is
+# why they live in an include file and not in a cimported .pxd module).
+#
+# Glossary (where a term is used first):
+#   kind        the element type a job runs in, as a small integer (KIND_* below,
+#               COL_* in col2im.pxi); a job's body switches on it once per claimed
+#               chunk and calls the fused worker specialised by a typed NULL tag
+#               (`_units(<float*>NULL, ...)`): the only specialisation mechanism
+#               of the kernels.  The Python layer names kinds by C type name
+#               (_KINDS; max_pool_axis[ctype], MaxPool3d(ctype, ...)).
+#   taps        the offsets t of a window along one axis; a tap is valid when
+#               base + t*dilation lies inside the input ([t0, t1), _taps).
+#   exact key   SPEC 1.4's order (_gt): NaN above all, first maximum wins, -0.0
+#               ties +0.0.
+#   cheap key   a faster compare that agrees with the exact one unless a value
+#               is odd (_keep with exact=False): maxps for float and double, the
+#               int16 fast key for 16-bit floats.
+#   odd         a value the cheap key gets wrong: NaN, and -0.0 for 16-bit floats
+#               (_odd, _special: whether a row holds one).
+#   ring        MaxPool3d's row buffer: input rows reduced along W, g.brows slots
+#               per depth tap, indexed by row & (brows - 1) (maxpool_fused.pxi).
+#   slab        a depth slice (H x W) of one plane, or (col2im) the rows of an
+#               image one work item writes.
+#   plane       one (n, c) image of an NCHW array; the unit of MaxUnpool's parts.
+#   work item   (unit) the smallest piece of a job one thread runs: some output
+#               rows of one plane (MaxPool3d), one output row (MaxPoolNHWC), one
+#               output row of A x O (separable), a part (MaxUnpool), a plane's
+#               slab (Col2Im).
+#   chunk       the smallest number of work items a pool thread claims at once
+#               (include/pooling_pool.h; pooling._threads.chunk_size).
+#   job         a struct with one call's arrays and geometry that pk_parallel hands
+#               to its body function on every thread.
+#   launch      a MaxPool call plan fixed at construction (maxpool_launch.pxi).
+# ===========================================================================
+
+cimport cython
+from libc.math cimport INFINITY
+from libc.stdint cimport (int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t,
+                          uintptr_t)
+from libc.stdlib cimport free, malloc
+from libc.string cimport memset
+from cpython.buffer cimport (PyBUF_C_CONTIGUOUS, PyBUF_WRITABLE, PyBuffer_Release,
+                             PyObject_GetBuffer)
+
+cdef extern from "pooling_omp.h":
+    int PK_OPENMP
+
+cdef extern from "pooling_half.h":
+    enum:
+        PK_F16_INF
+        PK_BF16_INF
+    bint PK_UNORDERED(double a, double b) noexcept nogil
+    uint16_t pk_half_key(uint16_t h, uint16_t inf_bits) noexcept nogil
+    bint pk_half_isnan(uint16_t h, uint16_t inf_bits) noexcept nogil
+    int16_t pk_half_fast_key(uint16_t h) noexcept nogil
+    bint pk_f32_tie_odd(float v) noexcept nogil
+    bint pk_f64_tie_odd(double v) noexcept nogil
+
+cdef extern from "pooling_half_conv.h":
+    float pk_f16_to_f32(uint16_t h) noexcept nogil
+    float pk_bf16_to_f32(uint16_t h) noexcept nogil
+    uint16_t pk_f32_to_f16(float f) noexcept nogil
+    uint16_t pk_f32_to_bf16(float f) noexcept nogil
+
+cdef extern from "pooling_pool.h":
+    ctypedef void (*pk_body)(void* ctx, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil
+    void pk_parallel(pk_body body, void* ctx, Py_ssize_t items, Py_ssize_t chunk,
+                     int n_threads) noexcept nogil
+    void pk_atomic_or(int* flag, int value) noexcept nogil
+    void pk_stats(int64_t* beside_owner, int64_t* moved) noexcept nogil
+    int PK_POOL
+
+cdef extern from "pooling_config.h":
+    const char* PK_COMPILER
+    const char* PK_SIMD_BASELINE
+
+
+# ===========================================================================
+# Element types of MaxPool.  float16 and bfloat16 both arrive as uint16 bit
+# patterns; the Python layer passes the +inf pattern of the format
+# (``inf_bits``), which is all that comparing them needs (pooling_half.h).
+# ===========================================================================
+
+ctypedef fused pool_t:
+    float
+    double
+    int8_t
+    uint8_t
+    uint16_t
+
+
+# The kinds of pool_t, in the order of _KINDS: the C type names the Python
+# layer passes (pooling.maxpool's _CTYPE) and max_pool_axis[ctype] accepts.
+cdef enum:
+    KIND_FLOAT = 0
+    KIND_DOUBLE = 1
+    KIND_INT8 = 2
+    KIND_UINT8 = 3
+    KIND_UINT16 = 4
+
+_KINDS = ("float", "double", "int8_t", "uint8_t", "uint16_t")
+_ITEMSIZES = (4, 8, 1, 1, 2)
+
+
+cdef inline int _kind_of(pool_t* tag) noexcept nogil:
+    """The kind of pool_t (`tag` only selects the type)."""
+    if pool_t is float:
+        return KIND_FLOAT
+    elif pool_t is double:
+        return KIND_DOUBLE
+    elif pool_t is int8_t:
+        return KIND_INT8
+    elif pool_t is uint8_t:
+        return KIND_UINT8
+    else:
+        return KIND_UINT16
+
+
+# ===========================================================================
+# Compares and window helpers every MaxPool strategy inlines.
+# ===========================================================================
+
+cdef inline bint _gt(pool_t v, pool_t m, uint16_t inf_bits) noexcept nogil:
+    """True when v must replace the running maximum m (SPEC 1.4).
+
+    Strictly greater, so the first maximum wins ties (-0.0 ties +0.0).  NaN is
+    above every number and a NaN already held is never replaced.
+    """
+    if pool_t is float or pool_t is double:
+        return (not (v <= m)) & (m == m)
+    elif pool_t is uint16_t:
+        return pk_half_key(v, inf_bits) > pk_half_key(m, inf_bits)
+    else:
+        return v > m
+
+
+cdef inline bint _isnan(pool_t v, uint16_t inf_bits) noexcept nogil:
+    if pool_t is float or pool_t is double:
+        return v != v
+    elif pool_t is uint16_t:
+        return pk_half_isnan(v, inf_bits)
+    else:
+        return False
+
+
+cdef inline pool_t _empty_value(pool_t like, uint16_t inf_bits) noexcept nogil:
+    """Y of a window with no valid tap: -inf, or the integer type's minimum."""
+    if pool_t is float or pool_t is double:
+        return -INFINITY
+    elif pool_t is uint16_t:
+        return 0x8000 | inf_bits
+    elif pool_t is int8_t:
+        return -128
+    else:
+        return 0
+
+
+cdef inline pool_t _clamp(pool_t y, pool_t lo, pool_t hi, int mode, uint16_t inf_bits) noexcept nogil:
+    """Fused activation, min(max(y, lo), hi): mode bit 1 applies lo, bit 2 hi; NaN stays NaN."""
+    if _isnan(y, inf_bits):
+        return y
+    if (mode & 1) and _gt(lo, y, inf_bits):
+        y = lo
+    if (mode & 2) and _gt(y, hi, inf_bits):
+        y = hi
+    return y
+
+
+cdef inline void _taps(Py_ssize_t base, Py_ssize_t dil, Py_ssize_t k, Py_ssize_t size,
+                       Py_ssize_t* t0, Py_ssize_t* t1) noexcept nogil:
+    """The taps t in [t0, t1) of a window starting at `base` with base + t*dil in [0, size).
+
+    Validity is an interval of t because positions grow with t; t0 >= t1 means
+    the window is empty (it lies wholly in the padding or between dilated taps).
+    """
+    t0[0] = 0 if base >= 0 else (-base + dil - 1) // dil
+    if base >= size:
+        t1[0] = 0
+    else:
+        t1[0] = min(k, (size - 1 - base) // dil + 1)
+
+
+
+cdef inline bint _keep(pool_t v, pool_t m, uint16_t inf_bits, bint exact) noexcept nogil:
+    """v replaces m.  exact: SPEC's rule (_gt).  Otherwise a cheaper compare that
+    agrees with it when neither is _odd(): for float and double plain v > m
+    (maxps: wrong only when a new NaN arrives), for 16-bit floats the fast key
+    (wrong only for NaN and -0.0)."""
+    if (pool_t is float or pool_t is double) and not exact:
+        return v > m
+    if pool_t is uint16_t and not exact:
+        return pk_half_fast_key(v) > pk_half_fast_key(m)
+    return _gt(v, m, inf_bits)
+
+
+cdef inline bint _odd(pool_t v, uint16_t inf_bits) noexcept nogil:
+    """Whether v is what the cheap compare of _keep gets wrong: a NaN (float,
+    double), a NaN or -0.0 (16-bit floats).  Integers never are."""
+    if pool_t is uint16_t:
+        return _isnan(v, inf_bits) | (v == 0x8000)
+    return _isnan(v, inf_bits)
+
+
+cdef inline bint _odd2(pool_t a, pool_t b, uint16_t inf_bits) noexcept nogil:
+    """_odd(a) or _odd(b); for float and double one unordered compare."""
+    if pool_t is float or pool_t is double:
+        return PK_UNORDERED(a, b)
+    else:
+        return _odd(a, inf_bits) | _odd(b, inf_bits)
+
+
+cdef inline bint _special(const pool_t* xr, Py_ssize_t n, uint16_t inf_bits) noexcept nogil:
+    """Whether n values hold an _odd() one (one unordered compare tests two
+    float or double values)."""
+    cdef Py_ssize_t i, half = n // 2
+    cdef bint special = False
+    cdef uint16_t top = 0, low = 0xffff
+    if pool_t is float or pool_t is double:
+        for i in range(half):
+            special |= PK_UNORDERED(xr[i], xr[i + half])
+        if n % 2:
+            special |= xr[n - 1] != xr[n - 1]
+    elif pool_t is uint16_t:
+        # The largest magnitude (above +inf's: a NaN), and the smallest value with
+        # the sign bit flipped (0 only for -0.0): two 16-bit reductions (a flag per
+        # value widened the lanes to 32 bits: 2x slower).
+        for i in range(n):
+            top = max(top, <uint16_t>(xr[i] & 0x7fff))
+            low = min(low, <uint16_t>(xr[i] ^ 0x8000))
+        special = (top > inf_bits) | (low == 0)
+    return special
+

@@ -1,0 +1,23 @@
+# ===========================================================================
+# extension_info.pxi: facts about this kernel extension, read from Python.
+#
+# These are not hot loops, but unlike pooling._runtime's helpers they differ
+# between pooling._core and pooling._core_avx2, so each kernel build carries
+# its own: build_info() reports the SIMD flags this build was compiled with,
+# and pool_stats() reads the thread pool of include/pooling_pool.h, which is
+# `static`, one per extension: only the extension whose pool runs the kernels
+# (pooling._dispatch.core) can count its wake-ups.
+# ===========================================================================
+
+def pool_stats():
+    """How often, since the process started, a pool worker woke on its caller's CPU, and how often
+    it then moved to another CPU (the rest left the call to the caller; docs/threads.md)."""
+    cdef int64_t beside, moved
+    pk_stats(&beside, &moved)
+    return {"beside_caller": beside, "moved": moved}
+
+
+def build_info():
+    """Compiler, SIMD baseline and thread runtime the extension was built with."""
+    return {"compiler": PK_COMPILER.decode(), "simd_baseline": PK_SIMD_BASELINE.decode(),
+            "threads": "pool" if PK_POOL else ("openmp" if PK_OPENMP else "none")}

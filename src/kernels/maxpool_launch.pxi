@@ -1,0 +1,190 @@
+# ===========================================================================
+# maxpool_launch.pxi: what the two MaxPool launch classes share.
+#
+# A launch (MaxPool3d in maxpool_fused.pxi, MaxPoolNHWC in maxpool_nhwc.pxi)
+# is made once per plan by pooling.maxpool and called for every array: the
+# geometry (Geom), the work split and the scratch are fixed at construction,
+# so a call only checks its arrays' sizes and runs.  Each launch fills a
+# _UnitsJob and hands its body to pk_parallel; the body switches on the
+# job's kind (common.pxi) to the loops of its file.
+# ===========================================================================
+
+cdef enum:
+    KEEP_SCRATCH = 16384    # bytes of scratch a MaxPool launch keeps for its next call (allocating
+                            # it was a tenth of a 1x1x8x8 call); larger scratch is freed after each
+
+
+cdef struct Geom:
+    Py_ssize_t D, H, W, OD, OH, OW          # one plane of X and of Y
+    Py_ssize_t kd, kh, kw, sd, sh, sw, dd, dh, dw, pd, ph, pw
+    Py_ssize_t ow_lo, ow_hi                 # output columns whose taps all lie inside a row
+    const Py_ssize_t* tdr                   # valid taps [t0, t1) of each output position, as
+    const Py_ssize_t* thr                   # pairs (2*o, 2*o + 1), per axis: precomputed once
+    const Py_ssize_t* twr                   # per call plan instead of dividing on every row
+    Py_ssize_t brows                        # ring rows per depth tap, a power of two (at least the rows of
+                                            # one output row's window, or H)
+    bint flat                               # W == OW * sw with interior columns (maxpool_fused.pxi)
+    uint16_t inf_bits
+
+
+cdef void _set_geom(Geom* g, Py_ssize_t D, Py_ssize_t H, Py_ssize_t W,
+                    Py_ssize_t OD, Py_ssize_t OH, Py_ssize_t OW, tuple kernel, tuple strides,
+                    tuple dilations, tuple pads_begin, const Py_ssize_t[:, ::1] taps,
+                    uint16_t inf_bits):
+    """The geometry both 3-D kernels share; taps is (OD + OH + OW, 2): the valid
+    tap range of each output position, axis after axis."""
+    g.D, g.H, g.W = D, H, W
+    g.OD, g.OH, g.OW = OD, OH, OW
+    g.kd, g.kh, g.kw = kernel
+    g.sd, g.sh, g.sw = strides
+    g.dd, g.dh, g.dw = dilations
+    g.pd, g.ph, g.pw = pads_begin
+    g.tdr = &taps[0, 0]
+    g.thr = g.tdr + 2 * OD
+    g.twr = g.thr + 2 * OH
+    g.inf_bits = inf_bits
+
+
+
+cdef class _Launch:
+    """A MaxPool launch, fixed at construction (geometry, element type, work split,
+    thread count) so that a call only checks its arrays' sizes and runs: taking
+    the geometry, scratch and arrays as arguments on every call cost 1.9 of a
+    1x1x8x8 call's 2.2 us in the kernel.
+
+    Calling it with x, y (C-contiguous, of exactly the launch's sizes in the
+    element type `ctype` names) and indices (int64 of y's size, or None) writes
+    y and, in indices, the flat offset into x of each winner (-1 for an empty
+    window).  taps: (OD + OH + OW, 2) intp, the valid tap range of each output
+    position, axis after axis.  act/lo/hi: fused activation (0 none, bit 1 lower
+    bound, bit 2 upper bound), lo and hi in the kernel's type (16-bit floats as bits).
+    """
+    cdef Geom g
+    cdef const Py_ssize_t[:, ::1] taps      # owns the tap ranges g points into
+    cdef Py_ssize_t xsize, ysize, itemsize, units, chunk
+    cdef int kind, act, n_threads
+    cdef double lo, hi
+    cdef list spare                         # scratch no call is using
+
+    cdef void _setup(self, str ctype, tuple x_dims, tuple y_dims, tuple kernel, tuple strides,
+                     tuple dilations, tuple pads_begin, const Py_ssize_t[:, ::1] taps, int act,
+                     double lo, double hi, uint16_t inf_bits):
+        """The part every launch shares; x_dims and y_dims are (D, H, W) and (OD, OH, OW)."""
+        self.kind = _KINDS.index(ctype)
+        self.itemsize = _ITEMSIZES[self.kind]
+        self.taps = taps
+        _set_geom(&self.g, x_dims[0], x_dims[1], x_dims[2], y_dims[0], y_dims[1], y_dims[2],
+                  kernel, strides, dilations, pads_begin, taps, inf_bits)
+        self.act, self.lo, self.hi = act, lo, hi
+        self.spare = []
+
+    cdef Py_ssize_t _scratch_bytes(self, bint with_pos):
+        """Bytes of one call's scratch (with positions, or without)."""
+        return 0
+
+    def __call__(self, x, y, indices):
+        cdef Py_buffer xb, yb, ib
+        cdef _Scratch s
+        _acquire(&xb, x, self.xsize, self.itemsize, False, "x")
+        try:
+            _acquire(&yb, y, self.ysize, self.itemsize, True, "y")
+            try:
+                ib.buf = NULL
+                if indices is not None:
+                    _acquire(&ib, indices, self.ysize, 8, True, "indices")
+                try:
+                    s = self._take_scratch(indices is not None)
+                    self._run(<const char*>xb.buf, <char*>yb.buf, <int64_t*>ib.buf, s)
+                    if s.nbytes <= KEEP_SCRATCH:
+                        self.spare.append(s)
+                finally:
+                    if ib.buf != NULL:
+                        PyBuffer_Release(&ib)
+            finally:
+                PyBuffer_Release(&yb)
+        finally:
+            PyBuffer_Release(&xb)
+
+    cdef _Scratch _take_scratch(self, bint with_pos):
+        """A set no call is using: sets are taken and given back whole (list pop and
+        append are atomic, also without a GIL, so concurrent calls never share one)."""
+        cdef _Scratch s = None
+        try:
+            s = self.spare.pop()
+        except IndexError:  # (a test for emptiness first could race with another call)
+            pass
+        if s is None or (with_pos and not s.with_pos):
+            s = _Scratch(self._scratch_bytes(with_pos), with_pos)
+        return s
+
+    cdef void _run(self, const char* x, char* y, int64_t* indices, _Scratch s):
+        """This launch's work items on s's scratch (each launch class runs its own kernel)."""
+        pass
+
+
+
+cdef Py_ssize_t _padded(Py_ssize_t n, Py_ssize_t itemsize):
+    """Elements per thread for per-thread scratch rows of n elements: a multiple
+    of 64 bytes with at least 64 spare, so no two threads write to one cache line.
+    Without the padding the NaN flags of both threads (16 bytes each) shared a
+    line, written on every row."""
+    return (n * itemsize + 64 + 63) // 64 * 64 // itemsize
+
+
+cdef int _acquire(Py_buffer* b, object a, Py_ssize_t size, Py_ssize_t itemsize, bint writable,
+                  str name) except -1:
+    """b: a's C-contiguous buffer, which must hold exactly `size` elements of `itemsize`
+    bytes (the launch's shapes; the Python layer chose the dtype)."""
+    PyObject_GetBuffer(a, b, PyBUF_C_CONTIGUOUS | (PyBUF_WRITABLE if writable else 0))
+    if b.itemsize != itemsize or b.len != size * itemsize:
+        PyBuffer_Release(b)
+        raise ValueError(f"MaxPool kernel: {name} must hold {size} elements of {itemsize} bytes, "
+                         f"got {b.len} bytes in elements of {b.itemsize}")
+    return 0
+
+
+cdef class _Scratch:
+    """One call's scratch: `nbytes` from a cache line on (with_pos: room for positions)."""
+    cdef void* memory
+    cdef char* block
+    cdef Py_ssize_t nbytes
+    cdef bint with_pos
+
+    def __cinit__(self, Py_ssize_t nbytes, bint with_pos):
+        self.nbytes, self.with_pos = nbytes, with_pos
+        self.memory = malloc(nbytes + 64)
+        if self.memory == NULL:
+            raise MemoryError()
+        self.block = <char*>self.memory + (-<uintptr_t>self.memory & 63)
+
+    def __dealloc__(self):
+        free(self.memory)
+
+
+cdef struct _UnitsJob:
+    # One MaxPool launch call, for pk_parallel's threads: arrays, geometry, the
+    # scratch of thread 0 and the stride to the next thread's, activation.
+    const char* x                   # NULL when x is empty: every window then is
+    char* y
+    int64_t* ib
+    const Geom* g
+    const Geom* fg
+    char* hv                        # MaxPool3d: row buffers; MaxPoolNHWC: int32 winners
+    uint8_t* nan
+    char* m
+    int32_t* hp
+    Py_ssize_t nblk, rows, xplane, yplane, vs, ns, ms, ps
+    Py_ssize_t C                    # MaxPoolNHWC: channels
+    int kind, act
+    double lo, hi
+
+
+
+cdef inline void _start_job(_UnitsJob* j, const char* xb, char* yb, int64_t* ib, _Launch p) noexcept:
+    """The part of a call's job every launch fills: arrays, geometry, kind, activation.
+    Launches run their work items in this thread or on the pool (pk_parallel);
+    items write disjoint outputs and scratch is per thread, so results cannot
+    depend on the schedule."""
+    j.x = xb if p.xsize else NULL
+    j.y, j.ib, j.g = yb, ib, &p.g
+    j.kind, j.act, j.lo, j.hi = p.kind, p.act, p.lo, p.hi

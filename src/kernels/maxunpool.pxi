@@ -1,0 +1,137 @@
+# ===========================================================================
+# maxunpool.pxi: MaxUnpool (SPEC 2): zeros, then y[indices[j]] = x[j] for every j of x in
+# row-major order.
+#
+# Only bits move, so one kernel over unsigned storage of each width serves
+# every dtype (the float16 / bfloat16 / uint16 question never arises).  The
+# arrays arrive flat, cut into `blocks` equal parts: the N*C planes for NCHW,
+# the N images for NHWC.  Part b of x is "local" when every index it holds
+# lands in part b of y, which is what MaxPool's Indices always do.
+#
+# One pass in the common case: each part is scattered by one thread with a
+# guard that writes only inside its own part of y (so never out of bounds)
+# and notes any index that is not.  Parts of y are disjoint, so with every
+# part local the result is the ordered one whatever the thread count.  If
+# any index left its part, every index is checked (the first bad one is
+# returned) and then all are written again in one serial pass in input
+# order: the last write in row-major order of x wins, for every n_threads.
+#
+# The job's body switches on the element width (itemsize), which is all a
+# kind would say here (bits_t has one type per width).
+# ===========================================================================
+
+ctypedef fused bits_t:
+    uint8_t
+    uint16_t
+    uint32_t
+    uint64_t
+
+
+cdef inline int _unpool_part(const bits_t* x, const int64_t* idx, Py_ssize_t n, bits_t* y,
+                             uint64_t lo, uint64_t span) noexcept nogil:
+    """y[idx[j] - lo] = x[j] for the indices in [lo, lo + span); 1 if some index was not.
+
+    Unsigned arithmetic folds the range test into one comparison (and wraps
+    instead of overflowing); the branch is always taken for MaxPool's indices.
+    """
+    cdef Py_ssize_t j
+    cdef uint64_t d
+    cdef int outside = 0
+    for j in range(n):
+        d = <uint64_t>idx[j] - lo
+        if d < span:
+            y[d] = x[j]
+        else:
+            outside = 1
+    return outside
+
+
+cdef struct _UnpoolJob:
+    const char* x
+    const int64_t* idx
+    char* y
+    Py_ssize_t itemsize, in_block, out_block
+    bint fused
+    int outside                     # set (pk_atomic_or) when some index left its part
+
+
+cdef void _zero_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil:
+    """pk_parallel's body: y[begin:end] = 0 (as bytes)."""
+    cdef _UnpoolJob* j = <_UnpoolJob*>job
+    memset(j.y + begin * j.itemsize, 0, (end - begin) * j.itemsize)
+
+
+cdef void _unpool_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil:
+    """pk_parallel's body: parts [begin, end) of x scattered into theirs of y."""
+    cdef _UnpoolJob* j = <_UnpoolJob*>job
+    cdef int outside
+    if j.itemsize == 1:
+        outside = _unpool_parts(<uint8_t*>NULL, j, begin, end)
+    elif j.itemsize == 2:
+        outside = _unpool_parts(<uint16_t*>NULL, j, begin, end)
+    elif j.itemsize == 4:
+        outside = _unpool_parts(<uint32_t*>NULL, j, begin, end)
+    else:
+        outside = _unpool_parts(<uint64_t*>NULL, j, begin, end)
+    if outside:
+        pk_atomic_or(&j.outside, 1)
+
+
+cdef int _unpool_parts(bits_t* kind, const _UnpoolJob* j, Py_ssize_t begin, Py_ssize_t end) noexcept nogil:
+    cdef Py_ssize_t b, ib = j.in_block, ob = j.out_block
+    cdef const bits_t* x = <const bits_t*>j.x
+    cdef bits_t* y = <bits_t*>j.y
+    cdef int outside = 0
+    for b in range(begin, end):
+        if j.fused:  # zero the part just before scattering into it, while it is in cache
+            memset(y + b * ob, 0, ob * sizeof(bits_t))
+        outside |= _unpool_part(x + b * ib, j.idx + b * ib, ib, y + b * ob, b * ob, ob)
+    return outside
+
+
+cdef Py_ssize_t _max_unpool(const bits_t* x, const int64_t* idx, Py_ssize_t n, bits_t* y,
+                            Py_ssize_t size, Py_ssize_t blocks, bint fused,
+                            int n_threads) noexcept nogil:
+    cdef Py_ssize_t j
+    cdef _UnpoolJob job
+    job.x, job.idx, job.y, job.itemsize = <const char*>x, idx, <char*>y, sizeof(bits_t)
+    job.in_block, job.out_block, job.fused, job.outside = n // blocks, size // blocks, fused, 0
+    # Chunks of 1/16 of a thread's share (as pooling._threads.chunk_size): the smallest claim.
+    if not fused:
+        pk_parallel(_zero_body, &job, size, max(1, size // (16 * n_threads)), n_threads)
+    pk_parallel(_unpool_body, &job, blocks, max(1, blocks // (16 * n_threads)), n_threads)
+    if not job.outside:
+        return -1
+    for j in range(n):
+        if <uint64_t>idx[j] >= <uint64_t>size:
+            return j
+    # y is zeros plus some of the writes below, each of which is redone in
+    # order, so the ordered pass needs no fresh zeros.
+    _unpool_part(x, idx, n, y, 0, size)
+    return -1
+
+
+def max_unpool(const bits_t[::1] x not None, const int64_t[::1] indices not None,
+               bits_t[::1] y not None, Py_ssize_t blocks, bint fused, int n_threads):
+    """Zero y, then y[indices[j]] = x[j] for j in order (all arrays flat).
+
+    blocks (>= 1): the equal parts x and y are cut into (planes).  fused: zero
+    each part of y together with its scatter (pays when there are enough parts
+    to keep every thread busy); otherwise y is zeroed in one slice per thread
+    first.
+
+    Returns -1 once y is written, or the position in `indices` of the first
+    index outside [0, y.shape[0]); y is then partly written, but never outside
+    its bounds.  (-2, writing nothing: the arguments break this contract.)
+    """
+    cdef Py_ssize_t n = x.shape[0], size = y.shape[0], r
+    if indices.shape[0] != n or blocks < 1 or n % blocks or size % blocks or n_threads < 1:
+        return -2
+    if n == 0 and size == 0:
+        return -1
+    if size == 0:  # every index is outside an empty output; y has no memory to zero
+        return 0
+    with nogil:
+        r = _max_unpool(&x[0] if n else NULL, &indices[0] if n else NULL, n,
+                        &y[0] if size else NULL, size, blocks, fused, n_threads)
+    return r
