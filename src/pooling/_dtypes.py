@@ -12,35 +12,49 @@ import numpy as np
 from typing import NamedTuple
 
 
+# The C element type of a kernel specialisation that holds each storage dtype: the name a launch
+# indexes a fused kernel with (kernel[C_TYPES[storage]]), never leaving the choice to Cython's
+# dispatch on the array, which cannot tell float16, bfloat16 and int16 apart in uint16 storage.
+C_TYPES = {np.dtype(name): ctype for name, ctype in (
+    ("int8", "int8_t"), ("uint8", "uint8_t"), ("uint16", "uint16_t"), ("uint32", "uint32_t"),
+    ("uint64", "uint64_t"), ("float32", "float"), ("float64", "double"),
+    ("complex64", "float complex"), ("complex128", "double complex"))}
+
+
 class KindInfo(NamedTuple):
     """How the kernels see one dtype kind."""
     storage: np.dtype   # what the kernel's buffer holds (as_kernel_array's view)
-    ctype: str          # C element type of the kernels' specialisation ("" where no kernel has one)
     inf_bits: int       # +inf bit pattern of a 16-bit float format (include/pooling_half.h), else 0
 
     @property
     def itemsize(self):
         return self.storage.itemsize
 
+    @property
+    def ctype(self):
+        """The C element type of the MaxPool kernels' specialisation for this kind."""
+        return C_TYPES[self.storage]
+
 
 # The one table of dtype kinds.  float16 and bfloat16 share the uint16 kernels and differ only
-# in inf_bits, so every launch names its specialisation from here (ctype), never from the array.
+# in inf_bits.  (MaxUnpool moves bits through unsigned storage of each width, and Col2Im keeps
+# integers in unsigned storage and bool in int8; their modules map kinds to those.)
 KINDS = {
-    "bool": KindInfo(np.dtype(np.uint8), "", 0),
-    "int8": KindInfo(np.dtype(np.int8), "int8_t", 0),
-    "int16": KindInfo(np.dtype(np.int16), "", 0),
-    "int32": KindInfo(np.dtype(np.int32), "", 0),
-    "int64": KindInfo(np.dtype(np.int64), "", 0),
-    "uint8": KindInfo(np.dtype(np.uint8), "uint8_t", 0),
-    "uint16": KindInfo(np.dtype(np.uint16), "", 0),
-    "uint32": KindInfo(np.dtype(np.uint32), "", 0),
-    "uint64": KindInfo(np.dtype(np.uint64), "", 0),
-    "float16": KindInfo(np.dtype(np.uint16), "uint16_t", 0x7C00),
-    "bfloat16": KindInfo(np.dtype(np.uint16), "uint16_t", 0x7F80),
-    "float32": KindInfo(np.dtype(np.float32), "float", 0),
-    "float64": KindInfo(np.dtype(np.float64), "double", 0),
-    "complex64": KindInfo(np.dtype(np.complex64), "", 0),
-    "complex128": KindInfo(np.dtype(np.complex128), "", 0),
+    "bool": KindInfo(np.dtype(np.uint8), 0),
+    "int8": KindInfo(np.dtype(np.int8), 0),
+    "int16": KindInfo(np.dtype(np.int16), 0),
+    "int32": KindInfo(np.dtype(np.int32), 0),
+    "int64": KindInfo(np.dtype(np.int64), 0),
+    "uint8": KindInfo(np.dtype(np.uint8), 0),
+    "uint16": KindInfo(np.dtype(np.uint16), 0),
+    "uint32": KindInfo(np.dtype(np.uint32), 0),
+    "uint64": KindInfo(np.dtype(np.uint64), 0),
+    "float16": KindInfo(np.dtype(np.uint16), 0x7C00),
+    "bfloat16": KindInfo(np.dtype(np.uint16), 0x7F80),
+    "float32": KindInfo(np.dtype(np.float32), 0),
+    "float64": KindInfo(np.dtype(np.float64), 0),
+    "complex64": KindInfo(np.dtype(np.complex64), 0),
+    "complex128": KindInfo(np.dtype(np.complex128), 0),
 }
 
 # The +inf bit pattern of each 16-bit float format: what the kernels need to order them.

@@ -6,7 +6,7 @@ import numpy as np
 
 from ._dispatch import core as _core
 from ._attrs import INDEX_LIMIT, cached_plan, check_size, int_tuple, past_limit, resolve_version, shape_tuple
-from ._dtypes import HALF_INF_BITS, as_kernel_array, result_dtype
+from ._dtypes import C_TYPES, HALF_INF_BITS, as_kernel_array, result_dtype
 from ._outputs import output_array
 from ._threads import resolve_n_threads, split_rows
 
@@ -159,5 +159,5 @@ def _run(plan, xk, y, inf_bits, nt):
         items = planes * -(-image[0] // rows)
     nt = min(nt, items)
     acc = np.empty((nt, rows * row), dtype=np.float32) if inf_bits else None
-    _core.col2im(xk.reshape(planes, plan.kernel_size, -1), y.reshape(planes, -1), acc,
-                 plan.geom, rows, inf_bits, nt)
+    kernel = _core.col2im[C_TYPES[xk.dtype]]  # named, never picked from the array (int16 vs float16)
+    kernel(xk.reshape(planes, plan.kernel_size, -1), y.reshape(planes, -1), acc, plan.geom, rows, inf_bits, nt)

@@ -6,7 +6,7 @@ import numpy as np
 from ._dispatch import core as _core
 from ._attrs import (INDEX_LIMIT, cached_plan, check_size, int_tuple, kinds_in, past_limit,
                      resolve_version, shape_tuple, split_layout)
-from ._dtypes import as_kernel_array, result_dtype
+from ._dtypes import C_TYPES, as_kernel_array, result_dtype
 from ._outputs import output_array
 from ._threads import resolve_n_threads
 
@@ -81,8 +81,9 @@ def max_unpool(x, indices, kernel_shape, *, strides=None, pads=None, output_shap
             bits = _BITS[xk.itemsize]
             # Few planes: zero y on every thread first rather than one plane per thread.
             fused = nt == 1 or plan.blocks >= 4 * nt
-            bad = _core.max_unpool(xk.reshape(-1).view(bits), ik.reshape(-1), y.reshape(-1).view(bits),
-                                   plan.blocks, fused, nt)
+            kernel = _core.max_unpool[C_TYPES[bits]]
+            bad = kernel(xk.reshape(-1).view(bits), ik.reshape(-1), y.reshape(-1).view(bits),
+                         plan.blocks, fused, nt)
         if bad == -2:  # the kernel's contract on its arguments, which the checks above keep
             raise RuntimeError(f"{OP}: internal error: the kernel rejected its arguments")
         if bad >= 0:
