@@ -237,7 +237,7 @@ def max_pool_fault(draw, call, n):
         return name, ValueError if type(call["n_threads"]) is int else TypeError
     if name == "out":
         call["use_out"] = draw(st.sampled_from(["shape", "dtype", "strided", "readonly", "unaligned", "list"]))
-        return name, ValueError
+        return name, TypeError if call["use_out"] == "list" else ValueError  # a non-array: the wrong type
     call["return_indices"], call["use_out"] = False, "indices_out"
     return name, ValueError
 
@@ -403,7 +403,7 @@ def max_unpool_fault(draw, call, n, lead):
         call["n_threads"] = draw(st.sampled_from([0, 0.5, "1"]))
         return name, ValueError if call["n_threads"] == 0 else TypeError
     call["use_out"] = draw(st.sampled_from(["shape", "dtype", "strided", "readonly", "unaligned", "list"]))
-    return name, ValueError
+    return name, TypeError if call["use_out"] == "list" else ValueError  # a non-array: the wrong type
 
 
 def max_unpool_data(call, out_shape):
@@ -538,7 +538,7 @@ def col2im_fault(draw, call, n):
         return name, ValueError if call["n_threads"] == 0 else TypeError
     else:
         call["use_out"] = draw(st.sampled_from(["shape", "dtype", "strided", "readonly", "unaligned", "list"]))
-        return name, ValueError
+        return name, TypeError if call["use_out"] == "list" else ValueError  # a non-array: the wrong type
     call["shape"] = tuple(max(d, 0) for d in shape)
     return name, ValueError
 
