@@ -3,18 +3,19 @@
  * pk_parallel(body, ctx, items, chunk, n_threads) runs body(ctx, begin, end, tid) over [0, items)
  * in runs of whole chunks of `chunk` items, each item once, with tid in [0, n_threads) and no two
  * threads sharing a tid at one time.  The chunks are cut into one range per thread; each thread
- * claims runs from the front of its own range, then from the others' (pk_claim_and_run).  The caller is tid 0 and claims chunks itself, like the workers; it
- * then waits only for chunks that a worker has claimed and not finished.  A worker that wakes late
- * (an idle virtual CPU can take milliseconds) finds nothing left and goes back to waiting, so the
- * call costs at most about its serial time.  An OpenMP team cannot do that: a parallel region
- * ends with a barrier that every member, however late, must reach (README "Processes and threads").
+ * claims runs from the front of its own range, then from the others' (pk_claim_and_run).  The
+ * caller is tid 0 and claims chunks itself, like the workers; it then waits only for chunks that a
+ * worker has claimed and not finished.  A worker that wakes late (an idle virtual CPU can take
+ * milliseconds) finds nothing left and goes back to waiting, so the call costs at most about its
+ * serial time.  An OpenMP team cannot do that: a parallel region ends with a barrier that every
+ * member, however late, must reach (README "Processes and threads").
  *
  * Workers spin for PK_SPIN_NS after their last chunk (back-to-back calls find them awake), then
  * sleep on a condition variable.  A worker woken onto the caller's own CPU (a virtual machine's
  * scheduler does that when its other virtual CPUs idle) could only take turns with the caller:
- * it moves to another CPU first, or leaves the call to the caller (pk_leave_cpu).  One caller owns the pool at a time; a concurrent caller (another
- * Python thread) runs its call on its own thread.  After fork() the child has no workers and
- * starts new ones when a call needs them.
+ * it moves to another CPU first, or leaves the call to the caller (pk_leave_cpu).  One caller
+ * owns the pool at a time; a concurrent caller (another Python thread) runs its call on its own
+ * thread.  After fork() the child has no workers and starts new ones when a call needs them.
  *
  * Windows has no pool: the same interface runs an OpenMP loop there, or a plain loop without
  * OpenMP.  The thread count stays the caller's choice everywhere (OMP_NUM_THREADS, threadpoolctl).

@@ -369,7 +369,8 @@ def test_memory_variants_of_max_pool_and_max_unpool(kind, layout):
         assert_same(y, want_y)
         assert_same(i, want_i)
         assert_same(np.asarray(variant), before)
-        assert_same(reference.max_pool(variant, return_indices=True, **attrs)[0], want_y)  # the twin agrees on every variant
+        # The twin agrees on every variant.
+        assert_same(reference.max_pool(variant, return_indices=True, **attrs)[0], want_y)
     unpool = dict(kernel_shape=(3, 2), strides=2, output_shape=x.shape, layout=layout)
     want = reference.max_unpool(want_y, want_i, **unpool)
     for name, variant in _variants(want_y):

@@ -6,11 +6,9 @@ as uint8.  bfloat16 is ml_dtypes.bfloat16 or ONNX's legacy structured dtype
 ``np.dtype((np.uint16, {"bfloat16": (np.uint16, 0)}))``; ml_dtypes is optional.
 """
 import functools
-
-import numpy as np
-
 from typing import NamedTuple
 
+import numpy as np
 
 # The C element type of a kernel specialisation that holds each storage dtype: the name a launch
 # indexes a fused kernel with (kernel[C_TYPES[storage]]), never leaving the choice to Cython's

@@ -65,8 +65,9 @@ def choose_strategy(plan, kind, n_threads, with_indices):
     Why, with the measurements behind each rule (2 threads unless said; the CPU each was taken
     on is in the commit that set it):
 
-    - DEPTH_FIRST halves the 2-D work with depth stride 2 and needs no intermediate array. It
-      pays for 1- and 2-byte types, whose 2-D passes are compute bound (2x32x32x56x56 k3 s2 p1:
+    - DEPTH_FIRST pools in 2-D, for each output depth slice, the maximum of the depth slices it
+      reads (one H*W slice of scratch per thread): with depth stride 2 half the 2-D work, and no
+      intermediate array. It pays for 1- and 2-byte types, whose 2-D passes are compute bound (2x32x32x56x56 k3 s2 p1:
       uint8 0.81 -> 0.49 ms, float16 2.07 -> 1.52 ms); float32 and float64 lost (1.35 -> 1.60 ms,
       2.7 -> 3.5 ms: the depth pass only streams memory). It needs output slices for every
       thread and one H*W slice of scratch per thread; slices holding NaN or -0.0 fall back to
@@ -204,22 +205,9 @@ def _launch_3d(plan, kind, nt, brows, act, inf_bits, depth_first=False):
 
 
 def _depth_first_pays(plan, kind, nt):
-    """Whether 3-D MaxPool without Indices should reduce depth first.
-
-    Each output depth slice is then the 2-D pooling of the maximum of the depth
-    slices it reads (one per thread, H*W values), instead of 2-D pooling every
-    input slice and combining those: with depth stride 2, half the 2-D work and
-    no intermediate array.  That pays for 1- and 2-byte types, whose 2-D passes
-    are compute bound (2x32x32x56x56 k3 s2 p1, 2 threads: uint8 0.81 -> 0.49 ms,
-    float16 2.07 -> 1.52 ms); float32 and float64 lost (1.35 -> 1.60 ms, 2.7 ->
-    3.5 ms: the depth pass only streams memory).  It also needs enough output
-    slices for the threads and a slice that fits the scratch budget; the kernel
-    falls back to the exact order for slices holding NaN or -0.0.
-    """
-    planes = plan.out_shape[0] * plan.out_shape[1]
-    height, width = plan.spatial[1:]
-    return (KINDS[kind].itemsize <= 2 and planes * plan.out_shape[2] >= 4 * nt
-            and height * width <= _BUFFER_LIMIT)
+    """Whether DEPTH_FIRST beats the other 3-D strategies (choose_strategy's table says why): a 1- or
+    2-byte type and at least 4 output depth slices per thread.  (The scratch budget is `serves`'.)"""
+    return KINDS[kind].itemsize <= 2 and plan.out_shape[0] * plan.out_shape[1] * plan.out_shape[2] >= 4 * nt
 
 
 def _build_fused(plan, kind, nt, act, inf_bits):

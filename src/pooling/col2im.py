@@ -45,8 +45,8 @@ class _Plan(NamedTuple):
 def col2im_output_shape(x_shape, image_shape, block_shape, *, strides=None, pads=None,
                         dilations=None, opset=None):
     """Output shape of col2im for an input of shape `x_shape` (same validation, no data)."""
-    return _plan(shape_tuple(OP, "x_shape", x_shape), image_shape=image_shape, block_shape=block_shape, strides=strides, pads=pads,
-                 dilations=dilations, opset=opset).out_shape
+    return _plan(shape_tuple(OP, "x_shape", x_shape), image_shape=image_shape, block_shape=block_shape,
+                 strides=strides, pads=pads, dilations=dilations, opset=opset).out_shape
 
 
 def col2im(x, image_shape, block_shape, *, strides=None, pads=None, dilations=None, opset=None,

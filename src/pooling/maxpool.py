@@ -46,8 +46,8 @@ def max_pool_output_shape(x_shape, kernel_shape, *, strides=None, pads=None, dil
                           return_indices=False, layout="NCHW", activation=None,
                           activation_params=None, opset=None):
     """Output shape of max_pool for an input of shape `x_shape` (same validation, no data)."""
-    return _plan(shape_tuple(OP, "x_shape", x_shape), kernel_shape=kernel_shape, strides=strides, pads=pads, dilations=dilations,
-                 auto_pad=auto_pad, ceil_mode=ceil_mode, storage_order=storage_order,
+    return _plan(shape_tuple(OP, "x_shape", x_shape), kernel_shape=kernel_shape, strides=strides, pads=pads,
+                 dilations=dilations, auto_pad=auto_pad, ceil_mode=ceil_mode, storage_order=storage_order,
                  return_indices=return_indices, layout=layout, activation=activation,
                  activation_params=activation_params, opset=opset).out_shape
 
