@@ -96,7 +96,7 @@ ctypedef fused pool_t:
 
 
 # The kinds of pool_t, in the order of _KINDS: the C type names the Python
-# layer passes (pooling.maxpool's _CTYPE) and max_pool_axis[ctype] accepts.
+# layer passes (pooling._dtypes.C_TYPES) and max_pool_axis[ctype] accepts.
 cdef enum:
     KIND_FLOAT = 0
     KIND_DOUBLE = 1
