@@ -66,7 +66,7 @@ KERNEL_DTYPE = {kind: KINDS[kind].storage for kind in ("bool", "float16", "bfloa
 
 
 def dtype_kind(dtype):
-    """The SPEC name of a dtype ('float32', 'bfloat16', ...), or None if unsupported."""
+    """The ONNX name of a dtype ('float32', 'bfloat16', ...), or None if unsupported."""
     return _kind(np.dtype(dtype))
 
 
@@ -109,6 +109,20 @@ _AS_IS = {dtype: kind for dtype, kind in _PLAIN.items() if kind not in KERNEL_DT
 LEGACY_BFLOAT16 = np.dtype((np.uint16, {"bfloat16": (np.uint16, 0)}))
 
 
+def checked_kind(op, name, dtype, kinds):
+    """The kind of `dtype`; a TypeError naming op, parameter and dtype unless it is in `kinds`."""
+    kind = _kind(dtype)
+    if kind not in kinds:
+        raise TypeError(
+            f"{op}: {name} has dtype {dtype}, which is not supported; "
+            f"supported: {', '.join(kinds)}"
+            + ("" if dtype.fields is None or kind is not None else
+               " (a structured bfloat16 has one field, 'bfloat16', an unsigned 16-bit integer: ONNX's "
+               "legacy dtype in either byte order, or that one-field record)")
+        )
+    return kind
+
+
 def as_kernel_array(op, name, x, kinds):
     """(array, kind): `x` as a native-order C-contiguous array the kernels can read.
 
@@ -123,15 +137,7 @@ def as_kernel_array(op, name, x, kinds):
         flags = arr.flags
         if flags.c_contiguous and flags.aligned:
             return arr, kind  # the common case: nothing to convert (kernels never write inputs)
-    kind = _kind(arr.dtype)
-    if kind not in kinds:
-        raise TypeError(
-            f"{op}: {name} has dtype {arr.dtype}, which is not supported; "
-            f"supported: {', '.join(kinds)}"
-            + ("" if arr.dtype.fields is None or kind is not None else
-               " (a structured bfloat16 has one field, 'bfloat16', an unsigned 16-bit integer: ONNX's "
-               "legacy dtype in either byte order, or that one-field record)")
-        )
+    kind = checked_kind(op, name, arr.dtype, kinds)
     storage = _bfloat16_field(arr.dtype) if arr.dtype.fields is not None else arr.dtype
     if storage.byteorder not in "=|":
         # Byte-swapped (a structured bfloat16's field says so): swap to native order.

@@ -1,4 +1,4 @@
-"""The slow twin of pooling's public functions, written straight from SPEC.md.
+"""The slow twin of pooling's public functions, written straight from docs/behaviour.md.
 
 ``pooling.reference`` has one function for each public one, with the same
 name and the same arguments (bottleneck's ``slow`` module is the model):
@@ -11,14 +11,14 @@ runs the public operator's own validation (its ``_plan``), so bad input raises
 exactly the public ValueError / TypeError.  Everything the operators compute
 is its own and deliberately plain:
 
-* output shapes and window geometry from the formulas of SPEC 1.3, 2 and 3;
-* MaxPool's winner by scanning every window's taps in SPEC order (a later tap
+* output shapes and window geometry from the formulas of behaviour.md §2.3, §3 and §4;
+* MaxPool's winner by scanning every window's taps in the contract's order (a later tap
   replaces the running maximum only if strictly greater, NaN beats numbers,
   the first NaN wins), Indices encoded from the winner's coordinates by the
-  formulas of SPEC 1.5 (row- or column-major planes, NHWC offsets);
+  formulas of behaviour.md §2.5 (row- or column-major planes, NHWC offsets);
 * the fused activation's clamping, with its bounds rounded by this module;
 * MaxUnpool's scatter with the last write winning, Col2Im's accumulation in
-  SPEC's term order;
+  the contract's term order;
 * float16 / bfloat16 rounding (``float16_bits``, ``bfloat16_bits``) from
   numpy's float16 and integer operations on float32 bits, sharing nothing with
   ``pooling._dtypes`` or the compiled kernels.
@@ -33,7 +33,7 @@ import math
 import numpy as np
 
 from ._attrs import int_tuple, shape_tuple
-from ._dtypes import dtype_kind, result_dtype
+from ._dtypes import checked_kind, result_dtype
 from ._outputs import output_array
 from ._threads import resolve_n_threads
 from .col2im import _plan as _col2im_plan
@@ -84,11 +84,8 @@ def bfloat16_bits(values):
 # -- element bits and values ----------------------------------------------------------------------
 
 def _kind(op, arr, kinds, name="x"):
-    kind = dtype_kind(arr.dtype)
-    if kind not in kinds:
-        raise TypeError(f"{op}: {name} has dtype {arr.dtype}, which is not supported; "
-                        f"supported: {', '.join(kinds)}")
-    return kind
+    """The dtype kind of `arr`, checked by the public functions' own dtype validation."""
+    return checked_kind(op, name, arr.dtype, kinds)
 
 
 def _native(arr):
@@ -120,7 +117,7 @@ def _order_values(bits, kind):
 # -- MaxPool --------------------------------------------------------------------------------------
 
 def _pool_geometry(x_shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode, layout):
-    """(spatial, kernel, strides, dilations, output spatial, pads_begin) per SPEC 1.3."""
+    """(spatial, kernel, strides, dilations, output spatial, pads_begin) per behaviour.md §2.3."""
     spatial = tuple(x_shape[2:] if layout == "NCHW" else x_shape[1:-1])
     n = len(spatial)
     kernel = int_tuple("MaxPool", "kernel_shape", kernel_shape, n, 1, 1)
@@ -144,7 +141,7 @@ def _pool_geometry(x_shape, kernel_shape, strides, pads, dilations, auto_pad, ce
             else:
                 o = (d_in + pb + pe - eff) // s + 1
         if o < 0:
-            raise ValueError(f"MaxPool: output dimension {i} would be {o} (twin, SPEC 1.3)")
+            raise ValueError(f"MaxPool: output dimension {i} would be {o} (twin, behaviour.md §2.3)")
         out.append(o)
         begin.append(pb)
     return spatial, kernel, strides, dilations, tuple(out), tuple(begin)
@@ -154,7 +151,7 @@ def max_pool_output_shape(x_shape, kernel_shape, *, strides=None, pads=None, dil
                           auto_pad="NOTSET", ceil_mode=False, storage_order=0,
                           return_indices=False, layout="NCHW", activation=None,
                           activation_params=None, opset=None):
-    """Output shape of max_pool from SPEC 1.3's formulas.
+    """Output shape of max_pool from behaviour.md §2.3's formulas.
 
     A negative output dimension is this twin's own ValueError (raised before
     the public validation runs); every other error is the public one.
@@ -184,10 +181,10 @@ def max_pool(x, kernel_shape, *, strides=None, pads=None, dilations=None, auto_p
              ceil_mode=False, storage_order=0, return_indices=False, layout="NCHW",
              activation=None, activation_params=None, opset=None, n_threads=None,
              out=None, indices_out=None):
-    """Twin of pooling.max_pool: y, or (y, indices) with return_indices (SPEC 1).
+    """Twin of pooling.max_pool: y, or (y, indices) with return_indices (behaviour.md §2).
 
     Every window's taps are scanned in lexicographic order and the winner is
-    kept by SPEC 1.4's rule; Indices are encoded from its coordinates (SPEC 1.5).
+    kept by behaviour.md §2.4's rule; Indices are encoded from its coordinates (behaviour.md §2.5).
     """
     arr = np.asarray(x)
     attrs = dict(strides=strides, pads=pads, dilations=dilations, auto_pad=auto_pad, ceil_mode=ceil_mode,
@@ -216,7 +213,7 @@ def max_pool(x, kernel_shape, *, strides=None, pads=None, dilations=None, auto_p
     values = _order_values(bits, kind)
 
     # Tap positions p_i = o_i*s_i - pb_i + t_i*d_i on the grid (O_1..O_n, K_1..K_n):
-    # flattening the K axes row-major gives SPEC's lexicographic tap order.
+    # flattening the K axes row-major gives the contract's lexicographic tap order.
     grid = np.meshgrid(*[np.arange(o) for o in out_spatial], *[np.arange(k) for k in kernel],
                        indexing="ij")
     pos = [grid[i] * strides[i] - begin[i] + grid[n + i] * dilations[i] for i in range(n)]
@@ -258,7 +255,7 @@ def max_pool(x, kernel_shape, *, strides=None, pads=None, dilations=None, auto_p
     if not return_indices:
         return y_out
 
-    # SPEC 1.5: the winner's flat offset in X as stored (plane-major, or NHWC).
+    # behaviour.md §2.5: the winner's flat offset in X as stored (plane-major, or NHWC).
     image = np.arange(batch).reshape(batch, 1, 1)
     channel = np.arange(channels).reshape(1, channels, 1)
     if layout == "NHWC":
@@ -283,7 +280,7 @@ def max_pool(x, kernel_shape, *, strides=None, pads=None, dilations=None, auto_p
 
 
 def _clamp(y, kind, activation, params):
-    """SPEC 1.4's activation on element bits `y`: min(max(y, lo), hi); NaN stays NaN."""
+    """behaviour.md §2.4's activation on element bits `y`: min(max(y, lo), hi); NaN stays NaN."""
     lo, hi = (0.0, math.inf) if activation == "Relu" else (float(params[0]), float(params[1]))
     if kind in ("int8", "uint8"):
         info = np.iinfo(kind)
@@ -295,7 +292,7 @@ def _clamp(y, kind, activation, params):
         lo_bits, hi_bits = float16_bits([lo, hi])
     elif kind == "bfloat16":
         # Rounded from the float32 nearest to each bound: the library's documented rule
-        # (SPEC 1.4 is silent; exact for every bound that is a float32, e.g. 1.5 or 6.0).
+        # (behaviour.md §2.4 is silent; exact for every bound that is a float32, e.g. 1.5 or 6.0).
         with np.errstate(over="ignore"):
             lo_bits, hi_bits = bfloat16_bits(np.array([lo, hi], np.float32))
     else:
@@ -311,7 +308,7 @@ def _clamp(y, kind, activation, params):
 
 def max_unpool_output_shape(x_shape, kernel_shape, *, strides=None, pads=None, output_shape=None,
                             layout="NCHW", opset=None):
-    """Output shape of max_unpool from SPEC 2 (errors: the public validation's)."""
+    """Output shape of max_unpool from behaviour.md §3 (errors: the public validation's)."""
     x_shape = shape_tuple("MaxUnpool", "x_shape", x_shape)
     _max_unpool_plan(x_shape, kernel_shape=kernel_shape, strides=strides, pads=pads,
                      output_shape=output_shape, layout=layout, opset=opset)
@@ -328,7 +325,7 @@ def max_unpool_output_shape(x_shape, kernel_shape, *, strides=None, pads=None, o
 
 def max_unpool(x, indices, kernel_shape, *, strides=None, pads=None, output_shape=None,
                layout="NCHW", opset=None, n_threads=None, out=None):
-    """Twin of pooling.max_unpool (SPEC 2): zeros, then Y.flat[I.flat[j]] = X.flat[j], j in order.
+    """Twin of pooling.max_unpool (behaviour.md §3): zeros, then Y.flat[I.flat[j]] = X.flat[j], j in order.
 
     numpy leaves the winner of a repeated fancy-index assignment unspecified,
     so the last j of each index is picked explicitly before one assignment.
@@ -376,7 +373,7 @@ _COL2IM_KINDS = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "
 
 def col2im_output_shape(x_shape, image_shape, block_shape, *, strides=None, pads=None,
                         dilations=None, opset=None):
-    """Output shape of col2im, SPEC 3: (N, C*K // K, *image_shape) (errors: the public validation's)."""
+    """Output shape of col2im, behaviour.md §4: (N, C*K // K, *image_shape) (errors: the public validation's)."""
     x_shape = shape_tuple("Col2Im", "x_shape", x_shape)
     _col2im_plan(x_shape, image_shape=image_shape, block_shape=block_shape, strides=strides, pads=pads,
                  dilations=dilations, opset=opset)
@@ -387,7 +384,7 @@ def col2im_output_shape(x_shape, image_shape, block_shape, *, strides=None, pads
 
 def col2im(x, image_shape, block_shape, *, strides=None, pads=None, dilations=None, opset=None,
            n_threads=None, out=None):
-    """Twin of pooling.col2im (SPEC 3).
+    """Twin of pooling.col2im (behaviour.md §4).
 
     Zeros, then for each kernel offset (row-major over block_shape) every
     block's element is added at its image position, blocks in lexicographic
