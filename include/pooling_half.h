@@ -1,6 +1,6 @@
 /* 16-bit floats (IEEE float16 and bfloat16) travel through the kernels as
  * their uint16 bit patterns.  MaxPool only compares, so instead of converting
- * we map the bits to an unsigned key whose integer order is SPEC 1.4's order:
+ * we map the bits to an unsigned key whose integer order is behaviour.md §2.4's order:
  *   - every NaN (either sign, any payload) maps to the top key, so NaN beats
  *     every number and NaNs tie with each other (the first one then wins);
  *   - -0.0 and +0.0 map to the same key, so they tie;

@@ -1,6 +1,6 @@
 /* Conversions between the 16-bit float formats and float32, for Col2Im,
  * which sums: each term is widened exactly to float32, the sum is kept in
- * float32 and rounded once at the end, to nearest even (SPEC 3).
+ * float32 and rounded once at the end, to nearest even (behaviour.md §4).
  *
  * Widening is exact for every pattern (subnormals, infinities and NaN
  * payloads included).  Rounding follows IEEE round-to-nearest-even: float16

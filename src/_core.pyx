@@ -6,7 +6,7 @@ geometry; MaxPool's launches take the geometry once and check each call's
 arrays against it.  Kernels allocate nothing but a launch's scratch, never
 raise, release the GIL and split their work with ``pk_parallel`` (include/pooling_pool.h:
 a work-claiming pool; OpenMP's settings still give the default thread count).  The rules
-they implement are in SPEC.md; the Python layer (``src/pooling``) decides every
+they implement are in docs/behaviour.md; the Python layer (``src/pooling``) decides every
 shape, pad and dtype question.
 
 Built twice by setup.py from the same files: as pooling._core (baseline

@@ -5,7 +5,7 @@
 # types), its own kinds (COL_*), and work items that each own a slab of
 # output rows so no two threads add into one element.
 #
-# Col2Im (SPEC 3)
+# Col2Im (behaviour.md §4)
 #
 # Column element (k, l) of a plane lands at pos_i = beta_i*s_i - pb_i +
 # kappa_i*d_i, with kappa = unravel(k, block_shape) and beta = unravel(l, nb).
@@ -13,7 +13,7 @@
 # axis: no other item writes there, so threads never share an output element.
 # Inside an item the kernel offsets k are the outer loop, and for one k at
 # most one block lands on a pixel, so every pixel receives its terms in
-# increasing k, which is SPEC 3's order: the result is the same for every
+# increasing k, which is behaviour.md §4's order: the result is the same for every
 # n_threads and however the items are cut.
 # ===========================================================================
 

@@ -16,7 +16,7 @@
 #               (_KINDS; max_pool_axis[ctype], MaxPool3d(ctype, ...)).
 #   taps        the offsets t of a window along one axis; a tap is valid when
 #               base + t*dilation lies inside the input ([t0, t1), _taps).
-#   exact key   SPEC 1.4's order (_gt): NaN above all, first maximum wins, -0.0
+#   exact key   behaviour.md §2.4's order (_gt): NaN above all, first maximum wins, -0.0
 #               ties +0.0.
 #   cheap key   a faster compare that agrees with the exact one unless a value
 #               is odd (_keep with exact=False): maxps for float and double, the
@@ -127,7 +127,7 @@ cdef inline int _kind_of(pool_t* tag) noexcept nogil:
 # ===========================================================================
 
 cdef inline bint _gt(pool_t v, pool_t m, uint16_t inf_bits) noexcept nogil:
-    """True when v must replace the running maximum m (SPEC 1.4).
+    """True when v must replace the running maximum m (behaviour.md §2.4).
 
     Strictly greater, so the first maximum wins ties (-0.0 ties +0.0).  NaN is
     above every number and a NaN already held is never replaced.
@@ -188,7 +188,7 @@ cdef inline void _taps(Py_ssize_t base, Py_ssize_t dil, Py_ssize_t k, Py_ssize_t
 
 
 cdef inline bint _keep(pool_t v, pool_t m, uint16_t inf_bits, bint exact) noexcept nogil:
-    """v replaces m.  exact: SPEC's rule (_gt).  Otherwise a cheaper compare that
+    """v replaces m.  exact: the contract's rule (_gt).  Otherwise a cheaper compare that
     agrees with it when neither is _odd(): for float and double plain v > m
     (maxps: wrong only when a new NaN arrives), for 16-bit floats the fast key
     (wrong only for NaN and -0.0)."""

@@ -18,7 +18,7 @@
 #      combined in tap order straight into Y.
 # Reducing the innermost axis first and the outer ones after, each with
 # "strictly greater replaces", picks exactly the first maximum in
-# lexicographic tap order, which is SPEC 1.4's tie rule.  Indices are carried
+# lexicographic tap order, which is behaviour.md §2.4's tie rule.  Indices are carried
 # through both passes (never a per-window rescan).
 #
 # When W == OW * sw (the common "same" and "halving" shapes) a block of rows
@@ -283,7 +283,7 @@ cdef void _hrows(const pool_t* xr, Py_ssize_t rows, pool_t* hv, int32_t* hp, uin
 
     Rows go through the cheap compare of _keep, which is right for rows
     without an _odd() value (nearly all), and the ones that have one are
-    redone with SPEC's exact compare.  A flat geometry first takes all rows as
+    redone with the contract's exact compare.  A flat geometry first takes all rows as
     one long row, then redoes rows one by one only if that saw an _odd() value.
     """
     cdef Py_ssize_t r, ow, first, last, OW = g.OW, W = g.W
@@ -515,7 +515,7 @@ cdef bint _depth_first(const pool_t* xp, pool_t* m, const Geom* g, Py_ssize_t od
     """m = the elementwise maximum of the depth slices output depth od reads
     (one H x W slice), for pooling it in 2-D after: half the 2-D work of the
     slice-by-slice order on stride-2 depths.  Reducing depth first breaks
-    SPEC's tie order, which only shows when equal values have different bits:
+    the contract's tie order, which only shows when equal values have different bits:
     returns False (m unusable) if the slices hold a NaN or -0.0, or the
     depth window is empty; integers always pass."""
     cdef Py_ssize_t i, td, HW = g.H * g.W

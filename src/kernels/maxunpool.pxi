@@ -1,5 +1,5 @@
 # ===========================================================================
-# maxunpool.pxi: MaxUnpool (SPEC 2): zeros, then y[indices[j]] = x[j] for every j of x in
+# maxunpool.pxi: MaxUnpool (behaviour.md §3): zeros, then y[indices[j]] = x[j] for every j of x in
 # row-major order.
 #
 # Only bits move, so one kernel over unsigned storage of each width serves

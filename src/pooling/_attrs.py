@@ -1,4 +1,4 @@
-"""Attribute validation shared by every operator (SPEC 0, 1.2, 2, 3, 4).
+"""Attribute validation shared by every operator (behaviour.md §1, §2.2, §3, §4, §5).
 
 Every error names the operator, the parameter and the offending value.
 """
@@ -12,7 +12,7 @@ from . import _runtime
 
 LAYOUTS = ("NCHW", "NHWC")
 
-# Operator versions, oldest first (SPEC 0).
+# Operator versions, oldest first (behaviour.md §1).
 VERSIONS = {
     "MaxPool": (1, 8, 10, 11, 12, 22),
     "MaxUnpool": (9, 11, 22),

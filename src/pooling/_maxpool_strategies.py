@@ -225,7 +225,7 @@ def _build_depth_first(plan, kind, nt, act, inf_bits):
 def _build_depth_split(plan, kind, nt, act, inf_bits):
     """NCHW 3-D: pool every depth slice in 2-D with the fused kernel, then along
     depth with the axis kernel over contiguous rows of OH*OW values (reducing W,
-    then H, then D keeps SPEC's tie order)."""
+    then H, then D keeps the contract's tie order)."""
     slices, brows = _depth_slices(plan, kind)
     planes = plan.out_shape[0] * plan.out_shape[1]
     depth = plan.spatial[0]
@@ -320,7 +320,7 @@ def _run_nhwc_transposed(plan, kind, xk, y, indices, act, inf_bits, nt):
 
 
 def _run_separable(plan, kind, xk, y, indices, act, inf_bits, nt):
-    """NCHW, any rank: pool the last axis first, then each earlier one (SPEC's
+    """NCHW, any rank: pool the last axis first, then each earlier one (the contract's
     tie order), carrying the winners' flat offsets from stage to stage."""
     n = len(plan.spatial)
     planes = plan.out_shape[0] * plan.out_shape[1]

@@ -1,10 +1,10 @@
-"""Output shapes and pads: pure functions of shapes and attributes (SPEC 1.3, 2, 3)."""
+"""Output shapes and pads: pure functions of shapes and attributes (behaviour.md §2.3, §3, §4)."""
 
 AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 
 
 def pool_output(op, spatial, kernel, strides, dilations, pads, auto_pad, ceil_mode):
-    """(output spatial shape, pads_begin, pads_end) of MaxPool, SPEC 1.3.
+    """(output spatial shape, pads_begin, pads_end) of MaxPool, behaviour.md §2.3.
 
     `pads` are the explicit pads (already checked against auto_pad).  Raises
     ValueError when an output dimension would be negative.

@@ -1,4 +1,4 @@
-"""n_threads semantics shared by every operator (SPEC 4)."""
+"""n_threads semantics shared by every operator (behaviour.md §5)."""
 import math
 import operator
 import os

@@ -1,4 +1,4 @@
-"""Col2Im: validation, output shape, dispatch to the kernel (SPEC 3)."""
+"""Col2Im: validation, output shape, dispatch to the kernel (behaviour.md §4)."""
 import math
 from typing import NamedTuple
 
@@ -12,7 +12,7 @@ from ._threads import resolve_n_threads, split_rows
 
 OP = "Col2Im"
 
-# SPEC 3: every numeric type and bool, in every version (there is only 18).
+# behaviour.md §4: every numeric type and bool, in every version (there is only 18).
 KINDS = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
          "float16", "bfloat16", "float32", "float64", "complex64", "complex128")
 

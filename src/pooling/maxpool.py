@@ -1,4 +1,4 @@
-"""MaxPool: validation per version, output shape, dispatch to the kernels (SPEC 1)."""
+"""MaxPool: validation per version, output shape, dispatch to the kernels (behaviour.md §2)."""
 from typing import NamedTuple
 
 import numpy as np
@@ -13,7 +13,7 @@ from ._threads import resolve_n_threads
 
 OP = "MaxPool"
 
-# SPEC 1.1: the version that introduced each attribute, output and dtype.
+# behaviour.md §2.1: the version that introduced each attribute, output and dtype.
 _ATTRIBUTE_SINCE = {"storage_order": 8, "ceil_mode": 10, "dilations": 10}
 _INDICES_SINCE = 8
 _DTYPE_SINCE = {"float16": 1, "float32": 1, "float64": 1, "int8": 12, "uint8": 12, "bfloat16": 22}
@@ -150,7 +150,7 @@ def _plan(x_shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode, 
 
 
 def _activation(activation, params):
-    """(activation, params as floats) per SPEC 1.4."""
+    """(activation, params as floats) per behaviour.md §2.4."""
     if activation is None:
         return None, ()
     choice(OP, "activation", activation, ACTIVATIONS)
@@ -171,7 +171,7 @@ _INT64 = np.dtype(np.int64)
 
 
 def _to_column_major(indices, spatial):
-    """storage_order=1: re-encode each in-plane offset column-major (SPEC 1.5)."""
+    """storage_order=1: re-encode each in-plane offset column-major (behaviour.md §2.5)."""
     plane_size = int(np.prod(spatial))
     valid = indices >= 0
     plane, pos = np.divmod(indices[valid], plane_size)

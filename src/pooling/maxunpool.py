@@ -1,4 +1,4 @@
-"""MaxUnpool: validation per version, output shape, dispatch to the kernel (SPEC 2)."""
+"""MaxUnpool: validation per version, output shape, dispatch to the kernel (behaviour.md §3)."""
 from typing import NamedTuple
 
 import numpy as np
@@ -12,7 +12,7 @@ from ._threads import resolve_n_threads
 
 OP = "MaxUnpool"
 
-# SPEC 2: the version that introduced each dtype of X.  Library mode adds the
+# behaviour.md §3: the version that introduced each dtype of X.  Library mode adds the
 # integer types MaxPool-12 pools [ext], so anything pooled can be unpooled.
 _DTYPE_SINCE = {"float16": 9, "float32": 9, "float64": 9, "bfloat16": 22}
 _LIBRARY_DTYPES = tuple(_DTYPE_SINCE) + ("int8", "uint8")
@@ -100,7 +100,7 @@ def _plan(x_shape, kernel_shape, strides, pads, output_shape, layout, opset):
     version = resolve_version(OP, opset)
     lead, spatial = split_layout(OP, x_shape, layout)
     # NCHW: each (n, c) plane is one block; NHWC: each image (its channels
-    # interleaved) is one, and Indices are offsets into NHWC memory (SPEC 2).
+    # interleaved) is one, and Indices are offsets into NHWC memory (behaviour.md §3).
     blocks = lead[0] * lead[1] if layout == "NCHW" else lead[0]
     n = len(spatial)
     if kernel_shape is None:
@@ -121,7 +121,7 @@ def _plan(x_shape, kernel_shape, strides, pads, output_shape, layout, opset):
 
 
 def _inferred_spatial(spatial, kernel, strides, pads):
-    """SPEC 2: (D_i - 1)*s_i - (pb_i + pe_i) + k_i per axis, each >= 1."""
+    """behaviour.md §3: (D_i - 1)*s_i - (pb_i + pe_i) + k_i per axis, each >= 1."""
     n = len(spatial)
     out = tuple((d - 1) * s - (pads[i] + pads[i + n]) + k
                 for i, (d, k, s) in enumerate(zip(spatial, kernel, strides)))
@@ -138,7 +138,7 @@ def _inferred_spatial(spatial, kernel, strides, pads):
 
 
 def _given_shape(value, x_shape, lead, version, layout):
-    """output_shape checked against SPEC 2: full rank, N and C of x, every dim >= 0."""
+    """output_shape checked against behaviour.md §3: full rank, N and C of x, every dim >= 0."""
     if isinstance(value, np.ndarray):
         if value.ndim != 1 or value.dtype.kind not in "iu":
             raise TypeError(
