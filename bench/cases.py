@@ -18,6 +18,7 @@ import pooling
 from pooling import reference
 
 THREADS = 2  # peers and pooling run with the same thread count
+ZOO_PREFIX = "zoo "  # group names of the model-zoo sweep (zoo.py) start with it
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,7 @@ class Case:
     layout: str = "NCHW"
     image: tuple = ()             # Col2Im: image_shape and block_shape
     block: tuple = ()
+    family: str = ""              # model-zoo cases (zoo.py): the model family it comes from
 
     @property
     def id(self):
@@ -41,7 +43,8 @@ class Case:
             parts.append("+Indices")
         if self.layout != "NCHW":
             parts.append(self.layout)
-        return " ".join(p for p in parts if p)
+        text = " ".join(p for p in parts if p)
+        return f"{ZOO_PREFIX}{self.family}: {text}" if self.family else text
 
     @property
     def kwargs(self):
@@ -168,8 +171,10 @@ class Unavailable(Exception):
 
 
 def implementations(case):
-    """name -> factory; a factory returns a zero-argument callable (or raises Unavailable)."""
-    return {
+    """name -> factory; a factory returns a zero-argument callable (or raises Unavailable).
+
+    Model-zoo cases also run each peer at one thread ("<peer> 1 thread"), and not with out=."""
+    impls = {
         "pooling": lambda: pooling_call(case),
         "pooling 1 thread": lambda: pooling_call(case, 1),
         "pooling out=": lambda: _pooling_out(case),
@@ -178,6 +183,14 @@ def implementations(case):
         "openvino": lambda: _openvino(case),
         "floor": lambda: _floor(case),
     }
+    if case.family:
+        del impls["pooling out="]
+        impls.update({
+            "onnxruntime 1 thread": lambda: _onnxruntime(case, 1),
+            "torch 1 thread": lambda: _torch(case, 1),
+            "openvino 1 thread": lambda: _openvino(case, 1),
+        })
+    return impls
 
 
 def _pooling_out(case):
@@ -205,11 +218,11 @@ def onnx_model(case):
         from onnx import TensorProto, helper
     except ImportError as e:
         raise Unavailable("onnx is not installed") from e
-    if case.layout != "NCHW":
+    if case.layout != "NCHW" and (case.op != "MaxPool" or case.indices):
         raise Unavailable("no NHWC operator in the default ONNX domain")
     args = inputs(case)
     elem = _ONNX_TYPES[case.dtype]
-    attrs = {k: list(v) for k, v in case.attrs}
+    attrs = {k: list(v) if isinstance(v, tuple) else v for k, v in case.attrs}
     if case.op == "Col2Im":
         names = ["X", "S", "B"]
         args = args + (np.array(case.image, np.int64), np.array(case.block, np.int64))
@@ -218,10 +231,17 @@ def onnx_model(case):
     else:
         names = ["X"]
     outputs = ["Y", "I_out"] if case.indices else ["Y"]
-    node = helper.make_node(case.op, names, outputs, **attrs)
+    nodes = [helper.make_node(case.op, names, outputs, **attrs)]
+    if case.layout == "NHWC":
+        # A channels-last model as exporters write it: NCHW MaxPool between two transposes.
+        last = list(range(len(case.shape)))
+        first = [0, last[-1]] + last[1:-1]
+        nodes = [helper.make_node("Transpose", ["X"], ["Xt"], perm=first),
+                 helper.make_node(case.op, ["Xt"], ["Yt"], **attrs),
+                 helper.make_node("Transpose", ["Yt"], ["Y"], perm=[0] + last[2:] + [1])]
     types = {np.dtype(np.int64): TensorProto.INT64}
     graph = helper.make_graph(
-        [node], "bench",
+        nodes, "bench",
         [helper.make_tensor_value_info(n, types.get(a.dtype, elem), a.shape) for n, a in zip(names, args)],
         [helper.make_tensor_value_info(o, elem if o == "Y" else TensorProto.INT64, None) for o in outputs],
     )
@@ -229,13 +249,13 @@ def onnx_model(case):
     return model.SerializeToString(), dict(zip(names, args))
 
 
-def _onnxruntime(case):
+def _onnxruntime(case, threads=THREADS):
     try:
         import onnxruntime as ort
     except ImportError as e:
         raise Unavailable("onnxruntime is not installed") from e
     options = ort.SessionOptions()
-    options.intra_op_num_threads = THREADS
+    options.intra_op_num_threads = threads
     model, feed = onnx_model(case)
     try:
         session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
@@ -250,12 +270,12 @@ def _torch_tensor(torch, x):
     return torch.from_numpy(x)
 
 
-def _torch(case):
+def _torch(case, threads=THREADS):
     try:
         import torch
     except ImportError as e:
         raise Unavailable("torch is not installed") from e
-    torch.set_num_threads(THREADS)
+    torch.set_num_threads(threads)
     n = case.spatial_rank
     if n > 3:
         raise Unavailable("torch pools at most 3 spatial axes")
@@ -281,7 +301,8 @@ def _torch(case):
             raise Unavailable("torch max_pool has no integer Indices kernel")
         x = args[0].permute(0, 3, 1, 2) if case.layout == "NHWC" else args[0]  # channels_last view
         fn = functools.partial(getattr(F, f"max_pool{n}d"), x, kernel_size=kw["kernel_shape"],
-                               stride=kw.get("strides", 1), padding=pads[:n], return_indices=case.indices)
+                               stride=kw.get("strides", 1), padding=pads[:n], return_indices=case.indices,
+                               dilation=kw.get("dilations", 1), ceil_mode=bool(kw.get("ceil_mode", 0)))
     try:
         fn()
     except RuntimeError as e:
@@ -293,7 +314,7 @@ def _torch(case):
     return run
 
 
-def _openvino(case):
+def _openvino(case, threads=THREADS):
     try:
         import openvino as ov
     except ImportError as e:
@@ -305,7 +326,7 @@ def _openvino(case):
     with open(path, "wb") as f:
         f.write(model)
     try:
-        compiled = ov.Core().compile_model(path, "CPU", {"INFERENCE_NUM_THREADS": THREADS})
+        compiled = ov.Core().compile_model(path, "CPU", {"INFERENCE_NUM_THREADS": threads})
     except Exception as e:
         raise Unavailable(f"openvino: {str(e).splitlines()[0][:80]}") from e
     request = compiled.create_infer_request()
@@ -319,7 +340,7 @@ def _openvino(case):
 
 def to_numpy(case, name, result):
     """A peer's result as numpy arrays comparable with pooling's (Indices as global int64)."""
-    if name != "torch":
+    if not name.startswith("torch"):
         return tuple(np.asarray(r) for r in result) if isinstance(result, tuple) else np.asarray(result)
     import torch
 

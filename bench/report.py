@@ -4,8 +4,14 @@
     python bench/report.py -k "float16"    # a pytest -k selection
     python bench/report.py --plot out.png  # also draw the speedups (matplotlib, the `bench` extra)
     python bench/report.py -k pattern      # only the real-call-pattern groups (test_callpattern.py)
+    python bench/report.py -k zoo          # only the model-zoo sweep (zoo.py)
 
-Per case: pooling's median, its speedup over each peer (peer median / pooling
+The model-zoo sweep has a table of its own: per case and thread count (all
+threads, one thread), pooling's median, the best peer at the same thread count,
+the speedup over it, and the ratio to the memory floor; the targets are a
+speedup of at least 1.2 or a floor ratio of at most 1.25.
+
+Per case of the main table: pooling's median, its speedup over each peer (peer median / pooling
 median; > 1 means pooling is faster), and its ratio to the memory floor
 (pooling median / the time numpy needs to copy the same number of bytes,
 measured in the same run; 1.0 would be the fastest this machine can go).
@@ -27,6 +33,7 @@ import pytest  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 PEERS = ("onnxruntime", "torch", "openvino")
 PATTERN = "pattern "  # the real-call-pattern groups' prefix
+ZOO = "zoo "  # the model-zoo groups' prefix (cases.ZOO_PREFIX)
 
 
 class Progress:
@@ -75,7 +82,7 @@ def table(benchmarks):
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     rows = []
     for group, medians in groups.items():
-        if group.startswith(PATTERN):
+        if group.startswith((PATTERN, ZOO)):
             continue
         ours = min(v for k, v in medians.items() if k in ("pooling", "pooling out="))
         cells = [group, f"{ours * 1e3:.3f}", _ms(medians.get("pooling 1 thread"))]
@@ -112,6 +119,46 @@ def pattern_table(benchmarks):
     return lines
 
 
+def zoo_table(benchmarks):
+    """(markdown lines, speedups) for the model-zoo groups: at each thread count, pooling against
+    the best peer at that count, and against the memory floor."""
+    groups = {}
+    for b in benchmarks:
+        if b["group"].startswith(ZOO):
+            groups.setdefault(b["group"][len(ZOO):], {})[b["name"]] = b["stats"]["median"]
+    if not groups:
+        return [], []
+    header = ["model family: case", "pooling ms", "best peer", "speedup", "1 thread ms", "best peer 1t",
+              "speedup 1t", "vs floor", "target met"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    speedups = []
+    for group, medians in groups.items():
+        floor = medians.get("floor")
+        cells, met = [group], True
+        for ours_key, suffix in (("pooling", ""), ("pooling 1 thread", " 1 thread")):
+            ours = medians.get(ours_key)
+            peers = {p: medians[p + suffix] for p in PEERS if p + suffix in medians}
+            best = min(peers, key=peers.get) if peers else None
+            speedup = peers[best] / ours if best and ours else None
+            if speedup is not None:
+                speedups.append(speedup)
+            near_floor = floor is not None and ours is not None and ours / floor <= 1.25
+            met &= near_floor or (speedup is not None and speedup >= 1.2)
+            cells += [_ms(ours), f"{best} {_ms(peers[best])}" if best else "-",
+                      f"{speedup:.2f}x" if speedup else "-"]
+        ours = medians.get("pooling")
+        cells.append(f"{ours / floor:.2f}" if floor and ours else "-")
+        cells.append("yes" if met else "**no**")
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines, speedups
+
+
+def _geomean(values):
+    import math
+
+    return math.exp(sum(map(math.log, values)) / len(values)) if values else float("nan")
+
+
 def _ms(seconds):
     return "-" if seconds is None else f"{seconds * 1e3:.3f}"
 
@@ -145,8 +192,15 @@ def main(argv=None):
     benchmarks = run(args.selection, extra)
     lines, rows = table(benchmarks)
     patterns = pattern_table(benchmarks)
+    zoo, speedups = zoo_table(benchmarks)
     if len(lines) > 2:
         print("\n".join(lines))
+    if zoo:
+        print("\nModel-zoo sweep (speedup: the best peer's median over pooling's at the same thread count):\n")
+        print("\n".join(zoo))
+        met = sum(line.endswith("| yes |") for line in zoo)
+        print(f"\ntarget met on {met} of {len(zoo) - 2} cases; geometric mean speedup over the best peer "
+              f"(both thread counts): {_geomean(speedups):.2f}x")
     if patterns:
         print("\nReal call patterns (one call after each gap; the gap is not timed):\n")
         print("\n".join(patterns))

@@ -2,6 +2,8 @@
 
     python -m pytest bench                          # timings (python bench/report.py tabulates them)
     python -m pytest bench --benchmark-disable      # smoke test: each body once, checks included
+
+The cases are bench/cases.py's CASES (the README's table) and bench/zoo.py's model-zoo sweep.
 """
 import time
 
@@ -9,14 +11,14 @@ import numpy as np
 import pytest
 
 from cases import CASES, Unavailable, expected, implementations, to_numpy
+from zoo import ZOO
 
 WARM_UP_S = 0.5  # this machine speeds up over about half a second of steady load
 
-MEMBERS = list(implementations(CASES[0]))
+PAIRS = [(case, name) for case in CASES + ZOO for name in implementations(case)]
 
 
-@pytest.mark.parametrize("name", MEMBERS)
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+@pytest.mark.parametrize("case, name", PAIRS, ids=[f"{c.id}-{n}" for c, n in PAIRS])
 def test_bench(benchmark, case, name):
     benchmark.group = case.id
     benchmark.name = name
