@@ -266,7 +266,7 @@ def max_pool_expected_errors(call):
     try:
         reference.max_pool_output_shape(shape, **geometry)
     except ValueError as error:
-        assert "(twin, SPEC 1.3)" in str(error), error
+        assert "(twin, behaviour.md §2.3)" in str(error), error
         expected.add(ValueError)
     return expected
 

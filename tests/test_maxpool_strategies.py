@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import pooling
-from conftest import POOL_DTYPES, assert_same, make_array, to_nhwc
+from conftest import POOL_DTYPES, assert_same, make_array, to_dtype, to_nhwc
 from pooling import maxpool, reference
 from pooling._maxpool_strategies import Strategy, choose_strategy, launch, serves
 
@@ -20,6 +20,7 @@ SERVES = {
     S.NHWC: (("NHWC",), (1, 2, 3), True),
     S.NHWC_TRANSPOSED: (("NHWC",), (1, 2, 3, 4), True),
     S.FUSED: (("NCHW",), (1, 2, 3), True),
+    S.PLANES: (("NCHW",), (1, 2), False),
     S.DEPTH_FIRST: (("NCHW",), (3,), False),
     S.DEPTH_SPLIT: (("NCHW",), (3,), True),
     S.SEPARABLE: (("NCHW",), (1, 2, 3, 4), True),
@@ -80,6 +81,8 @@ CHOOSER_CASES = [
     (S.NHWC, _plan((1, 56, 56, 64), 3, 2, 1, "NHWC"), "float32", True),
     (S.NHWC_TRANSPOSED, _plan((1, 4, 4, 4, 4, 2), 2, layout="NHWC"), "float32", False),
     (S.FUSED, _plan((1, 64, 112, 112), 3, 2, 1), "float32", False),
+    (S.PLANES, _plan((1, 256, 20, 20), 5, 1, 2), "float32", False),
+    (S.PLANES, _plan((1, 2048, 7, 7), 7, 7), "float16", False),
     (S.FUSED, _plan((2, 32, 32, 56, 56), 3, 2, 1, return_indices=True), "float32", True),
     (S.DEPTH_FIRST, _plan((2, 32, 32, 56, 56), 3, 2, 1), "uint8", False),
     (S.DEPTH_FIRST, _plan((2, 32, 32, 56, 56), 3, 2, 1), "float16", False),
@@ -91,6 +94,46 @@ CHOOSER_CASES = [
     (S.SEPARABLE, _plan((1, 1, 3, 1 << 22), (3, 3), None, None), "float32", False),
     (S.FUSED, _plan((1, 2, 5), 9, 1, 4), "int8", True),
 ]
+
+
+def _zeros_and_ties(rng, shape, kind):
+    """Floats from {-1, -0.0, +0.0}, no NaN: the cheap compare's paths, where only the order of
+    the compares decides which zero's bits win."""
+    values = rng.choice(np.array([-1.0, -0.0, 0.0]), size=shape)
+    return make_array(rng, shape, kind, special=False) if kind in ("int8", "uint8") else to_dtype(values, kind)
+
+
+# PLANES' own paths: window doubling (k > 3) along W and H, with dilation, strides > 1 after a
+# doubled W pass, a whole-plane window below and above the 32 values of the lane path, 1-D.
+PLANES_CASES = [
+    ((2, 3, 20, 20), dict(kernel_shape=(5, 5), pads=(2, 2, 2, 2))),
+    ((1, 2, 19, 19), dict(kernel_shape=(9, 9), pads=(4, 4, 4, 4))),
+    ((1, 2, 19, 19), dict(kernel_shape=(13, 13), pads=(6, 6, 6, 6))),
+    ((1, 2, 13, 13), dict(kernel_shape=(13, 13), pads=(6, 6, 6, 6), activation="Relu")),
+    ((1, 3, 16, 17), dict(kernel_shape=(5, 4), dilations=(2, 3), pads=(4, 3, 4, 3))),
+    ((1, 3, 16, 17), dict(kernel_shape=(6, 5), strides=(2, 1), pads=(2, 2, 3, 2), ceil_mode=True)),
+    ((1, 3, 16, 17), dict(kernel_shape=(4, 4), strides=(4, 4))),
+    ((1, 2, 13, 13), dict(kernel_shape=(2, 2), pads=(0, 0, 1, 1))),
+    ((2, 5, 7, 7), dict(kernel_shape=(7, 7), strides=(7, 7))),
+    ((2, 5, 5, 5), dict(kernel_shape=(5, 5))),
+    ((1, 3, 9, 11), dict(kernel_shape=(9, 11), activation="Clip", activation_params=(-0.5, 2.0))),
+    ((2, 3, 40), dict(kernel_shape=(5,), pads=(2, 2))),
+    ((2, 3, 100), dict(kernel_shape=(100,))),
+]
+
+
+@pytest.mark.parametrize("data", ["plain", "special", "zeros"])
+@pytest.mark.parametrize("kind", list(POOL_DTYPES))
+@pytest.mark.parametrize("shape, attrs", PLANES_CASES, ids=[f"{c[0]}-{c[1]}" for c in PLANES_CASES])
+def test_planes_windows_against_the_twin(shape, attrs, kind, data, rng):
+    if data == "zeros":
+        x = _zeros_and_ties(rng, shape, kind)
+    else:
+        x = make_array(rng, shape, kind, special=data == "special")
+    want = reference.max_pool(x, **attrs)
+    assert serves(S.PLANES, _plan(x.shape, **attrs), kind, False)
+    for nt in (1, 2):
+        assert_same(pooling.max_pool(x, n_threads=nt, _strategy=S.PLANES, **attrs), want)
 
 
 @pytest.mark.parametrize("expected, plan, kind, indices", CHOOSER_CASES,

@@ -32,11 +32,16 @@ _BUFFER_BYTES = 8192
 # ... but it must hold one output row's window whatever that costs; past this
 # (huge dilated kernels over wide rows) the separable kernel is taken instead.
 _BUFFER_LIMIT = 1 << 22
+# PLANES keeps four padded planes per thread; past this it is not chosen nor can be forced.
+_PLANES_LIMIT = 1 << 24
+# ... and it is chosen only while they stay in this core's L2 (half a MiB on the machines measured).
+_PLANES_CHOSEN = 1 << 19
 
 
 class Strategy(enum.Enum):
     """How a MaxPool call is computed (docs/design.md has the table with the kernels' names)."""
     NHWC = "nhwc"                        # channels-last kernel over output rows (NHWC, ranks 1-3)
+    PLANES = "planes"                    # whole planes through padded flat passes (NCHW, ranks 1-2)
     FUSED = "fused"                      # fused two-pass kernel over N*C planes (NCHW, ranks 1-3)
     DEPTH_FIRST = "depth_first"          # 3-D: reduce the depth window first, then pool in 2-D
     DEPTH_SPLIT = "depth_split"          # 3-D: FUSED on every depth slice, then along depth
@@ -57,6 +62,10 @@ def choose_strategy(plan, kind, n_threads, with_indices):
                   the scratch budget
     NCHW, 3-D     depth kernel > 1, and not (Indices with a 4- or        DEPTH_SPLIT
                   8-byte dtype)
+    NCHW          ranks 1-2, no Indices, scratch within _PLANES_CHOSEN,  PLANES
+                  and: a window covering the whole plane, or stride 1
+                  with a kernel of 4 or more on an axis, or stride 1
+                  on a plane of at most 256 values
     NCHW          ranks 1-3, one output row's window fits the row ring   FUSED
                   (or the ring beats SEPARABLE's intermediates in size)
     NCHW          otherwise (rank > 3, huge dilated windows)             SEPARABLE
@@ -78,6 +87,15 @@ def choose_strategy(plan, kind, n_threads, with_indices):
       measured faster in FUSED (float32 7.7 -> 5.0 ms), 1- and 2-byte ones slower (uint8 6.5 ->
       7.9 ms, float16 4.6 -> 5.9 ms). It is skipped where its per-slice results would dwarf
       input and output (huge pads across a long, strided depth).
+    - PLANES copies each plane into padded scratch and runs flat passes with window doubling
+      (maxpool_planes.pxi). Forced against FUSED on the model-zoo sweep (bench/zoo.py; AMD EPYC
+      Zen 3, 2-core KVM, AVX2 build, float32 unless said, one thread): global windows 10-16x
+      faster (1x2048x7x7: 0.610 -> 0.038 ms), stride-1 windows of k >= 4 2.5-4x (YOLO SPPF
+      k5 1x256x20x20 0.333 -> 0.122 ms, SPP k13 1x512x19x19 1.773 -> 0.442 ms, float16 k5
+      1x256x40x40 0.959 -> 0.268 ms, 1-D k5 s1 2.09 -> 1.65 ms), k3 s1 on 7x7 planes 0.173 ->
+      0.123 ms, k2 s1 on 13x13 0.136 -> 0.119 ms. It lost where FUSED's hand-written k2/k3
+      forms apply to larger planes (k3 s1 on 28x28 1.23x slower, 128x128 2.1x) and on every
+      stride-2 case (1.8-5.5x slower: its strided W pass has no literal-stride form).
     - FUSED is the general kernel for ranks 1-3. Past _BUFFER_LIMIT elements of ring per thread
       it is slower than SEPARABLE, but SEPARABLE's intermediates can dwarf input and output (huge
       pads on an inner axis times a long outer axis: a MemoryError for a small result), so
@@ -93,6 +111,9 @@ def choose_strategy(plan, kind, n_threads, with_indices):
         if (not (with_indices and KINDS[kind].itemsize >= 4)
                 and serves(Strategy.DEPTH_SPLIT, plan, kind, with_indices)):
             return Strategy.DEPTH_SPLIT
+    if (not with_indices and _planes_pays(plan, kind)
+            and serves(Strategy.PLANES, plan, kind, with_indices)):
+        return Strategy.PLANES
     if _fused_rows(plan, kind, n_threads) is not None:
         return Strategy.FUSED
     return Strategy.SEPARABLE
@@ -111,6 +132,9 @@ def serves(strategy, plan, kind, with_indices):
         return True
     if strategy is Strategy.FUSED:
         return n <= 3 and _fused_rows(plan, kind, None) is not None
+    if strategy is Strategy.PLANES:
+        return (n <= 2 and not with_indices and min(plan.spatial) > 0 and min(plan.out_shape) > 0
+                and _planes_scratch(plan, kind) <= _PLANES_LIMIT)
     if n != 3 or not _fits_int32(plan.spatial):
         return False
     if strategy is Strategy.DEPTH_FIRST:
@@ -287,6 +311,34 @@ def _depth_slices(plan, kind):
     return slices, brows
 
 
+def _planes_pays(plan, kind):
+    """Whether PLANES beats FUSED (choose_strategy's table says why)."""
+    if len(plan.spatial) > 2 or _planes_scratch(plan, kind) > _PLANES_CHOSEN:
+        return False
+    out = plan.out_shape[2:]
+    if all(o == 1 for o in out) and plan.kernel == plan.spatial and not any(plan.pads_begin) \
+            and all(d == 1 for d in plan.dilations):
+        return True  # a window covering the whole plane: a reduction per plane
+    return all(s == 1 for s in plan.strides) and (max(plan.kernel) >= 4 or math.prod(plan.spatial) <= 256)
+
+
+def _planes_scratch(plan, kind):
+    """Bytes of PLANES' scratch per thread: four buffers of the padded plane its windows read."""
+    _, out, kernel, strides, dilations, _ = _promote(plan)
+    rows = (out[1] - 1) * strides[1] + (kernel[1] - 1) * dilations[1] + 1
+    cols = (out[2] - 1) * strides[2] + (kernel[2] - 1) * dilations[2] + 1
+    return 4 * rows * max(cols, out[2]) * KINDS[kind].itemsize
+
+
+def _build_planes(plan, kind, nt, act, inf_bits):
+    """NCHW ranks 1-2 without Indices: a plane per work item, padded into scratch (maxpool_planes.pxi)."""
+    planes = plan.out_shape[0] * plan.out_shape[1]
+    spatial, out, kernel, strides, dilations, pads_begin = _promote(plan)
+    taps = _tap_ranges(spatial, out, kernel, strides, dilations, pads_begin)
+    return _core.MaxPoolPlanes(KINDS[kind].ctype, (planes,) + spatial, (planes,) + out, kernel, strides,
+                               dilations, pads_begin, taps, *act, inf_bits, nt, chunk_size(planes, nt))
+
+
 def _build_nhwc(plan, kind, nt, act, inf_bits):
     """NHWC, ranks 1-3: the channels-last kernel over output rows."""
     n, c = plan.out_shape[0], plan.out_shape[-1]
@@ -408,6 +460,7 @@ def _fits_int32(spatial):
 # Last: the builders are defined above.
 _BUILDERS = {
     Strategy.NHWC: _build_nhwc,
+    Strategy.PLANES: _build_planes,
     Strategy.FUSED: _build_fused,
     Strategy.DEPTH_FIRST: _build_depth_first,
     Strategy.DEPTH_SPLIT: _build_depth_split,

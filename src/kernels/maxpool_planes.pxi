@@ -1,0 +1,271 @@
+# ===========================================================================
+# maxpool_planes.pxi: MaxPoolPlanes, NCHW MaxPool of ranks 1-2 without Indices,
+# one whole plane at a time (strategy PLANES).
+#
+# Each plane is copied into a scratch plane of this thread whose padding holds
+# the empty value (-inf, the integer type's minimum), so that no window has a
+# border: every pass is one long loop with no per-row or per-column set-up.
+# Small planes with many channels (7x7 to 40x40, the common inference case)
+# spent most of their time in that set-up in the fused kernel.
+#
+# Passes go along W, then along H (innermost axis first: the contract's tie
+# order, as in maxpool_fused.pxi).  With stride 1 an axis pass runs over the
+# whole plane as one row (row r's column c at r * Wp + c; the positions that
+# straddle two rows are computed and never read), and a window of k > 3 taps
+# costs ceil(log2 k) + 1 combines per element instead of k - 1 (window
+# doubling: m_2w[i] = pick(m_w[i], m_w[i + w]); the window is pick(m_w[i],
+# m_w[i + k - w]) with the largest w <= k).  pick keeps its earlier operand
+# unless the later one is strictly greater, which gives the first maximum of
+# two ranges that start in order, overlapping or not: so every result is its
+# window's first maximum.  The fill equals the empty value, whose bits are
+# those of any real value equal to it, so it never changes a result's bits.
+#
+# A plane holding an odd value (NaN; -0.0 too for 16-bit floats) is redone
+# with the exact compare.  Otherwise 16-bit floats go through the plane as
+# their fast key (_ring) and compare as int16.
+# ===========================================================================
+
+cdef inline pool_t _pick(pool_t a, pool_t b, uint16_t inf_bits, bint exact) noexcept nogil:
+    """The earlier value a or the later b: b only if strictly greater (16-bit floats
+    as fast keys without `exact`, as bits with it)."""
+    if pool_t is uint16_t and not exact:
+        return <uint16_t>max(<int16_t>a, <int16_t>b)
+    return b if _keep(b, a, inf_bits, exact) else a
+
+
+cdef inline pool_t _in(pool_t v, bint exact) noexcept nogil:
+    """A value as the passes hold it, and back: 16-bit floats as their fast key
+    (_ring, an involution) without `exact`; everything else as it is."""
+    if pool_t is uint16_t and not exact:
+        return _ring(v)
+    return v
+
+
+cdef void _window(const pool_t* src, pool_t* dst, pool_t* t1, pool_t* t2, Py_ssize_t n,
+                  Py_ssize_t k, Py_ssize_t step, uint16_t inf_bits, bint exact) noexcept nogil:
+    """dst[i] = the first maximum of src[i + t * step] over t < k, for i < n; t1 and t2
+    are scratch of n + (k - 1) * step elements (doubling ping-pongs between them, so
+    every loop reads and writes different buffers and vectorises)."""
+    cdef Py_ssize_t i, t, w, m
+    cdef const pool_t* cur = src
+    cdef pool_t* nxt = t1
+    if k <= 3:
+        for i in range(n):
+            dst[i] = src[i]
+        for t in range(1, k):
+            cur = src + t * step
+            for i in range(n):
+                dst[i] = _pick(dst[i], cur[i], inf_bits, exact)
+        return
+    w = 1
+    while 2 * w <= k:
+        m = n + (k - 2 * w) * step
+        for i in range(m):
+            nxt[i] = _pick(cur[i], cur[i + w * step], inf_bits, exact)
+        cur = nxt
+        nxt = t2 if nxt == t1 else t1
+        w *= 2
+    m = (k - w) * step
+    for i in range(n):
+        dst[i] = _pick(cur[i], cur[i + m], inf_bits, exact)
+
+
+cdef void _strided_row(const pool_t* src, pool_t* dst, Py_ssize_t n, Py_ssize_t k,
+                       Py_ssize_t s, Py_ssize_t d, uint16_t inf_bits, bint exact) noexcept nogil:
+    """dst[i] = the first maximum of src[i * s + t * d] over t < k, for i < n (stride > 1)."""
+    cdef Py_ssize_t i, t
+    cdef const pool_t* cur
+    for i in range(n):
+        dst[i] = src[i * s]
+    for t in range(1, k):
+        cur = src + t * d
+        for i in range(n):
+            dst[i] = _pick(dst[i], cur[i * s], inf_bits, exact)
+
+
+cdef bint _plane(const pool_t* x, pool_t* y, const Geom* g, Py_ssize_t Hp, Py_ssize_t Wp,
+                 pool_t* buf, Py_ssize_t size, int act, pool_t lo, pool_t hi,
+                 bint exact) noexcept nogil:
+    """One plane x (H x W) into y (OH x OW) on this thread's scratch buf (4 buffers
+    of `size` elements).  Without `exact`, returns False (y unwritten) if the plane
+    holds an _odd() value."""
+    cdef Py_ssize_t r, c, c0, c1, xr, n, hs, oh, ow, W = g.W, OW = g.OW, OH = g.OH
+    cdef pool_t fill = _empty_value(<pool_t>0, g.inf_bits)
+    cdef pool_t* P = buf
+    cdef pool_t* Hb = buf + size
+    cdef pool_t* T1 = buf + 2 * size
+    cdef pool_t* T2 = buf + 3 * size
+    cdef pool_t* V
+    cdef pool_t* row
+    cdef const pool_t* xrow
+    if not exact:
+        if _special(x, g.H * W, g.inf_bits):
+            return False
+        if pool_t is uint16_t:
+            fill = _ring(fill)
+    # The padded plane: rows [0, Hp) and columns [0, Wp) of the padded input.
+    c0 = min(g.pw, Wp)
+    c1 = min(Wp, g.pw + W)
+    for r in range(Hp):
+        row = P + r * Wp
+        xr = r - g.ph
+        if xr < 0 or xr >= g.H:
+            for c in range(Wp):
+                row[c] = fill
+            continue
+        for c in range(c0):
+            row[c] = fill
+        xrow = x + xr * W - g.pw
+        if pool_t is uint16_t and not exact:
+            for c in range(c0, c1):
+                row[c] = _ring(xrow[c])
+        else:
+            for c in range(c0, c1):
+                row[c] = xrow[c]
+        for c in range(c1, Wp):
+            row[c] = fill
+    # Along W into Hb (row stride hs).
+    if g.sw == 1:
+        hs = Wp
+        _window(P, Hb, T1, T2, Hp * Wp - (g.kw - 1) * g.dw, g.kw, g.dw, g.inf_bits, exact)
+    else:
+        hs = OW
+        for r in range(Hp):
+            _strided_row(P + r * Wp, Hb + r * OW, OW, g.kw, g.sw, g.dw, g.inf_bits, exact)
+    # Along H into V (row stride hs), then the rows' first OW values to y.
+    if g.kh == 1 and g.sh == 1:
+        V = Hb
+    elif g.sh == 1:
+        V = P  # the padded plane is no longer needed
+        _window(Hb, V, T1, T2, (OH - 1) * hs + OW, g.kh, g.dh * hs, g.inf_bits, exact)
+    else:
+        V = P
+        for oh in range(OH):
+            _window(Hb + oh * g.sh * hs, V + oh * hs, T1, T2, OW, g.kh, g.dh * hs, g.inf_bits, exact)
+    for oh in range(OH):
+        row = V + oh * hs
+        if pool_t is uint16_t and not exact:
+            for ow in range(OW):
+                y[oh * OW + ow] = _ring(row[ow])
+        else:
+            for ow in range(OW):
+                y[oh * OW + ow] = row[ow]
+        if act:
+            for ow in range(OW):
+                y[oh * OW + ow] = _clamp(y[oh * OW + ow], lo, hi, act, g.inf_bits)
+    return True
+
+
+cdef bint _global(const pool_t* x, pool_t* y, Py_ssize_t n, uint16_t inf_bits,
+                  bint exact) noexcept nogil:
+    """y[0] = the first maximum of x[0:n] (a window that is the whole plane).  Sixteen
+    running maxima, one per lane of position i % 16, combined in lane order: the
+    value is right; the bits only matter when the maximum is a float zero (-0.0 ties
+    +0.0, and the first one counts), which is then redone in order."""
+    cdef pool_t acc[16]
+    cdef pool_t m
+    cdef Py_ssize_t i, l, body = n - n % 16
+    if n < 32 or exact:
+        m = _in(x[0], exact)
+        for i in range(1, n):
+            m = _pick(m, _in(x[i], exact), inf_bits, exact)
+        y[0] = _in(m, exact)
+        return True
+    for l in range(16):
+        acc[l] = _in(x[l], exact)
+    for i in range(16, body, 16):
+        for l in range(16):
+            acc[l] = _pick(acc[l], _in(x[i + l], exact), inf_bits, exact)
+    m = acc[0]
+    for l in range(1, 16):
+        m = _pick(m, acc[l], inf_bits, exact)
+    for i in range(body, n):
+        m = _pick(m, _in(x[i], exact), inf_bits, exact)
+    if (pool_t is float or pool_t is double) and m == 0:
+        m = x[0]
+        for i in range(1, n):
+            m = _pick(m, x[i], inf_bits, exact)
+    y[0] = _in(m, exact)
+    return True
+
+
+cdef class MaxPoolPlanes(_Launch):
+    """NCHW MaxPool of ranks 1-2 without Indices, a plane per work item on a padded
+    scratch copy (see the banner): x (planes, 1, H, W) -> y (planes, 1, OH, OW).
+
+    Hp, Wp: the padded plane's extent that the windows read,
+    (OH - 1) * sh + (kh - 1) * dh + 1 and likewise along W.
+    """
+    cdef Py_ssize_t Hp, Wp, size, per_thread, planes
+    cdef bint whole                             # one window covering the plane exactly
+
+    def __init__(self, str ctype, tuple x_shape, tuple y_shape, tuple kernel, tuple strides,
+                 tuple dilations, tuple pads_begin, const Py_ssize_t[:, ::1] taps not None,
+                 int act, double lo, double hi, uint16_t inf_bits, int n_threads, Py_ssize_t chunk):
+        self._setup(ctype, x_shape[1:], y_shape[1:], kernel, strides, dilations, pads_begin,
+                    taps, act, lo, hi, inf_bits)
+        cdef Geom* g = &self.g
+        self.planes = x_shape[0]
+        self.Hp = (g.OH - 1) * g.sh + (g.kh - 1) * g.dh + 1
+        self.Wp = (g.OW - 1) * g.sw + (g.kw - 1) * g.dw + 1
+        self.size = self.Hp * max(self.Wp, g.OW)
+        self.per_thread = _padded(4 * self.size, self.itemsize)
+        self.whole = (g.OH == 1 and g.OW == 1 and g.ph == 0 and g.pw == 0
+                      and self.Hp == g.H and self.Wp == g.W and g.dh == 1 and g.dw == 1)
+        self.units = self.planes
+        self.xsize, self.ysize = self.planes * g.H * g.W, self.planes * g.OH * g.OW
+        self.n_threads = max(1, min(n_threads, self.units))
+        self.chunk = max(1, chunk)
+
+    cdef Py_ssize_t _scratch_bytes(self, bint with_pos):
+        return 0 if self.whole else self.n_threads * self.per_thread * self.itemsize
+
+    cdef void _run(self, const char* xb, char* yb, int64_t* ib, _Scratch s):
+        cdef _UnitsJob j
+        _start_job(&j, xb, yb, ib, self)
+        j.hv = s.block
+        j.vs = self.per_thread
+        j.xplane, j.yplane = self.g.H * self.g.W, self.g.OH * self.g.OW
+        j.rows, j.nblk, j.ms = self.Hp, self.Wp, self.size
+        j.C = self.whole
+        with nogil:
+            pk_parallel(_planes_body, &j, self.units, self.chunk, self.n_threads)
+
+
+cdef void _planes_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil:
+    """pk_parallel's body for MaxPoolPlanes: planes [begin, end) on thread tid."""
+    cdef _UnitsJob* j = <_UnitsJob*>job
+    if j.kind == KIND_FLOAT:
+        _planes(<float*>NULL, j, begin, end, tid)
+    elif j.kind == KIND_DOUBLE:
+        _planes(<double*>NULL, j, begin, end, tid)
+    elif j.kind == KIND_INT8:
+        _planes(<int8_t*>NULL, j, begin, end, tid)
+    elif j.kind == KIND_UINT8:
+        _planes(<uint8_t*>NULL, j, begin, end, tid)
+    else:
+        _planes(<uint16_t*>NULL, j, begin, end, tid)
+
+
+cdef void _planes(pool_t* kind, const _UnitsJob* j, Py_ssize_t begin, Py_ssize_t end,
+                  int tid) noexcept nogil:
+    """MaxPoolPlanes' planes [begin, end) in element type pool_t, with thread tid's scratch.
+    j.rows, j.nblk: the padded plane's Hp and Wp; j.ms: elements per scratch buffer;
+    j.C: the window is the whole plane."""
+    cdef Geom gc = j.g[0]  # a copy the compiler can keep in registers
+    cdef Py_ssize_t p
+    cdef const pool_t* x
+    cdef pool_t* y
+    cdef pool_t* buf = <pool_t*>j.hv + tid * j.vs
+    for p in range(begin, end):
+        x = <const pool_t*>j.x + p * j.xplane
+        y = <pool_t*>j.y + p * j.yplane
+        if j.C:
+            if _special(x, j.xplane, gc.inf_bits):
+                _global(x, y, j.xplane, gc.inf_bits, True)
+            else:
+                _global(x, y, j.xplane, gc.inf_bits, False)
+            if j.act:
+                y[0] = _clamp(y[0], <pool_t>j.lo, <pool_t>j.hi, j.act, gc.inf_bits)
+        elif not _plane(x, y, &gc, j.rows, j.nblk, buf, j.ms, j.act, <pool_t>j.lo, <pool_t>j.hi, False):
+            _plane(x, y, &gc, j.rows, j.nblk, buf, j.ms, j.act, <pool_t>j.lo, <pool_t>j.hi, True)
