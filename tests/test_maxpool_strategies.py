@@ -104,7 +104,8 @@ def _zeros_and_ties(rng, shape, kind):
 
 
 # PLANES' own paths: window doubling (k > 3) along W and H, with dilation, strides > 1 after a
-# doubled W pass, a whole-plane window below and above the 32 values of the lane path, 1-D.
+# doubled W pass, a plane copied without padding whose last row no window reads, a whole-plane
+# window below and above the 32 values of the lane path, 1-D.
 PLANES_CASES = [
     ((2, 3, 20, 20), dict(kernel_shape=(5, 5), pads=(2, 2, 2, 2))),
     ((1, 2, 19, 19), dict(kernel_shape=(9, 9), pads=(4, 4, 4, 4))),
@@ -113,6 +114,7 @@ PLANES_CASES = [
     ((1, 3, 16, 17), dict(kernel_shape=(5, 4), dilations=(2, 3), pads=(4, 3, 4, 3))),
     ((1, 3, 16, 17), dict(kernel_shape=(6, 5), strides=(2, 1), pads=(2, 2, 3, 2), ceil_mode=True)),
     ((1, 3, 16, 17), dict(kernel_shape=(4, 4), strides=(4, 4))),
+    ((1, 2, 7, 8), dict(kernel_shape=(2, 2), strides=(2, 2))),
     ((1, 2, 13, 13), dict(kernel_shape=(2, 2), pads=(0, 0, 1, 1))),
     ((2, 5, 7, 7), dict(kernel_shape=(7, 7), strides=(7, 7))),
     ((2, 5, 5, 5), dict(kernel_shape=(5, 5))),

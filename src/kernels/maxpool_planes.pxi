@@ -70,9 +70,10 @@ cdef void _window(const pool_t* src, pool_t* dst, pool_t* t1, pool_t* t2, Py_ssi
         dst[i] = _pick(cur[i], cur[i + m], inf_bits, exact)
 
 
-cdef void _strided_row(const pool_t* src, pool_t* dst, Py_ssize_t n, Py_ssize_t k,
-                       Py_ssize_t s, Py_ssize_t d, uint16_t inf_bits, bint exact) noexcept nogil:
-    """dst[i] = the first maximum of src[i * s + t * d] over t < k, for i < n (stride > 1)."""
+cdef inline void _strided(const pool_t* src, pool_t* dst, Py_ssize_t n, Py_ssize_t k,
+                          Py_ssize_t s, Py_ssize_t d, uint16_t inf_bits, bint exact) noexcept nogil:
+    """dst[i] = the first maximum of src[i * s + t * d] over t < k, for i < n (stride > 1;
+    inlined so that a literal stride 2 loads whole vectors and shuffles)."""
     cdef Py_ssize_t i, t
     cdef const pool_t* cur
     for i in range(n):
@@ -86,10 +87,12 @@ cdef void _strided_row(const pool_t* src, pool_t* dst, Py_ssize_t n, Py_ssize_t 
 cdef bint _plane(const pool_t* x, pool_t* y, const Geom* g, Py_ssize_t Hp, Py_ssize_t Wp,
                  pool_t* buf, Py_ssize_t size, int act, pool_t lo, pool_t hi,
                  bint exact) noexcept nogil:
-    """One plane x (H x W) into y (OH x OW) on this thread's scratch buf (4 buffers
-    of `size` elements).  Without `exact`, returns False (y unwritten) if the plane
-    holds an _odd() value."""
-    cdef Py_ssize_t r, c, c0, c1, xr, n, hs, oh, ow, W = g.W, OW = g.OW, OH = g.OH
+    """One plane x (H x W) into y (OH x OW) on this thread's scratch buf (4 buffers of
+    `size` elements); the padded plane is Hp rows of Wp values (the extent the windows
+    read, rounded up to a multiple of the W stride).  Without `exact`, returns False
+    (y unwritten) if the plane holds an _odd() value.  (Stacking several small planes
+    into one set of passes measured no faster: 1x832x7x7 k3 s1, 1x256x20x20 k5 s1.)"""
+    cdef Py_ssize_t r, c0, c1, n, hs, oh, ow, W = g.W, OW = g.OW, OH = g.OH
     cdef pool_t fill = _empty_value(<pool_t>0, g.inf_bits)
     cdef pool_t* P = buf
     cdef pool_t* Hb = buf + size
@@ -97,62 +100,56 @@ cdef bint _plane(const pool_t* x, pool_t* y, const Geom* g, Py_ssize_t Hp, Py_ss
     cdef pool_t* T2 = buf + 3 * size
     cdef pool_t* V
     cdef pool_t* row
+    cdef pool_t* yrow
     cdef const pool_t* xrow
     if not exact:
         if _special(x, g.H * W, g.inf_bits):
             return False
-        if pool_t is uint16_t:
-            fill = _ring(fill)
-    # The padded plane: rows [0, Hp) and columns [0, Wp) of the padded input.
+    # The padded plane: rows [0, Hp) and columns [0, Wp) of the padded input, as
+    # a flat fill, then a memcpy per input row (loops per row and per border cost most of
+    # the time of 7x7 planes: short trip counts); 16-bit floats are turned into keys after.
     c0 = min(g.pw, Wp)
     c1 = min(Wp, g.pw + W)
-    for r in range(Hp):
-        row = P + r * Wp
-        xr = r - g.ph
-        if xr < 0 or xr >= g.H:
-            for c in range(Wp):
-                row[c] = fill
-            continue
-        for c in range(c0):
-            row[c] = fill
-        xrow = x + xr * W - g.pw
-        if pool_t is uint16_t and not exact:
-            for c in range(c0, c1):
-                row[c] = _ring(xrow[c])
-        else:
-            for c in range(c0, c1):
-                row[c] = xrow[c]
-        for c in range(c1, Wp):
-            row[c] = fill
-    # Along W into Hb (row stride hs).
+    if g.ph == 0 and c0 == 0 and c1 == Wp and Wp == W and Hp <= g.H:
+        memcpy(P, x, Hp * W * sizeof(pool_t))  # no padding is read: the plane's first Hp rows
+    else:
+        for r in range(Hp * Wp):
+            P[r] = fill
+        if c1 > c0:
+            for r in range(max(0, g.ph), min(Hp, g.ph + g.H)):
+                memcpy(P + r * Wp + c0, x + (r - g.ph) * W + c0 - g.pw, (c1 - c0) * sizeof(pool_t))
+    if pool_t is uint16_t and not exact:
+        for r in range(Hp * Wp):
+            P[r] = _ring(P[r])
+    # Along W into Hb (row stride hs).  Wp is a multiple of sw, so that with a stride the
+    # plane is one row too: row r's column ow is position r * hs + ow.
+    hs = Wp // g.sw
     if g.sw == 1:
-        hs = Wp
         _window(P, Hb, T1, T2, Hp * Wp - (g.kw - 1) * g.dw, g.kw, g.dw, g.inf_bits, exact)
     else:
-        hs = OW
-        for r in range(Hp):
-            _strided_row(P + r * Wp, Hb + r * OW, OW, g.kw, g.sw, g.dw, g.inf_bits, exact)
-    # Along H into V (row stride hs), then the rows' first OW values to y.
-    if g.kh == 1 and g.sh == 1:
+        n = (Hp * Wp - 1 - (g.kw - 1) * g.dw) // g.sw + 1
+        if g.sw == 2:
+            _strided(P, Hb, n, g.kw, 2, g.dw, g.inf_bits, exact)
+        else:
+            _strided(P, Hb, n, g.kw, g.sw, g.dw, g.inf_bits, exact)
+    # Along H into V, over every row (with a stride too: one flat loop beat a loop per
+    # output row on small planes), then each output row's first OW values to y.
+    if g.kh == 1:
         V = Hb
-    elif g.sh == 1:
-        V = P  # the padded plane is no longer needed
-        _window(Hb, V, T1, T2, (OH - 1) * hs + OW, g.kh, g.dh * hs, g.inf_bits, exact)
     else:
-        V = P
-        for oh in range(OH):
-            _window(Hb + oh * g.sh * hs, V + oh * hs, T1, T2, OW, g.kh, g.dh * hs, g.inf_bits, exact)
+        V = P  # the padded plane is no longer needed
+        _window(Hb, V, T1, T2, (OH - 1) * g.sh * hs + OW, g.kh, g.dh * hs, g.inf_bits, exact)
     for oh in range(OH):
-        row = V + oh * hs
+        row = V + oh * g.sh * hs
+        yrow = y + oh * OW
         if pool_t is uint16_t and not exact:
             for ow in range(OW):
-                y[oh * OW + ow] = _ring(row[ow])
+                yrow[ow] = _ring(row[ow])
         else:
-            for ow in range(OW):
-                y[oh * OW + ow] = row[ow]
+            memcpy(yrow, row, OW * sizeof(pool_t))
         if act:
             for ow in range(OW):
-                y[oh * OW + ow] = _clamp(y[oh * OW + ow], lo, hi, act, g.inf_bits)
+                yrow[ow] = _clamp(yrow[ow], lo, hi, act, g.inf_bits)
     return True
 
 
@@ -194,7 +191,7 @@ cdef class MaxPoolPlanes(_Launch):
     scratch copy (see the banner): x (planes, 1, H, W) -> y (planes, 1, OH, OW).
 
     Hp, Wp: the padded plane's extent that the windows read,
-    (OH - 1) * sh + (kh - 1) * dh + 1 and likewise along W.
+    (OH - 1) * sh + (kh - 1) * dh + 1 and likewise along W, rounded up to a multiple of sw.
     """
     cdef Py_ssize_t Hp, Wp, size, per_thread, planes
     cdef bint whole                             # one window covering the plane exactly
@@ -207,8 +204,8 @@ cdef class MaxPoolPlanes(_Launch):
         cdef Geom* g = &self.g
         self.planes = x_shape[0]
         self.Hp = (g.OH - 1) * g.sh + (g.kh - 1) * g.dh + 1
-        self.Wp = (g.OW - 1) * g.sw + (g.kw - 1) * g.dw + 1
-        self.size = self.Hp * max(self.Wp, g.OW)
+        self.Wp = ((g.OW - 1) * g.sw + (g.kw - 1) * g.dw + g.sw) // g.sw * g.sw  # (C division)
+        self.size = self.Hp * self.Wp
         self.per_thread = _padded(4 * self.size, self.itemsize)
         self.whole = (g.OH == 1 and g.OW == 1 and g.ph == 0 and g.pw == 0
                       and self.Hp == g.H and self.Wp == g.W and g.dh == 1 and g.dw == 1)

@@ -326,8 +326,8 @@ def _planes_scratch(plan, kind):
     """Bytes of PLANES' scratch per thread: four buffers of the padded plane its windows read."""
     _, out, kernel, strides, dilations, _ = _promote(plan)
     rows = (out[1] - 1) * strides[1] + (kernel[1] - 1) * dilations[1] + 1
-    cols = (out[2] - 1) * strides[2] + (kernel[2] - 1) * dilations[2] + 1
-    return 4 * rows * max(cols, out[2]) * KINDS[kind].itemsize
+    cols = -(-((out[2] - 1) * strides[2] + (kernel[2] - 1) * dilations[2] + 1) // strides[2]) * strides[2]
+    return 4 * rows * cols * KINDS[kind].itemsize
 
 
 def _build_planes(plan, kind, nt, act, inf_bits):
