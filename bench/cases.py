@@ -174,8 +174,10 @@ def implementations(case):
     """name -> factory; a factory returns a zero-argument callable (or raises Unavailable).
 
     Model-zoo cases also run each peer at one thread ("<peer> 1 thread"), and not with out=."""
+    # pooling's thread count is explicit too: torch.set_num_threads (a peer's factory) sets the
+    # OpenMP thread count of the calling thread, which is also pooling's default.
     impls = {
-        "pooling": lambda: pooling_call(case),
+        "pooling": lambda: pooling_call(case, THREADS),
         "pooling 1 thread": lambda: pooling_call(case, 1),
         "pooling out=": lambda: _pooling_out(case),
         "onnxruntime": lambda: _onnxruntime(case),
@@ -199,7 +201,7 @@ def _pooling_out(case):
         out = {"out": np.empty_like(got[0]), "indices_out": np.empty_like(got[1])}
     else:
         out = {"out": np.empty_like(got)}
-    return pooling_call(case, None, out)
+    return pooling_call(case, THREADS, out)
 
 
 def _floor(case):
