@@ -225,3 +225,28 @@ def test_threadpool_limits_reach_the_calling_thread_only():
             t.join()
     assert seen == {"unlimited": (default, default), "limited": (1, 1)}
     assert pooling.max_threads() == default
+
+
+def test_torch_set_num_threads_sets_the_default_of_the_calling_thread():
+    """README, Processes and threads: where torch loads the same OpenMP runtime as pooling,
+    torch.set_num_threads(n) is the calling thread's OpenMP count, so pooling's default follows
+    it; an explicit n_threads does not. In a subprocess: torch's setting is process-wide state."""
+    pytest.importorskip("torch")
+    if not pooling.openmp_enabled() or pooling.max_threads() < 2 or not sys.platform.startswith("linux"):
+        pytest.skip("needs a threaded build, two cores and /proc/self/maps")
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent("""
+        import os, torch, pooling
+        from pooling._threads import resolve_n_threads
+        maps = open("/proc/self/maps").read().split("\\n")
+        runtimes = {os.path.realpath(line.split()[-1]) for line in maps if "libgomp" in line}
+        torch.set_num_threads(1)
+        print(len(runtimes), pooling.max_threads(), resolve_n_threads("MaxPool", None, 1 << 30),
+              resolve_n_threads("MaxPool", 2, 1 << 30))
+    """)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    runtimes, default, resolved, explicit = map(int, out.stdout.split())
+    assert explicit == 2
+    if runtimes == 1:  # one libgomp: one per-thread count
+        assert (default, resolved) == (1, 1)
+    else:
+        assert (default, resolved) == (pooling.max_threads(),) * 2
