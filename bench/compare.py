@@ -4,6 +4,7 @@
     python bench/compare.py --against /path/to/src      # ... or against another built source tree
     python bench/compare.py --against HEAD -k MaxPool   # A/A: the same code twice, to see the noise
     python bench/compare.py --against v1.0 --threads 1 --rounds 9
+    python bench/compare.py --against HEAD~3 --zoo      # the model-zoo sweep's cases (zoo.py)
 
 A git ref is checked out into a temporary worktree and built in place there
 (about a minute).  Each build runs in its own worker process; the parent asks
@@ -41,11 +42,12 @@ def worker(src):
     sys.path[:0] = [src, HERE]
     import cases  # noqa: E402  (imports pooling from `src`)
     import pooling  # noqa: E402
+    import zoo  # noqa: E402
 
     print(json.dumps({"pooling": os.path.dirname(pooling.__file__)}), flush=True)
     for line in sys.stdin:
         req = json.loads(line)
-        fn = cases.pooling_call(cases.CASES[req["case"]], n_threads=req["threads"])
+        fn = cases.pooling_call((zoo.ZOO if req["zoo"] else cases.CASES)[req["case"]], n_threads=req["threads"])
         end = time.perf_counter() + req["warm_s"]
         while time.perf_counter() < end:
             fn()
@@ -90,6 +92,7 @@ def main(argv=None):
     ap.add_argument("--against", help="a git ref, or a built source tree's src directory")
     ap.add_argument("-k", default="", help="only cases whose id contains this text")
     ap.add_argument("--threads", type=int, default=None, help="n_threads for pooling (default: all)")
+    ap.add_argument("--zoo", action="store_true", help="the model-zoo sweep's cases (zoo.py), not the main table's")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--time", type=float, default=0.3, help="seconds timed per case, build and round")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
@@ -101,18 +104,19 @@ def main(argv=None):
 
     sys.path.insert(0, HERE)
     from cases import CASES
+    from zoo import ZOO
 
     tmp = tempfile.mkdtemp(prefix="pooling-compare-")
     try:
         other = args.against if os.path.isdir(args.against) else build_ref(args.against, tmp)
         before, after = Worker(other), Worker(os.path.join(ROOT, "src"))
         print(f"before: {before.where}\nafter:  {after.where}\n", file=sys.stderr)
-        chosen = [(i, c) for i, c in enumerate(CASES) if args.k in c.id]
+        chosen = [(i, c) for i, c in enumerate(ZOO if args.zoo else CASES) if args.k in c.id]
         rows = []
         for n, (i, case) in enumerate(chosen, 1):
             b, a = [], []
             for r in range(args.rounds):
-                req = dict(case=i, threads=args.threads, warm_s=0.2 if r == 0 else 0.05, time_s=args.time)
+                req = dict(case=i, zoo=args.zoo, threads=args.threads, warm_s=0.2 if r == 0 else 0.05, time_s=args.time)
                 pair = (before, after) if r % 2 == 0 else (after, before)
                 got = {w: w.time(**req) for w in pair}
                 b.append(got[before])
