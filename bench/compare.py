@@ -5,6 +5,7 @@
     python bench/compare.py --against HEAD -k MaxPool   # A/A: the same code twice, to see the noise
     python bench/compare.py --against v1.0 --threads 1 --rounds 9
     python bench/compare.py --against HEAD~3 --zoo      # the model-zoo sweep's cases (zoo.py)
+    python bench/compare.py --against src --before-env POOLING_SIMD=baseline   # SIMD builds, one tree
 
 A git ref is checked out into a temporary worktree and built in place there
 (about a minute).  Each build runs in its own worker process; the parent asks
@@ -61,9 +62,9 @@ def worker(src):
 
 
 class Worker:
-    def __init__(self, src):
+    def __init__(self, src, env=None):
         self.proc = subprocess.Popen([sys.executable, __file__, "--worker", src], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True)
+                                     stdout=subprocess.PIPE, text=True, env=dict(os.environ, **(env or {})))
         self.where = json.loads(self.proc.stdout.readline())["pooling"]
 
     def time(self, **req):
@@ -92,6 +93,8 @@ def main(argv=None):
     ap.add_argument("--against", help="a git ref, or a built source tree's src directory")
     ap.add_argument("-k", default="", help="only cases whose id contains this text")
     ap.add_argument("--threads", type=int, default=None, help="n_threads for pooling (default: all)")
+    ap.add_argument("--before-env", action="append", default=[], metavar="NAME=VALUE",
+                    help="an environment variable for the 'before' worker only (repeatable)")
     ap.add_argument("--zoo", action="store_true", help="the model-zoo sweep's cases (zoo.py), not the main table's")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--time", type=float, default=0.3, help="seconds timed per case, build and round")
@@ -109,7 +112,8 @@ def main(argv=None):
     tmp = tempfile.mkdtemp(prefix="pooling-compare-")
     try:
         other = args.against if os.path.isdir(args.against) else build_ref(args.against, tmp)
-        before, after = Worker(other), Worker(os.path.join(ROOT, "src"))
+        before_env = dict(item.split("=", 1) for item in args.before_env)
+        before, after = Worker(other, before_env), Worker(os.path.join(ROOT, "src"))
         print(f"before: {before.where}\nafter:  {after.where}\n", file=sys.stderr)
         chosen = [(i, c) for i, c in enumerate(ZOO if args.zoo else CASES) if args.k in c.id]
         rows = []
