@@ -9,12 +9,13 @@
 # spent most of their time in that set-up in the fused kernel.
 #
 # Passes go along W, then along H (innermost axis first: the contract's tie
-# order, as in maxpool_fused.pxi).  With stride 1 an axis pass runs over the
-# whole plane as one row (row r's column c at r * Wp + c; the positions that
-# straddle two rows are computed and never read), and a window of k > 3 taps
-# costs ceil(log2 k) + 1 combines per element instead of k - 1 (window
-# doubling: m_2w[i] = pick(m_w[i], m_w[i + w]); the window is pick(m_w[i],
-# m_w[i + k - w]) with the largest w <= k).  pick keeps its earlier operand
+# order, as in maxpool_fused.pxi).  Each pass runs over the whole plane as one
+# row (row r's column c at r * Wp + c, Wp a multiple of the W stride; the
+# positions that straddle two rows are computed and never read).  A window of
+# k > 3 taps costs ceil(log2 k) + 1 combines per element instead of k - 1, by
+# window doubling: m_2w[i] = pick(m_w[i], m_w[i + w]), and the window is
+# pick(m_w[i], m_w[i + k - w]) with the largest w <= k (along a strided W the
+# pass loops over taps instead).  pick keeps its earlier operand
 # unless the later one is strictly greater, which gives the first maximum of
 # two ranges that start in order, overlapping or not: so every result is its
 # window's first maximum.  The fill equals the empty value, whose bits are
