@@ -175,6 +175,8 @@ cdef struct _UnitsJob:
     int32_t* hp
     Py_ssize_t nblk, rows, xplane, yplane, vs, ns, ms, ps
     Py_ssize_t C                    # MaxPoolNHWC: channels
+    Py_ssize_t Hp, Wp, size         # MaxPoolPlanes: padded plane, elements per scratch buffer
+    bint whole                      # MaxPoolPlanes: one window covers the whole plane
     int kind, act
     double lo, hi
 

@@ -154,37 +154,34 @@ cdef bint _plane(const pool_t* x, pool_t* y, const Geom* g, Py_ssize_t Hp, Py_ss
     return True
 
 
-cdef bint _global(const pool_t* x, pool_t* y, Py_ssize_t n, uint16_t inf_bits,
+cdef void _global(const pool_t* x, pool_t* y, Py_ssize_t n, uint16_t inf_bits,
                   bint exact) noexcept nogil:
     """y[0] = the first maximum of x[0:n] (a window that is the whole plane).  Sixteen
     running maxima, one per lane of position i % 16, combined in lane order: the
     value is right; the bits only matter when the maximum is a float zero (-0.0 ties
-    +0.0, and the first one counts), which is then redone in order."""
+    +0.0, and the first one counts), which is then found in order, as are short
+    planes and the exact compare."""
     cdef pool_t acc[16]
     cdef pool_t m
     cdef Py_ssize_t i, l, body = n - n % 16
-    if n < 32 or exact:
+    cdef bint in_order = n < 32 or exact
+    if not in_order:
+        for l in range(16):
+            acc[l] = _in(x[l], exact)
+        for i in range(16, body, 16):
+            for l in range(16):
+                acc[l] = _pick(acc[l], _in(x[i + l], exact), inf_bits, exact)
+        m = acc[0]
+        for l in range(1, 16):
+            m = _pick(m, acc[l], inf_bits, exact)
+        for i in range(body, n):
+            m = _pick(m, _in(x[i], exact), inf_bits, exact)
+        in_order = (pool_t is float or pool_t is double) and m == 0
+    if in_order:
         m = _in(x[0], exact)
         for i in range(1, n):
             m = _pick(m, _in(x[i], exact), inf_bits, exact)
-        y[0] = _in(m, exact)
-        return True
-    for l in range(16):
-        acc[l] = _in(x[l], exact)
-    for i in range(16, body, 16):
-        for l in range(16):
-            acc[l] = _pick(acc[l], _in(x[i + l], exact), inf_bits, exact)
-    m = acc[0]
-    for l in range(1, 16):
-        m = _pick(m, acc[l], inf_bits, exact)
-    for i in range(body, n):
-        m = _pick(m, _in(x[i], exact), inf_bits, exact)
-    if (pool_t is float or pool_t is double) and m == 0:
-        m = x[0]
-        for i in range(1, n):
-            m = _pick(m, x[i], inf_bits, exact)
     y[0] = _in(m, exact)
-    return True
 
 
 cdef class MaxPoolPlanes(_Launch):
@@ -224,8 +221,7 @@ cdef class MaxPoolPlanes(_Launch):
         j.hv = s.block
         j.vs = self.per_thread
         j.xplane, j.yplane = self.g.H * self.g.W, self.g.OH * self.g.OW
-        j.rows, j.nblk, j.ms = self.Hp, self.Wp, self.size
-        j.C = self.whole
+        j.Hp, j.Wp, j.size, j.whole = self.Hp, self.Wp, self.size, self.whole
         with nogil:
             pk_parallel(_planes_body, &j, self.units, self.chunk, self.n_threads)
 
@@ -248,8 +244,8 @@ cdef void _planes_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noe
 cdef void _planes(pool_t* kind, const _UnitsJob* j, Py_ssize_t begin, Py_ssize_t end,
                   int tid) noexcept nogil:
     """MaxPoolPlanes' planes [begin, end) in element type pool_t, with thread tid's scratch.
-    j.rows, j.nblk: the padded plane's Hp and Wp; j.ms: elements per scratch buffer;
-    j.C: the window is the whole plane."""
+    j.Hp, j.Wp: the padded plane's extent; j.size: elements per scratch buffer;
+    j.whole: the window is the whole plane."""
     cdef Geom gc = j.g[0]  # a copy the compiler can keep in registers
     cdef Py_ssize_t p
     cdef const pool_t* x
@@ -258,12 +254,12 @@ cdef void _planes(pool_t* kind, const _UnitsJob* j, Py_ssize_t begin, Py_ssize_t
     for p in range(begin, end):
         x = <const pool_t*>j.x + p * j.xplane
         y = <pool_t*>j.y + p * j.yplane
-        if j.C:
+        if j.whole:
             if _special(x, j.xplane, gc.inf_bits):
                 _global(x, y, j.xplane, gc.inf_bits, True)
             else:
                 _global(x, y, j.xplane, gc.inf_bits, False)
             if j.act:
                 y[0] = _clamp(y[0], <pool_t>j.lo, <pool_t>j.hi, j.act, gc.inf_bits)
-        elif not _plane(x, y, &gc, j.rows, j.nblk, buf, j.ms, j.act, <pool_t>j.lo, <pool_t>j.hi, False):
-            _plane(x, y, &gc, j.rows, j.nblk, buf, j.ms, j.act, <pool_t>j.lo, <pool_t>j.hi, True)
+        elif not _plane(x, y, &gc, j.Hp, j.Wp, buf, j.size, j.act, <pool_t>j.lo, <pool_t>j.hi, False):
+            _plane(x, y, &gc, j.Hp, j.Wp, buf, j.size, j.act, <pool_t>j.lo, <pool_t>j.hi, True)
