@@ -20,6 +20,7 @@ import argparse
 import contextlib
 import json
 import os
+import statistics
 import sys
 import tempfile
 
@@ -153,12 +154,6 @@ def zoo_table(benchmarks):
     return lines, speedups
 
 
-def _geomean(values):
-    import math
-
-    return math.exp(sum(map(math.log, values)) / len(values)) if values else float("nan")
-
-
 def _ms(seconds):
     return "-" if seconds is None else f"{seconds * 1e3:.3f}"
 
@@ -200,7 +195,7 @@ def main(argv=None):
         print("\n".join(zoo))
         met = sum(line.endswith("| yes |") for line in zoo)
         print(f"\ntarget met on {met} of {len(zoo) - 2} cases; geometric mean speedup over the best peer "
-              f"(both thread counts): {_geomean(speedups):.2f}x")
+              f"(both thread counts): {statistics.geometric_mean(speedups):.2f}x")
     if patterns:
         print("\nReal call patterns (one call after each gap; the gap is not timed):\n")
         print("\n".join(patterns))

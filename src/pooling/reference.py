@@ -83,11 +83,6 @@ def bfloat16_bits(values):
 
 # -- element bits and values ----------------------------------------------------------------------
 
-def _kind(op, arr, kinds, name="x"):
-    """The dtype kind of `arr`, checked by the public functions' own dtype validation."""
-    return checked_kind(op, name, arr.dtype, kinds)
-
-
 def _native(arr):
     """`arr` in native byte order and C order; a structured bfloat16 as its uint16 bits."""
     dtype = arr.dtype
@@ -195,7 +190,7 @@ def max_pool(x, kernel_shape, *, strides=None, pads=None, dilations=None, auto_p
                           auto_pad=auto_pad, ceil_mode=ceil_mode, storage_order=storage_order,
                           return_indices=return_indices, layout=layout, activation=activation,
                           activation_params=activation_params, opset=opset)
-    kind = _kind("MaxPool", arr, plan.kinds)
+    kind = checked_kind("MaxPool", "x", arr.dtype, plan.kinds)
     resolve_n_threads("MaxPool", n_threads, arr.size)  # validated, then ignored
     y_out = output_array("MaxPool", "out", out, out_shape, result_dtype(arr.dtype), ("the input x", arr))
     if indices_out is not None and not return_indices:
@@ -337,8 +332,8 @@ def max_unpool(x, indices, kernel_shape, *, strides=None, pads=None, output_shap
                             output_shape=output_shape, layout=layout, opset=opset)
     if idx.shape != arr.shape:
         raise ValueError(f"MaxUnpool: indices must have the shape of x {arr.shape}, got {idx.shape}")
-    _kind("MaxUnpool", arr, plan.kinds)
-    _kind("MaxUnpool", idx, plan.index_kinds, "indices")
+    checked_kind("MaxUnpool", "x", arr.dtype, plan.kinds)
+    checked_kind("MaxUnpool", "indices", idx.dtype, plan.index_kinds)
     y = output_array("MaxUnpool", "out", out, out_shape, result_dtype(arr.dtype), ("the input x", arr),
                      ("the input indices", idx))
     resolve_n_threads("MaxUnpool", n_threads)  # validated, then ignored
@@ -395,7 +390,7 @@ def col2im(x, image_shape, block_shape, *, strides=None, pads=None, dilations=No
     arr = np.asarray(x)
     out_shape = col2im_output_shape(arr.shape, image_shape, block_shape, strides=strides, pads=pads,
                                     dilations=dilations, opset=opset)
-    kind = _kind("Col2Im", arr, _COL2IM_KINDS)
+    kind = checked_kind("Col2Im", "x", arr.dtype, _COL2IM_KINDS)
     resolve_n_threads("Col2Im", n_threads, arr.size)  # validated, then ignored
     y_out = output_array("Col2Im", "out", out, out_shape, result_dtype(arr.dtype), ("the input x", arr))
 
