@@ -93,7 +93,68 @@ CHOOSER_CASES = [
     # wider than the input stays FUSED.
     (S.SEPARABLE, _plan((1, 1, 3, 1 << 22), (3, 3), None, None), "float32", False),
     (S.FUSED, _plan((1, 2, 5), 9, 1, 4), "int8", True),
+    # Windows that tile the input: TILES, but not with Indices, nor a W kernel of 4, nor a
+    # whole-plane window (PLANES), nor where DEPTH_FIRST's 1- and 2-byte rule comes first.
+    (S.TILES, _plan((1, 512, 14, 14), 2, 2), "float32", False),
+    (S.TILES, _plan((2, 16, 32, 48, 48), 2, 2), "float32", False),
+    (S.TILES, _plan((16, 256, 1024), 2, 2), "bfloat16", False),
+    (S.FUSED, _plan((1, 512, 14, 14), 2, 2, return_indices=True), "float32", True),
+    (S.FUSED, _plan((1, 64, 128, 128), 4, 4), "float32", False),
+    (S.DEPTH_FIRST, _plan((2, 32, 32, 56, 56), 2, 2), "uint8", False),
 ]
+
+
+# TILES' paths: ranks 1-3; W kernels 1, 2 (the paired loop) and 3; H kernels 1 to 3; depth
+# kernels 1 and 2; batches of one output row (wide rows) and batches that stop at a depth slab's
+# end (3-D, 2 rows per batch of 3 output rows); a fused activation; padding no window reads.
+TILES_CASES = [
+    ((2, 3, 8, 8), dict(kernel_shape=(2, 2), strides=(2, 2))),
+    ((1, 5, 12, 9), dict(kernel_shape=(4, 3), strides=(4, 3))),
+    ((1, 5, 12, 8), dict(kernel_shape=(3, 2), strides=(3, 2), activation="Relu")),
+    ((1, 5, 12, 8), dict(kernel_shape=(2, 1), strides=(2, 1))),
+    ((2, 3, 6), dict(kernel_shape=(2,), strides=(2,))),
+    ((2, 3, 9), dict(kernel_shape=(3,), strides=(3,), pads=(0, 2))),
+    ((1, 2, 6, 1024), dict(kernel_shape=(2, 2), strides=(2, 2))),
+    ((1, 2, 4, 6, 512), dict(kernel_shape=(2, 2, 2), strides=(2, 2, 2))),
+    ((2, 3, 4, 6, 8), dict(kernel_shape=(1, 2, 2), strides=(1, 2, 2),
+                           activation="Clip", activation_params=(-0.5, 1.0))),
+    ((1, 3, 6, 6, 6), dict(kernel_shape=(3, 3, 1), strides=(3, 3, 1))),
+]
+
+
+@pytest.mark.parametrize("data", ["plain", "special", "zeros"])
+@pytest.mark.parametrize("kind", list(POOL_DTYPES))
+@pytest.mark.parametrize("shape, attrs", TILES_CASES, ids=[f"{c[0]}-{c[1]}" for c in TILES_CASES])
+def test_tiles_windows_against_the_twin(shape, attrs, kind, data, rng):
+    if data == "zeros":
+        x = _zeros_and_ties(rng, shape, kind)
+    else:
+        x = make_array(rng, shape, kind, special=data == "special")
+    want = reference.max_pool(x, **attrs)
+    assert serves(S.TILES, _plan(x.shape, **attrs), kind, False)
+    for nt in (1, 2):
+        assert_same(pooling.max_pool(x, n_threads=nt, _strategy=S.TILES, **attrs), want)
+
+
+@pytest.mark.parametrize("shape, attrs", [
+    ((1, 2, 8, 8), dict(kernel_shape=(2, 2))),                                   # stride 1
+    ((1, 2, 9, 8), dict(kernel_shape=(2, 2), strides=(2, 2))),                   # a row left over
+    ((1, 2, 8, 8), dict(kernel_shape=(2, 2), strides=(2, 2), pads=(1, 1, 1, 1))),
+    ((1, 2, 8, 8), dict(kernel_shape=(2, 2), strides=(2, 2), dilations=(2, 1))),
+    ((1, 2, 7, 8), dict(kernel_shape=(2, 2), strides=(2, 2), ceil_mode=True)),   # a partial window
+    ((1, 2, 0, 8), dict(kernel_shape=(1, 2), strides=(1, 2))),                   # empty
+])
+def test_tiles_serves_only_windows_that_tile_the_input(shape, attrs):
+    assert not serves(S.TILES, _plan(shape, **attrs), "float32", False)
+    if 0 not in shape:  # (an empty result is returned before any strategy is launched)
+        with pytest.raises(ValueError, match="_strategy='tiles' cannot compute this call"):
+            pooling.max_pool(np.zeros(shape, np.float32), _strategy="tiles", **attrs)
+
+
+def test_tiles_serves_no_indices():
+    plan = _plan((1, 2, 8, 8), 2, 2, return_indices=True)
+    assert serves(S.TILES, _plan((1, 2, 8, 8), 2, 2), "float32", False)
+    assert not serves(S.TILES, plan, "float32", True)
 
 
 def _zeros_and_ties(rng, shape, kind):

@@ -42,6 +42,7 @@ class Strategy(enum.Enum):
     """How a MaxPool call is computed (docs/design.md has the table with the kernels' names)."""
     NHWC = "nhwc"                        # channels-last kernel over output rows (NHWC, ranks 1-3)
     PLANES = "planes"                    # whole planes through padded flat passes (NCHW, ranks 1-2)
+    TILES = "tiles"                      # windows that tile the input exactly, as flat passes (NCHW)
     FUSED = "fused"                      # fused two-pass kernel over N*C planes (NCHW, ranks 1-3)
     DEPTH_FIRST = "depth_first"          # 3-D: reduce the depth window first, then pool in 2-D
     DEPTH_SPLIT = "depth_split"          # 3-D: FUSED on every depth slice, then along depth
@@ -60,6 +61,10 @@ def choose_strategy(plan, kind, n_threads, with_indices):
     NCHW, 3-D     depth kernel > 1, no Indices, 1- or 2-byte dtype,      DEPTH_FIRST
                   at least 4 output depth slices per thread, H*W within
                   the scratch budget
+    NCHW          ranks 1-3, no Indices, windows tiling the input        TILES
+                  exactly (stride = kernel, no pads or dilation, input
+                  = output * kernel on every axis), a W kernel of at
+                  most 2, not one window over the whole plane
     NCHW, 3-D     depth kernel > 1, and not (Indices with a 4- or        DEPTH_SPLIT
                   8-byte dtype)
     NCHW          ranks 1-2, no Indices, scratch within _PLANES_CHOSEN,  PLANES
@@ -87,6 +92,16 @@ def choose_strategy(plan, kind, n_threads, with_indices):
       measured faster in FUSED (float32 7.7 -> 5.0 ms), 1- and 2-byte ones slower (uint8 6.5 ->
       7.9 ms, float16 4.6 -> 5.9 ms). It is skipped where its per-slice results would dwarf
       input and output (huge pads across a long, strided depth).
+    - TILES reduces batches of output rows of windows that tile the input (k2 s2 everywhere, as
+      VGG, C3D and label pyramids pool) in flat passes: no borders and no per-plane set-up
+      (maxpool_tiles.pxi). Forced against the strategy chosen before it, AMD EPYC Zen 3 2-core
+      KVM, AVX2 build, interleaved medians, one thread / two threads: 1x512x14x14 k2 s2 0.49 /
+      0.29 of FUSED's time, 2x16x32x48x48 k2 s2 0.69 / 0.66, 1x128x16x56x56 k2 s2 0.76 / 0.82,
+      1x64x16x112x112 (1,2,2) 1.00 / 0.75, 16x256x1024 k2 s2 0.88 / 0.64, 8x256x56x56 0.87,
+      uint8 1x64x224x224 0.81 / 0.60; baseline build 0.38-0.93 except 1-D (1.09). 3-D float32
+      k2 s2 tied DEPTH_FIRST and beat DEPTH_SPLIT 1.25x; for uint8 DEPTH_FIRST stays first
+      (1.47 vs 1.98 ms, 2x32x32x56x56). A W kernel of 4 lost (k4 s4 1x64x128x128 1.08x FUSED's
+      time, (2, 4) 1.21x): only kw 2 has a loop of whole-vector loads and shuffles.
     - PLANES copies each plane into padded scratch and runs flat passes with window doubling
       (maxpool_planes.pxi). Forced against FUSED on the model-zoo sweep (bench/zoo.py; AMD EPYC
       Zen 3, 2-core KVM, AVX2 build, float32 unless said, one thread): global windows 10-16x
@@ -104,10 +119,14 @@ def choose_strategy(plan, kind, n_threads, with_indices):
     """
     if plan.layout == "NHWC":
         return Strategy.NHWC if serves(Strategy.NHWC, plan, kind, with_indices) else Strategy.NHWC_TRANSPOSED
-    if len(plan.spatial) == 3 and plan.kernel[0] > 1:
-        if (not with_indices and _depth_first_pays(plan, kind, n_threads)
-                and serves(Strategy.DEPTH_FIRST, plan, kind, with_indices)):
-            return Strategy.DEPTH_FIRST
+    depth = len(plan.spatial) == 3 and plan.kernel[0] > 1
+    if (depth and not with_indices and _depth_first_pays(plan, kind, n_threads)
+            and serves(Strategy.DEPTH_FIRST, plan, kind, with_indices)):
+        return Strategy.DEPTH_FIRST
+    if (not with_indices and plan.kernel[-1] <= 2 and not _whole_plane(plan)
+            and serves(Strategy.TILES, plan, kind, with_indices)):
+        return Strategy.TILES
+    if depth:
         if (not (with_indices and KINDS[kind].itemsize >= 4)
                 and serves(Strategy.DEPTH_SPLIT, plan, kind, with_indices)):
             return Strategy.DEPTH_SPLIT
@@ -135,6 +154,8 @@ def serves(strategy, plan, kind, with_indices):
     if strategy is Strategy.PLANES:
         return (n <= 2 and not with_indices and min(plan.spatial) > 0 and min(plan.out_shape) > 0
                 and _planes_scratch(plan, kind) <= _PLANES_LIMIT)
+    if strategy is Strategy.TILES:
+        return not with_indices and n <= 3 and _tiles(plan)
     if n != 3 or not _fits_int32(plan.spatial):
         return False
     if strategy is Strategy.DEPTH_FIRST:
@@ -315,11 +336,38 @@ def _planes_pays(plan, kind):
     """Whether PLANES beats FUSED (choose_strategy's table says why)."""
     if len(plan.spatial) > 2 or _planes_scratch(plan, kind) > _PLANES_CHOSEN:
         return False
-    out = plan.out_shape[2:]
-    if all(o == 1 for o in out) and plan.kernel == plan.spatial and not any(plan.pads_begin) \
-            and all(d == 1 for d in plan.dilations):
-        return True  # a window covering the whole plane: a reduction per plane
+    if _whole_plane(plan):
+        return True  # a reduction per plane
     return all(s == 1 for s in plan.strides) and (max(plan.kernel) >= 4 or math.prod(plan.spatial) <= 256)
+
+
+def _tiles(plan):
+    """Whether the windows tile the input exactly: on every axis stride = kernel, no pads,
+    no dilation that takes effect, and the input exactly out * kernel long (not empty)."""
+    return (min(plan.out_shape) > 0 and not any(plan.pads_begin)
+            and all(o * k == size and (o == 1 or s == k) and (k == 1 or d == 1)
+                    for size, o, k, s, d in zip(plan.spatial, plan.out_shape[2:], plan.kernel,
+                                                plan.strides, plan.dilations)))
+
+
+def _build_tiles(plan, kind, nt, act, inf_bits):
+    """NCHW ranks 1-3 without Indices, windows tiling the input: batches of output rows
+    through flat passes (maxpool_tiles.pxi)."""
+    planes = plan.out_shape[0] * plan.out_shape[1]
+    spatial, out, kernel, strides, dilations, pads_begin = _promote(plan)
+    taps = _tap_ranges(spatial, out, kernel, strides, dilations, pads_begin)
+    units = planes * out[0] * out[1]
+    # A batch reads about _BUFFER_BYTES of input per depth tap.
+    rows = max(1, _BUFFER_BYTES // max(1, kernel[1] * spatial[2] * KINDS[kind].itemsize))
+    return _core.MaxPoolTiles(KINDS[kind].ctype, (planes,) + spatial, (planes,) + out, kernel, strides,
+                              dilations, pads_begin, taps, rows, *act, inf_bits, nt,
+                              chunk_size(units, nt))
+
+
+def _whole_plane(plan):
+    """Whether the one window covers the whole plane exactly (global pooling)."""
+    return (all(o == 1 for o in plan.out_shape[2:]) and plan.kernel == plan.spatial
+            and not any(plan.pads_begin) and all(d == 1 for d in plan.dilations))
 
 
 def _planes_scratch(plan, kind):
@@ -461,6 +509,7 @@ def _fits_int32(spatial):
 _BUILDERS = {
     Strategy.NHWC: _build_nhwc,
     Strategy.PLANES: _build_planes,
+    Strategy.TILES: _build_tiles,
     Strategy.FUSED: _build_fused,
     Strategy.DEPTH_FIRST: _build_depth_first,
     Strategy.DEPTH_SPLIT: _build_depth_split,

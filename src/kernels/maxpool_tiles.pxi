@@ -1,0 +1,168 @@
+# ===========================================================================
+# maxpool_tiles.pxi: MaxPoolTiles, NCHW MaxPool of ranks 1-3 without Indices
+# whose windows tile the input exactly (strategy TILES): on every axis the
+# stride equals the kernel, no padding, no dilation, and the input is
+# exactly out * kernel long.  k2 s2 (VGG, C3D, SegNet's encoders, label
+# pyramids) and k4 s4 are the common cases.
+#
+# Windows then never share an input value and never cross a row, so along W
+# the input is one long row whatever the planes: a batch of output rows reads
+# a contiguous block of input rows (of each depth tap), reduced along W in
+# one flat loop (literal kw 2 loads whole vectors and shuffles), then its kh
+# rows per output row combined along H, then the depth taps along D: the
+# innermost axis first, each combine keeping its earlier operand on ties, so
+# every result is its window's first maximum (as in maxpool_fused.pxi).  The
+# fused kernel's per-plane and per-row set-up dominated small planes
+# (1x512x14x14 k2 s2: 0.097 ms, ORT 0.045 ms, one thread).
+#
+# A batch holding an odd value (NaN; -0.0 too for 16-bit floats) is redone
+# with the exact compare; otherwise 16-bit floats travel as fast keys.
+# ===========================================================================
+
+cdef inline bint _tiles_w(const pool_t* src, pool_t* dst, Py_ssize_t n, Py_ssize_t kw,
+                          uint16_t inf_bits, bint exact) noexcept nogil:
+    """dst[i] = the first maximum of src[i * kw + t] over t < kw, for i < n, as the passes
+    hold values (_in).  Without `exact`, returns whether src held an _odd() value (then dst
+    is to be recomputed with it); a literal kw of 2 is one loop the compiler vectorises
+    with whole loads and shuffles, checking the pair as it goes."""
+    cdef Py_ssize_t i, t
+    cdef bint odd = False
+    cdef pool_t a, b
+    if kw == 2:
+        for i in range(n):
+            a = src[2 * i]
+            b = src[2 * i + 1]
+            if not exact:
+                odd |= _odd2(a, b, inf_bits)
+            dst[i] = _pick(_in(a, exact), _in(b, exact), inf_bits, exact)
+        return odd
+    if not exact:
+        odd = _special(src, n * kw, inf_bits)
+    for i in range(n):
+        dst[i] = _in(src[i * kw], exact)
+    for t in range(1, kw):
+        for i in range(n):
+            dst[i] = _pick(dst[i], _in(src[i * kw + t], exact), inf_bits, exact)
+    return odd
+
+
+cdef inline Py_ssize_t _tiles_src(const Geom* g, Py_ssize_t r, Py_ssize_t td) noexcept nogil:
+    """Offset in x of the first input row of output row r at depth tap td: row (r % OH) * kh
+    of depth slice p * D + od * kd + td, where r // OH = p * OD + od."""
+    cdef Py_ssize_t slab = r // g.OH
+    return (((slab // g.OD) * g.D + (slab % g.OD) * g.kd + td) * g.H + (r % g.OH) * g.kh) * g.W
+
+
+cdef inline bint _tiles_batch(const pool_t* x, pool_t* y, const Geom* g, Py_ssize_t r,
+                              Py_ssize_t n, pool_t* buf, bint exact) noexcept nogil:
+    """Output rows [r, r + n) (of OW values, counted over all planes and depth slices; one
+    depth slab when kd > 1) into y + r * OW, on scratch buf of n * kh * OW elements.
+    Without `exact`, returns whether the input held an _odd() value (y is then to be
+    recomputed with `exact`)."""
+    cdef Py_ssize_t td, t, q, c, OW = g.OW, kh = g.kh, m = n * g.kh * g.OW
+    cdef pool_t* a
+    cdef pool_t* d
+    cdef pool_t* yb = y + r * OW
+    cdef bint odd = False
+    for td in range(g.kd):
+        if g.kw == 2:
+            odd |= _tiles_w(x + _tiles_src(g, r, td), buf, m, 2, g.inf_bits, exact)
+        else:
+            odd |= _tiles_w(x + _tiles_src(g, r, td), buf, m, g.kw, g.inf_bits, exact)
+        if odd:
+            return True
+        # Along H (each output row's kh rows of buf, in order), then along D into y.
+        for q in range(n):
+            a = buf + q * kh * OW
+            d = yb + q * OW
+            if td == 0 and kh == 2:
+                for c in range(OW):
+                    d[c] = _pick(a[c], a[OW + c], g.inf_bits, exact)
+                continue
+            if td == 0:
+                memcpy(d, a, OW * sizeof(pool_t))
+            else:
+                for c in range(OW):
+                    d[c] = _pick(d[c], a[c], g.inf_bits, exact)
+            for t in range(1, kh):
+                for c in range(OW):
+                    d[c] = _pick(d[c], a[t * OW + c], g.inf_bits, exact)
+    return False
+
+
+cdef class MaxPoolTiles(_Launch):
+    """NCHW MaxPool of ranks 1-3 without Indices whose windows tile the input exactly
+    (see the banner): x (planes, D, H, W) -> y (planes, OD, OH, OW), D = OD * kd and so on.
+    A work item is one output row; `rows` output rows are reduced as one batch."""
+    cdef Py_ssize_t rows, per_thread
+
+    def __init__(self, str ctype, tuple x_shape, tuple y_shape, tuple kernel, tuple strides,
+                 tuple dilations, tuple pads_begin, const Py_ssize_t[:, ::1] taps not None,
+                 Py_ssize_t rows, int act, double lo, double hi, uint16_t inf_bits, int n_threads,
+                 Py_ssize_t chunk):
+        self._setup(ctype, x_shape[1:], y_shape[1:], kernel, strides, dilations, pads_begin,
+                    taps, act, lo, hi, inf_bits)
+        cdef Geom* g = &self.g
+        self.rows = max(1, rows)
+        self.per_thread = _padded(self.rows * g.kh * g.OW, self.itemsize)
+        self.units = x_shape[0] * g.OD * g.OH
+        self.xsize = x_shape[0] * g.D * g.H * g.W
+        self.ysize = self.units * g.OW
+        self.n_threads = max(1, min(n_threads, self.units))
+        self.chunk = max(1, chunk)
+
+    cdef Py_ssize_t _scratch_bytes(self, bint with_pos):
+        return self.n_threads * self.per_thread * self.itemsize
+
+    cdef void _run(self, const char* xb, char* yb, int64_t* ib, _Scratch s):
+        cdef _UnitsJob j
+        _start_job(&j, xb, yb, ib, self)
+        j.hv = s.block
+        j.vs = self.per_thread
+        j.rows = self.rows
+        with nogil:
+            pk_parallel(_tiles_body, &j, self.units, self.chunk, self.n_threads)
+
+
+cdef void _tiles_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil:
+    """pk_parallel's body for MaxPoolTiles: output rows [begin, end) on thread tid."""
+    cdef _UnitsJob* j = <_UnitsJob*>job
+    if j.kind == KIND_FLOAT:
+        _tiles(<float*>NULL, j, begin, end, tid)
+    elif j.kind == KIND_DOUBLE:
+        _tiles(<double*>NULL, j, begin, end, tid)
+    elif j.kind == KIND_INT8:
+        _tiles(<int8_t*>NULL, j, begin, end, tid)
+    elif j.kind == KIND_UINT8:
+        _tiles(<uint8_t*>NULL, j, begin, end, tid)
+    else:
+        _tiles(<uint16_t*>NULL, j, begin, end, tid)
+
+
+cdef void _tiles(pool_t* kind, const _UnitsJob* j, Py_ssize_t begin, Py_ssize_t end,
+                 int tid) noexcept nogil:
+    """MaxPoolTiles' output rows [begin, end) in element type pool_t, in batches of j.rows
+    (that stay in one depth slab when kd > 1), on thread tid's scratch."""
+    cdef Geom gc = j.g[0]  # a copy the compiler can keep in registers
+    cdef Py_ssize_t r = begin, n, td, i, OW = gc.OW
+    cdef const pool_t* x = <const pool_t*>j.x
+    cdef pool_t* y = <pool_t*>j.y
+    cdef pool_t* buf = <pool_t*>j.hv + tid * j.vs
+    cdef pool_t* yb
+    cdef bint odd
+    while r < end:
+        n = min(end - r, j.rows)
+        if gc.kd > 1:
+            n = min(n, gc.OH - r % gc.OH)
+        # (literal arguments: the compiler specialises the loops for each)
+        odd = _tiles_batch(x, y, &gc, r, n, buf, False)
+        if odd:
+            _tiles_batch(x, y, &gc, r, n, buf, True)
+        yb = y + r * OW
+        if pool_t is uint16_t and not odd:
+            for i in range(n * OW):
+                yb[i] = _ring(yb[i])
+        if j.act:
+            for i in range(n * OW):
+                yb[i] = _clamp(yb[i], <pool_t>j.lo, <pool_t>j.hi, j.act, gc.inf_bits)
+        r += n
