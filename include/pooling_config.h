@@ -79,6 +79,11 @@
 
 /* Whether this CPU can run pooling._core_avx2 (AVX2 and FMA), asked at run
  * time: wheels are compiled for the baseline ISA of their platform. */
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+#include <cpuid.h>
+#endif
+#include <string.h>
+
 static inline int pk_cpu_has_avx2(void)
 {
 #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
@@ -86,6 +91,31 @@ static inline int pk_cpu_has_avx2(void)
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #else
     return 0;
+#endif
+}
+
+/* The CPU's vendor string (12 characters and a NUL) and family (base plus extended, as the
+ * vendors number them: 0x17 Zen 1/2, 0x19 Zen 3/4, 6 most Intel cores), for the dispatcher's
+ * table of what each build measured on which microarchitecture.  "" and 0 where unknown. */
+static inline void pk_cpu_id(char *vendor, int *family)
+{
+    vendor[0] = 0;
+    *family = 0;
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+    {
+        unsigned int a, b, c, d;
+        if (!__get_cpuid(0, &a, &b, &c, &d))
+            return;
+        memcpy(vendor, &b, 4);
+        memcpy(vendor + 4, &d, 4);
+        memcpy(vendor + 8, &c, 4);
+        vendor[12] = 0;
+        if (!__get_cpuid(1, &a, &b, &c, &d))
+            return;
+        *family = (int)((a >> 8) & 0xf);
+        if (*family == 0xf)
+            *family += (int)((a >> 20) & 0xff);
+    }
 #endif
 }
 

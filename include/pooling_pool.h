@@ -19,6 +19,9 @@
  *
  * Windows has no pool: the same interface runs an OpenMP loop there, or a plain loop without
  * OpenMP.  The thread count stays the caller's choice everywhere (OMP_NUM_THREADS, threadpoolctl).
+ *
+ * Only pooling._runtime compiles this file; the kernel builds reach its pool through
+ * pooling_pool_api.h, so a process has one pool whichever builds its kernels come from.
  */
 #ifndef POOLING_POOL_H
 #define POOLING_POOL_H
@@ -28,24 +31,13 @@
 #include <stdlib.h>
 
 #include "pooling_omp.h"
-
-typedef void (*pk_body)(void *ctx, Py_ssize_t begin, Py_ssize_t end, int tid);
+#include "pooling_pool_api.h" /* pk_body, pk_atomic_or */
 
 static void pk_serial(pk_body body, void *ctx, Py_ssize_t items, Py_ssize_t chunk)
 {
     Py_ssize_t b;
     for (b = 0; b < items; b += chunk)
         body(ctx, b, items - b > chunk ? b + chunk : items, 0);
-}
-
-/* *flag |= value, from any thread. */
-static inline void pk_atomic_or(int *flag, int value)
-{
-#if defined(_MSC_VER) && !defined(__clang__)
-    _InterlockedOr((volatile long *)flag, value);
-#else
-    __atomic_fetch_or(flag, value, __ATOMIC_RELAXED);
-#endif
 }
 
 #if !defined(_WIN32)

@@ -5,11 +5,15 @@ nothing here depends on the instruction set: the OpenMP queries (the OpenMP
 runtime is one shared library per process, so these report the one the
 kernels run on), the CPU check that pooling._dispatch makes before it loads
 the AVX2 kernels, the cache-key hasher of pooling._attrs, and the exact 16-bit
-float conversions the tests check Col2Im's against.  build_info() and
-pool_stats() stay in each kernel extension (src/kernels/extension_info.pxi):
-they differ between the two builds.
+float conversions the tests check Col2Im's against; and the thread pool
+(include/pooling_pool.h), compiled here only, which both kernel builds use
+through the capsule `pool_api` (include/pooling_pool_api.h), so that a process
+has one pool whichever build each kernel comes from.  build_info() stays in
+each kernel extension (src/kernels/extension_info.pxi): it differs between the
+two builds.
 """
 from libc.stdint cimport uint16_t
+from cpython.pycapsule cimport PyCapsule_New
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 
@@ -17,8 +21,16 @@ cdef extern from "pooling_omp.h":
     int omp_get_max_threads() noexcept nogil
     int PK_OPENMP
 
+cdef extern from *:
+    """
+    #include "pooling_pool.h"
+    static const pk_pool_api pk_runtime_api = {pk_parallel, pk_stats, PK_POOL};
+    """
+    const void* pk_runtime_api_ptr "(&pk_runtime_api)"
+
 cdef extern from "pooling_config.h":
     int pk_cpu_has_avx2() noexcept nogil
+    void pk_cpu_id(char* vendor, int* family) noexcept nogil
 
 cdef extern from "pooling_half.h":
     enum:
@@ -29,6 +41,9 @@ cdef extern from "pooling_half_conv.h":
     float pk_bf16_to_f32(uint16_t h) noexcept nogil
     uint16_t pk_f32_to_f16(float f) noexcept nogil
     uint16_t pk_f32_to_bf16(float f) noexcept nogil
+
+
+pool_api = PyCapsule_New(<void*>pk_runtime_api_ptr, "pooling._runtime.pool_api", NULL)
 
 
 def openmp_enabled():
@@ -44,6 +59,14 @@ def max_threads():
 def cpu_supports_avx2():
     """True when this CPU can run the AVX2 build of these kernels (pooling._core_avx2)."""
     return bool(pk_cpu_has_avx2())
+
+
+def cpu_id():
+    """(vendor, family) of this CPU from CPUID, e.g. ("AuthenticAMD", 0x19); ("", 0) where unknown."""
+    cdef char vendor[13]
+    cdef int family
+    pk_cpu_id(vendor, &family)
+    return vendor.decode("ascii", "replace"), family
 
 
 cdef tuple _TRUE_KEY = ("bool", True)

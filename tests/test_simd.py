@@ -34,7 +34,12 @@ def test_dispatch_choice_and_report():
     assert _dispatch.level in _dispatch.available
     assert _dispatch.available[0] == "baseline"
     line = next(l for l in pooling._config.config_lines() if l.startswith("simd"))
-    assert line.endswith(f"in use: {_dispatch.level}")
+    assert f"in use: {_dispatch.level}" in line
+    if _dispatch.rules:  # the kernels taken from the baseline build are named, with the reason
+        assert "measured faster than AVX2 on this CPU family" in line
+        assert all(name in line for name, _, _ in _dispatch.rules)
+    else:
+        assert line.endswith(f"in use: {_dispatch.level}")
     if _dispatch.level == "avx2":
         assert _dispatch.core.__name__ == "pooling._core_avx2"
         assert _dispatch.cpu_supports_avx2()
@@ -60,3 +65,76 @@ def test_environment_variable(level):
         assert result.returncode != 0 and "POOLING_SIMD must be one of" in result.stderr
     else:
         assert result.stdout.strip() == "baseline"
+
+
+@pytest.mark.parametrize("cpu, expected", [
+    (("AuthenticAMD", 0x19), {"fused", "tiles"}),     # Zen 3/4: measured
+    (("AuthenticAMD", 0x17), {"fused", "tiles"}),     # Zen 1/2: 256-bit operations split in halves
+    (("GenuineIntel", 6), set()),
+    (("AuthenticAMD", 0x15), set()),                  # Bulldozer family: not measured
+    (("", 0), set()),
+])
+def test_baseline_rules_by_cpu_family(monkeypatch, cpu, expected):
+    monkeypatch.setattr(_dispatch, "cpu_id", lambda: cpu)
+    assert {name for name, _, _ in _dispatch._baseline_rules()} == expected
+
+
+def test_kernels_for_follows_the_rules(monkeypatch):
+    monkeypatch.setattr(_dispatch, "rules", (("tiles", 2, (4,)),))
+    assert _dispatch.kernels_for("tiles", 2, 4) is _dispatch._baseline
+    assert _dispatch.kernels_for("tiles", 2, 2) is _dispatch.core      # another element size
+    assert _dispatch.kernels_for("tiles", 1, 4) is _dispatch.core      # another stride
+    assert _dispatch.kernels_for("fused", 2, 4) is _dispatch.core      # another strategy
+
+
+@pytest.mark.skipif(_dispatch.available == ("baseline",), reason="only one build on this machine")
+@pytest.mark.parametrize("rules", [(), (("fused", 2, (1, 4)), ("tiles", 2, (1, 4)))],
+                         ids=["process-build", "baseline-kernels"])
+def test_mixed_builds_give_the_same_results(monkeypatch, rules, rng):
+    """Whichever build a strategy's kernels come from, the results are the twin's."""
+    from conftest import assert_same, make_array
+    from pooling import reference
+    from pooling._maxpool_strategies import launch
+    monkeypatch.setattr(_dispatch, "rules", rules)
+    launch.cache_clear()
+    try:
+        for kind in ("float32", "uint8", "int8", "float16"):
+            for shape, attrs in [((2, 3, 14, 14), dict(kernel_shape=(2, 2), strides=(2, 2))),
+                                 ((2, 3, 15, 13), dict(kernel_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1))),
+                                 ((2, 3, 15, 13), dict(kernel_shape=(3, 3), strides=(2, 2), return_indices=True))]:
+                x = make_array(rng, shape, kind)
+                want = reference.max_pool(x, **attrs)
+                for nt in (1, 2):
+                    got = pooling.max_pool(x, n_threads=nt, **attrs)
+                    if attrs.get("return_indices"):
+                        assert_same(got[0], want[0])
+                        assert (got[1] == want[1]).all()
+                    else:
+                        assert_same(got, want)
+    finally:
+        launch.cache_clear()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="counts threads in /proc/self/task")
+@pytest.mark.skipif(_dispatch.available == ("baseline",), reason="only one build on this machine")
+def test_both_builds_share_one_thread_pool():
+    """Kernels of both builds in one process start one set of pool workers, not one per build
+    (each would spin for 2 ms after its calls, competing with the other's for the cores)."""
+    code = """if True:
+        import os, numpy as np, pooling
+        from pooling import _core, _core_avx2
+        def tasks():
+            return len(os.listdir("/proc/self/task"))
+        before = tasks()
+        x = np.ones((2, 64, 56, 56), np.float32)
+        for core in (_core, _core_avx2):
+            f = core.max_pool_axis["float"]
+            y = np.empty((128, 28, 56), np.float32)
+            f(x.reshape(128, 56, 56), None, y, None, 2, 2, 1, 0, 0, 0.0, 0.0, 0, 2)
+        assert _core.pool_stats() == _core_avx2.pool_stats()
+        print(tasks() - before)
+    """
+    env = dict(os.environ, OMP_NUM_THREADS="2")
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "1"  # one worker beside the caller, for both builds

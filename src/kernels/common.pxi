@@ -40,6 +40,7 @@
 # ===========================================================================
 
 cimport cython
+from cpython.pycapsule cimport PyCapsule_GetPointer
 from libc.math cimport INFINITY
 from libc.stdint cimport (int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t,
                           uintptr_t)
@@ -68,17 +69,24 @@ cdef extern from "pooling_half_conv.h":
     uint16_t pk_f32_to_f16(float f) noexcept nogil
     uint16_t pk_f32_to_bf16(float f) noexcept nogil
 
-cdef extern from "pooling_pool.h":
+cdef extern from "pooling_pool_api.h":
     ctypedef void (*pk_body)(void* ctx, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil
     void pk_parallel(pk_body body, void* ctx, Py_ssize_t items, Py_ssize_t chunk,
                      int n_threads) noexcept nogil
     void pk_atomic_or(int* flag, int value) noexcept nogil
     void pk_stats(int64_t* beside_owner, int64_t* moved) noexcept nogil
+    void pk_bind(const void* api) noexcept
     int PK_POOL
 
 cdef extern from "pooling_config.h":
     const char* PK_COMPILER
     const char* PK_SIMD_BASELINE
+
+
+# The process's one thread pool is pooling._runtime's (pooling_pool_api.h): bound at import,
+# before any kernel can run.
+from pooling._runtime import pool_api as _pool_api
+pk_bind(PyCapsule_GetPointer(_pool_api, "pooling._runtime.pool_api"))
 
 
 # ===========================================================================

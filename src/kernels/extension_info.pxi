@@ -1,12 +1,10 @@
 # ===========================================================================
 # extension_info.pxi: facts about this kernel extension, read from Python.
 #
-# These are not hot loops, but unlike pooling._runtime's helpers they differ
-# between pooling._core and pooling._core_avx2, so each kernel build carries
-# its own: build_info() reports the SIMD flags this build was compiled with,
-# and pool_stats() reads the thread pool of include/pooling_pool.h, which is
-# `static`, one per extension: only the extension whose pool runs the kernels
-# (pooling._dispatch.core) can count its wake-ups.
+# These are not hot loops.  build_info() differs between pooling._core and
+# pooling._core_avx2 (the SIMD flags each was compiled with), so each kernel
+# build carries its own; pool_stats() reads the process's one pool
+# (pooling._runtime's, include/pooling_pool_api.h), the same from either.
 # ===========================================================================
 
 def pool_stats():

@@ -40,7 +40,8 @@ class _DlInfo(ctypes.Structure):
 
 
 def openmp_runtime():
-    """Path of the OpenMP runtime library that pooling._core calls, or None.
+    """Path of the OpenMP runtime library that pooling._runtime (the thread pool and the OpenMP
+    queries) calls, or None.
 
     None for a serial build, and where the library cannot be located (Windows,
     or a libc without dladdr). A wheel's own copy (pooling_kernels.libs/ on
@@ -52,7 +53,7 @@ def openmp_runtime():
     try:
         # dlsym on the extension's own handle searches the extension and then the
         # libraries it links, which finds the runtime that provides omp_*.
-        symbol = ctypes.CDLL(_core.__file__).omp_get_max_threads
+        symbol = ctypes.CDLL(_runtime.__file__).omp_get_max_threads
         address = ctypes.cast(symbol, ctypes.c_void_p).value
     except (OSError, AttributeError):
         return None
@@ -106,10 +107,22 @@ def config_lines():
         f"max threads     {max_threads()}",
         f"thread runtime  {_THREAD_RUNTIMES[info.get('threads', 'openmp')]}",
         f"simd            baseline {_dispatch._baseline.build_info()['simd_baseline']}; "
-        f"run-time choice of {', '.join(_dispatch.available)}; in use: {_dispatch.level}",
+        f"run-time choice of {', '.join(_dispatch.available)}; in use: {_dispatch.level}"
+        + _simd_exceptions(),
         f"c flags         {' '.join(flags) if flags is not None else 'not recorded by this build'}",
         f"cython          {BUILD_INFO.get('cython', 'not recorded by this build')}",
     ]
+
+
+def _simd_exceptions():
+    """The kernels that run from the baseline build beside an AVX2 one, and why (_dispatch)."""
+    if not _dispatch.rules:
+        return ""
+    vendor, family = _dispatch.cpu_id()
+    kernels = ", ".join(f"{name} with W stride {stride} ({'/'.join(f'{b}-byte' for b in sizes)} types)"
+                        for name, stride, sizes in _dispatch.rules)
+    return (f"; baseline for {kernels}: measured faster than AVX2 on this CPU family "
+            f"({vendor} family {family:#x}; POOLING_SIMD=avx2 runs them in AVX2)")
 
 
 def show_config(file=None):

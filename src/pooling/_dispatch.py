@@ -5,11 +5,15 @@ for the baseline instruction set (x86-64: SSE2).  Where the compiler can,
 setup.py also builds ``pooling._core_avx2`` from the same source with AVX2 and
 FMA, and it is used when this CPU has them.  ``POOLING_SIMD=baseline`` (read at
 import) forces the baseline build; the tests run both.
+
+Where the AVX2 build is in use, a few kernels still come from the baseline build on the
+microarchitectures where they were measured faster there (`BASELINE_FASTER`, `kernels_for`).
+Both builds share pooling._runtime's one thread pool, so mixing them costs nothing.
 """
 import os
 
 from . import _core as _baseline
-from ._runtime import cpu_supports_avx2
+from ._runtime import cpu_id, cpu_supports_avx2
 
 LEVELS = ("auto", "baseline", "avx2")
 
@@ -33,5 +37,40 @@ def _choose(wanted):
     return _baseline, "baseline"
 
 
-core, level = _choose(os.environ.get("POOLING_SIMD", "auto").strip().lower() or "auto")
+wanted = os.environ.get("POOLING_SIMD", "auto").strip().lower() or "auto"
+core, level = _choose(wanted)
 available = ("baseline",) + (("avx2",) if _load_avx2() is not None and cpu_supports_avx2() else ())
+
+
+# (vendor, CPU families) -> MaxPool kernels whose baseline (SSE2) build measured faster than their
+# AVX2 build there, as (strategy, W stride, element sizes).  Zen 3 (AMD EPYC family 0x19, 2-core
+# KVM), one thread, `python bench/compare.py --against src --before-env POOLING_SIMD=baseline
+# --zoo --threads 1`: FUSED with a W stride of 2 ran 1.15-1.41x slower in AVX2 (float32, uint8)
+# and TILES up to 1.9x (1x512x14x14 k2 s2).  The cause is the vector width: a stride-2 load at 256
+# bits is cross-lane vpermd and blends, at 128 bits one shufps per pair of vectors; Zen 1/2
+# (family 0x17, 256-bit operations split in two 128-bit halves) gain even less from 256 bits.
+# Intel cores measured faster in AVX2 on these kernels, and stay there.
+BASELINE_FASTER = {
+    ("AuthenticAMD", (0x17, 0x19)): (("fused", 2, (1, 4)), ("tiles", 2, (1, 4))),
+}
+
+
+def _baseline_rules():
+    vendor, family = cpu_id()
+    for (v, families), rules in BASELINE_FASTER.items():
+        if v == vendor and family in families:
+            return rules
+    return ()
+
+
+# Only when the build was chosen automatically: POOLING_SIMD=avx2 runs every kernel in AVX2.
+rules = _baseline_rules() if level == "avx2" and wanted == "auto" else ()
+
+
+def kernels_for(strategy, w_stride, itemsize):
+    """The compiled build to run `strategy` with (a MaxPool strategy's value), for a W stride and
+    element size: the process's build, or the baseline one where `rules` says it is faster."""
+    for name, stride, sizes in rules:
+        if name == strategy and stride == w_stride and itemsize in sizes:
+            return _baseline
+    return core

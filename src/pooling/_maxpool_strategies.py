@@ -18,6 +18,7 @@ import math
 
 import numpy as np
 
+from . import _dispatch
 from ._dispatch import core as _core
 from ._dtypes import KINDS, float_to_half_bits
 from ._threads import SMALL_INPUT, chunk_size, split_rows
@@ -226,7 +227,7 @@ def _promote(plan):
     return spatial, out, kernel, strides, dilations, pads_begin
 
 
-def _launch_3d(plan, kind, nt, brows, act, inf_bits, depth_first=False):
+def _launch_3d(plan, kind, nt, brows, act, inf_bits, depth_first=False, core=_core):
     """NCHW, ranks 1-3: the fused two-pass kernel over (N*C) planes.
 
     depth_first: work items are whole output depth slices, each first reduced
@@ -244,7 +245,7 @@ def _launch_3d(plan, kind, nt, brows, act, inf_bits, depth_first=False):
             1, (most - (kernel[1] - 1) * dilations[1] - 1) // strides[1] + 1))
     x_shape, y_shape = (planes,) + spatial, (planes,) + out
     taps = _tap_ranges(spatial, out, kernel, strides, dilations, pads_begin)
-    return _core.MaxPool3d(KINDS[kind].ctype, x_shape, y_shape, kernel, strides, dilations, pads_begin,
+    return core.MaxPool3d(KINDS[kind].ctype, x_shape, y_shape, kernel, strides, dilations, pads_begin,
                            taps, brows, rows, depth_first, *act, inf_bits, nt,
                            chunk_size(units, nt))
 
@@ -259,7 +260,8 @@ def _build_fused(plan, kind, nt, act, inf_bits):
     brows = _fused_rows(plan, kind, nt)
     if brows is None:  # forced past the rule that prefers SEPARABLE's memory use
         brows = _fused_rows(plan, kind, None)
-    return _launch_3d(plan, kind, nt, brows, act, inf_bits)
+    core = _dispatch.kernels_for(Strategy.FUSED.value, _promote(plan)[3][2], KINDS[kind].itemsize)
+    return _launch_3d(plan, kind, nt, brows, act, inf_bits, core=core)
 
 
 def _build_depth_first(plan, kind, nt, act, inf_bits):
@@ -359,9 +361,9 @@ def _build_tiles(plan, kind, nt, act, inf_bits):
     units = planes * out[0] * out[1]
     # A batch reads about _BUFFER_BYTES of input per depth tap.
     rows = max(1, _BUFFER_BYTES // max(1, kernel[1] * spatial[2] * KINDS[kind].itemsize))
-    return _core.MaxPoolTiles(KINDS[kind].ctype, (planes,) + spatial, (planes,) + out, kernel, strides,
-                              dilations, pads_begin, taps, rows, *act, inf_bits, nt,
-                              chunk_size(units, nt))
+    core = _dispatch.kernels_for(Strategy.TILES.value, strides[2], KINDS[kind].itemsize)
+    return core.MaxPoolTiles(KINDS[kind].ctype, (planes,) + spatial, (planes,) + out, kernel, strides,
+                             dilations, pads_begin, taps, rows, *act, inf_bits, nt, chunk_size(units, nt))
 
 
 def _whole_plane(plan):
