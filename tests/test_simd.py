@@ -82,13 +82,14 @@ def test_baseline_rules_by_cpu_family(monkeypatch, cpu, expected):
 def test_kernels_for_follows_the_rules(monkeypatch):
     monkeypatch.setattr(_dispatch, "rules", (("tiles", 2, (4,)),))
     assert _dispatch.kernels_for("tiles", 2, 4) is _dispatch._baseline
+    assert _dispatch.kernels_for("tiles", 2, 4, with_indices=True) is _dispatch.core  # never with Indices
     assert _dispatch.kernels_for("tiles", 2, 2) is _dispatch.core      # another element size
     assert _dispatch.kernels_for("tiles", 1, 4) is _dispatch.core      # another stride
     assert _dispatch.kernels_for("fused", 2, 4) is _dispatch.core      # another strategy
 
 
 @pytest.mark.skipif(_dispatch.available == ("baseline",), reason="only one build on this machine")
-@pytest.mark.parametrize("rules", [(), (("fused", 2, (1, 4)), ("tiles", 2, (1, 4)))],
+@pytest.mark.parametrize("rules", [(), (("fused", 2, (1, 2, 4, 8)), ("tiles", 2, (1, 2, 4, 8)))],
                          ids=["process-build", "baseline-kernels"])
 def test_mixed_builds_give_the_same_results(monkeypatch, rules, rng):
     """Whichever build a strategy's kernels come from, the results are the twin's."""
@@ -98,7 +99,7 @@ def test_mixed_builds_give_the_same_results(monkeypatch, rules, rng):
     monkeypatch.setattr(_dispatch, "rules", rules)
     launch.cache_clear()
     try:
-        for kind in ("float32", "uint8", "int8", "float16"):
+        for kind in ("float32", "float64", "uint8", "int8", "float16"):
             for shape, attrs in [((2, 3, 14, 14), dict(kernel_shape=(2, 2), strides=(2, 2))),
                                  ((2, 3, 15, 13), dict(kernel_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1))),
                                  ((2, 3, 15, 13), dict(kernel_shape=(3, 3), strides=(2, 2), return_indices=True))]:

@@ -43,15 +43,18 @@ available = ("baseline",) + (("avx2",) if _load_avx2() is not None and cpu_suppo
 
 
 # (vendor, CPU families) -> MaxPool kernels whose baseline (SSE2) build measured faster than their
-# AVX2 build there, as (strategy, W stride, element sizes).  Zen 3 (AMD EPYC family 0x19, 2-core
-# KVM), one thread, `python bench/compare.py --against src --before-env POOLING_SIMD=baseline
-# --zoo --threads 1`: FUSED with a W stride of 2 ran 1.15-1.41x slower in AVX2 (float32, uint8)
-# and TILES up to 1.9x (1x512x14x14 k2 s2).  The cause is the vector width: a stride-2 load at 256
-# bits is cross-lane vpermd and blends, at 128 bits one shufps per pair of vectors; Zen 1/2
+# AVX2 build there, without Indices, as (strategy, W stride, element sizes).  Zen 3 (AMD EPYC
+# family 0x19, 2-core KVM), `python bench/compare.py --against src --before-env POOLING_SIMD=avx2
+# --zoo -k strides=2` at one and two threads (ratios of the time with these rules to all-AVX2):
+# FUSED with a W stride of 2, float32 and uint8, 0.74-0.98 (ResNet stem, GoogLeNet, SqueezeNet,
+# MTCNN, 1-D k3 s2); TILES float32 0.78-0.92 (VGG pool5, MTCNN P-Net, 3-D k2 s2, 1-D k2 s2).  Not
+# listed because they measured slower in the baseline build: TILES uint8 (1.83-1.93), FUSED
+# with Indices (k2 s2 float32, 1.16-1.34).  The cause is the vector width: a stride-2 load at
+# 256 bits is cross-lane vpermd and blends, at 128 bits one shufps per pair of vectors; Zen 1/2
 # (family 0x17, 256-bit operations split in two 128-bit halves) gain even less from 256 bits.
 # Intel cores measured faster in AVX2 on these kernels, and stay there.
 BASELINE_FASTER = {
-    ("AuthenticAMD", (0x17, 0x19)): (("fused", 2, (1, 4)), ("tiles", 2, (1, 4))),
+    ("AuthenticAMD", (0x17, 0x19)): (("fused", 2, (1, 4)), ("tiles", 2, (4,))),
 }
 
 
@@ -67,9 +70,12 @@ def _baseline_rules():
 rules = _baseline_rules() if level == "avx2" and wanted == "auto" else ()
 
 
-def kernels_for(strategy, w_stride, itemsize):
-    """The compiled build to run `strategy` with (a MaxPool strategy's value), for a W stride and
-    element size: the process's build, or the baseline one where `rules` says it is faster."""
+def kernels_for(strategy, w_stride, itemsize, with_indices=False):
+    """The compiled build to run `strategy` with (a MaxPool strategy's value), for a W stride,
+    element size and Indices or not: the process's build, or the baseline one where `rules`
+    says it is faster (calls without Indices only)."""
+    if with_indices:
+        return core
     for name, stride, sizes in rules:
         if name == strategy and stride == w_stride and itemsize in sizes:
             return _baseline

@@ -188,7 +188,7 @@ def launch(plan, kind, nt, with_indices, strategy=None):
                              f"(layout {plan.layout}, rank {len(plan.spatial)}, "
                              f"return_indices={with_indices})")
     act = _activation_bounds(plan.activation, plan.activation_params, kind)
-    return _BUILDERS[strategy](plan, kind, nt, act, KINDS[kind].inf_bits)
+    return _BUILDERS[strategy](plan, kind, nt, act, KINDS[kind].inf_bits, with_indices)
 
 
 @functools.lru_cache(maxsize=64)
@@ -256,20 +256,21 @@ def _depth_first_pays(plan, kind, nt):
     return KINDS[kind].itemsize <= 2 and plan.out_shape[0] * plan.out_shape[1] * plan.out_shape[2] >= 4 * nt
 
 
-def _build_fused(plan, kind, nt, act, inf_bits):
+def _build_fused(plan, kind, nt, act, inf_bits, with_indices):
     brows = _fused_rows(plan, kind, nt)
     if brows is None:  # forced past the rule that prefers SEPARABLE's memory use
         brows = _fused_rows(plan, kind, None)
-    core = _dispatch.kernels_for(Strategy.FUSED.value, _promote(plan)[3][2], KINDS[kind].itemsize)
+    core = _dispatch.kernels_for(Strategy.FUSED.value, _promote(plan)[3][2], KINDS[kind].itemsize,
+                                 with_indices)
     return _launch_3d(plan, kind, nt, brows, act, inf_bits, core=core)
 
 
-def _build_depth_first(plan, kind, nt, act, inf_bits):
+def _build_depth_first(plan, kind, nt, act, inf_bits, with_indices):
     brows = _buffer_rows(*_promote(plan)[:5], KINDS[kind].itemsize)
     return _launch_3d(plan, kind, nt, brows, act, inf_bits, depth_first=True)
 
 
-def _build_depth_split(plan, kind, nt, act, inf_bits):
+def _build_depth_split(plan, kind, nt, act, inf_bits, with_indices):
     """NCHW 3-D: pool every depth slice in 2-D with the fused kernel, then along
     depth with the axis kernel over contiguous rows of OH*OW values (reducing W,
     then H, then D keeps the contract's tie order)."""
@@ -293,11 +294,11 @@ def _build_depth_split(plan, kind, nt, act, inf_bits):
     return run
 
 
-def _build_separable(plan, kind, nt, act, inf_bits):
+def _build_separable(plan, kind, nt, act, inf_bits, with_indices):
     return lambda xk, y, indices: _run_separable(plan, kind, xk, y, indices, act, inf_bits, nt)
 
 
-def _build_nhwc_transposed(plan, kind, nt, act, inf_bits):
+def _build_nhwc_transposed(plan, kind, nt, act, inf_bits, with_indices):
     return lambda xk, y, indices: _run_nhwc_transposed(plan, kind, xk, y, indices, act, inf_bits, nt)
 
 
@@ -352,7 +353,7 @@ def _tiles(plan):
                                                 plan.strides, plan.dilations)))
 
 
-def _build_tiles(plan, kind, nt, act, inf_bits):
+def _build_tiles(plan, kind, nt, act, inf_bits, with_indices):
     """NCHW ranks 1-3 without Indices, windows tiling the input: batches of output rows
     through flat passes (maxpool_tiles.pxi)."""
     planes = plan.out_shape[0] * plan.out_shape[1]
@@ -380,7 +381,7 @@ def _planes_scratch(plan, kind):
     return 4 * rows * cols * KINDS[kind].itemsize
 
 
-def _build_planes(plan, kind, nt, act, inf_bits):
+def _build_planes(plan, kind, nt, act, inf_bits, with_indices):
     """NCHW ranks 1-2 without Indices: a plane per work item, padded into scratch (maxpool_planes.pxi)."""
     planes = plan.out_shape[0] * plan.out_shape[1]
     spatial, out, kernel, strides, dilations, pads_begin = _promote(plan)
@@ -389,7 +390,7 @@ def _build_planes(plan, kind, nt, act, inf_bits):
                                dilations, pads_begin, taps, *act, inf_bits, nt, chunk_size(planes, nt))
 
 
-def _build_nhwc(plan, kind, nt, act, inf_bits):
+def _build_nhwc(plan, kind, nt, act, inf_bits, with_indices):
     """NHWC, ranks 1-3: the channels-last kernel over output rows."""
     n, c = plan.out_shape[0], plan.out_shape[-1]
     spatial, out, kernel, strides, dilations, pads_begin = _promote(plan)
