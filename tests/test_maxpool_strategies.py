@@ -182,6 +182,9 @@ PLANES_CASES = [
     ((1, 3, 9, 11), dict(kernel_shape=(9, 11), activation="Clip", activation_params=(-0.5, 2.0))),
     ((2, 3, 40), dict(kernel_shape=(5,), pads=(2, 2))),
     ((2, 3, 100), dict(kernel_shape=(100,))),
+    # Outputs of the input's shape with few border taps: passes over x without the padded copy.
+    ((2, 3, 16, 17), dict(kernel_shape=(3, 3), pads=(1, 1, 1, 1), activation="Relu")),
+    ((1, 2, 12, 13), dict(kernel_shape=(2, 3), pads=(1, 1, 0, 1))),
 ]
 
 
