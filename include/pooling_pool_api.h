@@ -12,10 +12,14 @@
 
 #include <stdint.h>
 #include <stddef.h>
+#if defined(_MSC_VER) && !defined(__clang__)
+#include <intrin.h> /* _InterlockedOr */
+#endif
 
 typedef void (*pk_body)(void *ctx, Py_ssize_t begin, Py_ssize_t end, int tid);
 
 typedef struct {
+    size_t size; /* sizeof(pk_pool_api) as the runtime was built: a stale build fails at import */
     void (*parallel)(pk_body body, void *ctx, Py_ssize_t items, Py_ssize_t chunk, int n_threads);
     void (*stats)(int64_t *beside_owner, int64_t *moved);
     int pool; /* 1: the work-claiming pool; 0: an OpenMP loop or serial (Windows) */
@@ -34,7 +38,14 @@ static inline void pk_atomic_or(int *flag, int value)
 #ifndef POOLING_POOL_H /* a kernel build: the pool is the runtime's */
 static const pk_pool_api *pk_api = NULL;
 
-static void pk_bind(const void *api) { pk_api = (const pk_pool_api *)api; }
+/* 0 once bound; -1 (unbound) when the runtime's table is not this header's. */
+static int pk_bind(const void *api)
+{
+    if (api == NULL || ((const pk_pool_api *)api)->size != sizeof(pk_pool_api))
+        return -1;
+    pk_api = (const pk_pool_api *)api;
+    return 0;
+}
 
 static inline void pk_parallel(pk_body body, void *ctx, Py_ssize_t items, Py_ssize_t chunk,
                                int n_threads)

@@ -24,7 +24,7 @@ cdef extern from "pooling_omp.h":
 cdef extern from *:
     """
     #include "pooling_pool.h"
-    static const pk_pool_api pk_runtime_api = {pk_parallel, pk_stats, PK_POOL};
+    static const pk_pool_api pk_runtime_api = {sizeof(pk_pool_api), pk_parallel, pk_stats, PK_POOL};
     """
     const void* pk_runtime_api_ptr "(&pk_runtime_api)"
 

@@ -101,6 +101,10 @@ CHOOSER_CASES = [
     (S.FUSED, _plan((1, 512, 14, 14), 2, 2, return_indices=True), "float32", True),
     (S.FUSED, _plan((1, 64, 128, 128), 4, 4), "float32", False),
     (S.DEPTH_FIRST, _plan((2, 32, 32, 56, 56), 2, 2), "uint8", False),
+    (S.TILES, _plan((2, 32, 32, 56, 56), 2, 2), "float64", False),
+    (S.FUSED, _plan((1, 8, 12, 12), (2, 1), (2, 1)), "float32", False),   # W kernel 1: not measured
+    # A batch's scratch past the limit (one row of a 2**24-wide 1-D input): not TILES.
+    (S.SEPARABLE, _plan((1, 1, 1 << 24), 2, 2), "float32", False),
 ]
 
 
@@ -149,6 +153,21 @@ def test_tiles_serves_only_windows_that_tile_the_input(shape, attrs):
     if 0 not in shape:  # (an empty result is returned before any strategy is launched)
         with pytest.raises(ValueError, match="_strategy='tiles' cannot compute this call"):
             pooling.max_pool(np.zeros(shape, np.float32), _strategy="tiles", **attrs)
+
+
+@pytest.mark.parametrize("kind", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("special", [np.nan, -0.0])
+def test_tiles_one_odd_value_in_a_later_depth_tap(kind, special, rng):
+    """One NaN or -0.0 anywhere, also only in depth tap 1 or 2 of its window: the batch that holds
+    it is redone exactly after some of its rows were written from earlier taps."""
+    shape, attrs = (1, 2, 6, 4, 6), dict(kernel_shape=(3, 2, 2), strides=(3, 2, 2))
+    base = make_array(rng, shape, kind, special=False)
+    for flat in rng.choice(base.size, size=12, replace=False):
+        x = base.copy()
+        x.reshape(-1)[flat] = to_dtype(np.array([special]), kind)[0]
+        want = reference.max_pool(x, **attrs)
+        for nt in (1, 2):
+            assert_same(pooling.max_pool(x, n_threads=nt, _strategy=S.TILES, **attrs), want)
 
 
 def test_tiles_serves_no_indices():

@@ -75,7 +75,7 @@ cdef extern from "pooling_pool_api.h":
                      int n_threads) noexcept nogil
     void pk_atomic_or(int* flag, int value) noexcept nogil
     void pk_stats(int64_t* beside_owner, int64_t* moved) noexcept nogil
-    void pk_bind(const void* api) noexcept
+    int pk_bind(const void* api) noexcept
     int PK_POOL
 
 cdef extern from "pooling_config.h":
@@ -86,7 +86,9 @@ cdef extern from "pooling_config.h":
 # The process's one thread pool is pooling._runtime's (pooling_pool_api.h): bound at import,
 # before any kernel can run.
 from pooling._runtime import pool_api as _pool_api
-pk_bind(PyCapsule_GetPointer(_pool_api, "pooling._runtime.pool_api"))
+if pk_bind(PyCapsule_GetPointer(_pool_api, "pooling._runtime.pool_api")) != 0:
+    raise ImportError("pooling: pooling._runtime was built from other sources than these kernels; "
+                      "rebuild the package")
 
 
 # ===========================================================================

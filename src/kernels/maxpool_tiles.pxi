@@ -103,6 +103,10 @@ cdef class MaxPoolTiles(_Launch):
         self._setup(ctype, x_shape[1:], y_shape[1:], kernel, strides, dilations, pads_begin,
                     taps, act, lo, hi, inf_bits)
         cdef Geom* g = &self.g
+        if (g.D != g.OD * g.kd or g.H != g.OH * g.kh or g.W != g.OW * g.kw
+                or g.pd or g.ph or g.pw or g.OD * g.OH * g.OW == 0):
+            raise ValueError(f"MaxPoolTiles: the windows must tile the input exactly, got input "
+                             f"{x_shape[1:]}, output {y_shape[1:]}, kernel {kernel}, pads {pads_begin}")
         self.rows = max(1, rows)
         self.per_thread = _padded(self.rows * g.kh * g.OW, self.itemsize)
         self.units = x_shape[0] * g.OD * g.OH

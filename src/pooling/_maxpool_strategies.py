@@ -64,8 +64,8 @@ def choose_strategy(plan, kind, n_threads, with_indices):
                   the scratch budget
     NCHW          ranks 1-3, no Indices, windows tiling the input        TILES
                   exactly (stride = kernel, no pads or dilation, input
-                  = output * kernel on every axis), a W kernel of at
-                  most 2, not one window over the whole plane
+                  = output * kernel on every axis), a W kernel of 2,
+                  scratch within _PLANES_LIMIT
     NCHW, 3-D     depth kernel > 1, and not (Indices with a 4- or        DEPTH_SPLIT
                   8-byte dtype)
     NCHW          ranks 1-2, no Indices, scratch within _PLANES_CHOSEN,  PLANES
@@ -124,7 +124,7 @@ def choose_strategy(plan, kind, n_threads, with_indices):
     if (depth and not with_indices and _depth_first_pays(plan, kind, n_threads)
             and serves(Strategy.DEPTH_FIRST, plan, kind, with_indices)):
         return Strategy.DEPTH_FIRST
-    if (not with_indices and plan.kernel[-1] <= 2 and not _whole_plane(plan)
+    if (not with_indices and plan.kernel[-1] == 2 and not _whole_plane(plan)
             and serves(Strategy.TILES, plan, kind, with_indices)):
         return Strategy.TILES
     if depth:
@@ -156,7 +156,7 @@ def serves(strategy, plan, kind, with_indices):
         return (n <= 2 and not with_indices and min(plan.spatial) > 0 and min(plan.out_shape) > 0
                 and _planes_scratch(plan, kind) <= _PLANES_LIMIT)
     if strategy is Strategy.TILES:
-        return not with_indices and n <= 3 and _tiles(plan)
+        return not with_indices and n <= 3 and _tiles(plan) and _tiles_scratch(plan, kind) <= _PLANES_LIMIT
     if n != 3 or not _fits_int32(plan.spatial):
         return False
     if strategy is Strategy.DEPTH_FIRST:
@@ -353,6 +353,18 @@ def _tiles(plan):
                                                 plan.strides, plan.dilations)))
 
 
+def _tiles_rows(plan, kind):
+    """TILES' output rows per batch: about _BUFFER_BYTES of input per depth tap, at least one."""
+    spatial, _, kernel = _promote(plan)[:3]
+    return max(1, _BUFFER_BYTES // max(1, kernel[1] * spatial[2] * KINDS[kind].itemsize))
+
+
+def _tiles_scratch(plan, kind):
+    """Bytes of TILES' scratch per thread: one batch's input rows reduced along W."""
+    _, out, kernel = _promote(plan)[:3]
+    return _tiles_rows(plan, kind) * kernel[1] * out[2] * KINDS[kind].itemsize
+
+
 def _build_tiles(plan, kind, nt, act, inf_bits, with_indices):
     """NCHW ranks 1-3 without Indices, windows tiling the input: batches of output rows
     through flat passes (maxpool_tiles.pxi)."""
@@ -360,11 +372,10 @@ def _build_tiles(plan, kind, nt, act, inf_bits, with_indices):
     spatial, out, kernel, strides, dilations, pads_begin = _promote(plan)
     taps = _tap_ranges(spatial, out, kernel, strides, dilations, pads_begin)
     units = planes * out[0] * out[1]
-    # A batch reads about _BUFFER_BYTES of input per depth tap.
-    rows = max(1, _BUFFER_BYTES // max(1, kernel[1] * spatial[2] * KINDS[kind].itemsize))
     core = _dispatch.kernels_for(Strategy.TILES.value, strides[2], KINDS[kind].itemsize)
     return core.MaxPoolTiles(KINDS[kind].ctype, (planes,) + spatial, (planes,) + out, kernel, strides,
-                             dilations, pads_begin, taps, rows, *act, inf_bits, nt, chunk_size(units, nt))
+                             dilations, pads_begin, taps, _tiles_rows(plan, kind), *act, inf_bits, nt,
+                             chunk_size(units, nt))
 
 
 def _whole_plane(plan):
