@@ -126,20 +126,6 @@ TILES_CASES = [
 ]
 
 
-@pytest.mark.parametrize("data", ["plain", "special", "zeros"])
-@pytest.mark.parametrize("kind", list(POOL_DTYPES))
-@pytest.mark.parametrize("shape, attrs", TILES_CASES, ids=[f"{c[0]}-{c[1]}" for c in TILES_CASES])
-def test_tiles_windows_against_the_twin(shape, attrs, kind, data, rng):
-    if data == "zeros":
-        x = _zeros_and_ties(rng, shape, kind)
-    else:
-        x = make_array(rng, shape, kind, special=data == "special")
-    want = reference.max_pool(x, **attrs)
-    assert serves(S.TILES, _plan(x.shape, **attrs), kind, False)
-    for nt in (1, 2):
-        assert_same(pooling.max_pool(x, n_threads=nt, _strategy=S.TILES, **attrs), want)
-
-
 @pytest.mark.parametrize("shape, attrs", [
     ((1, 2, 8, 8), dict(kernel_shape=(2, 2))),                                   # stride 1
     ((1, 2, 9, 8), dict(kernel_shape=(2, 2), strides=(2, 2))),                   # a row left over
@@ -207,18 +193,23 @@ PLANES_CASES = [
 ]
 
 
+# The window cases of the strategies that serve only some geometries (PLANES, TILES), forced.
+OWN_CASES = [(S.PLANES, *c) for c in PLANES_CASES] + [(S.TILES, *c) for c in TILES_CASES]
+
+
 @pytest.mark.parametrize("data", ["plain", "special", "zeros"])
 @pytest.mark.parametrize("kind", list(POOL_DTYPES))
-@pytest.mark.parametrize("shape, attrs", PLANES_CASES, ids=[f"{c[0]}-{c[1]}" for c in PLANES_CASES])
-def test_planes_windows_against_the_twin(shape, attrs, kind, data, rng):
+@pytest.mark.parametrize("strategy, shape, attrs", OWN_CASES,
+                         ids=[f"{c[0].value}-{c[1]}-{c[2]}" for c in OWN_CASES])
+def test_own_window_cases_against_the_twin(strategy, shape, attrs, kind, data, rng):
     if data == "zeros":
         x = _zeros_and_ties(rng, shape, kind)
     else:
         x = make_array(rng, shape, kind, special=data == "special")
     want = reference.max_pool(x, **attrs)
-    assert serves(S.PLANES, _plan(x.shape, **attrs), kind, False)
+    assert serves(strategy, _plan(x.shape, **attrs), kind, False)
     for nt in (1, 2):
-        assert_same(pooling.max_pool(x, n_threads=nt, _strategy=S.PLANES, **attrs), want)
+        assert_same(pooling.max_pool(x, n_threads=nt, _strategy=strategy, **attrs), want)
 
 
 @pytest.mark.parametrize("expected, plan, kind, indices", CHOOSER_CASES,
