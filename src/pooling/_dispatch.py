@@ -29,8 +29,9 @@ def _load_avx2():
 def _choose(wanted):
     if wanted not in LEVELS:
         raise ImportError(f"pooling: POOLING_SIMD must be one of {list(LEVELS)}, got {wanted!r}")
-    avx2 = None if wanted == "baseline" else _load_avx2()
-    if avx2 is not None and cpu_supports_avx2():
+    # Ask the CPU first: the AVX2 module's own initialisation is compiled for AVX2 too.
+    avx2 = None if wanted == "baseline" or not cpu_supports_avx2() else _load_avx2()
+    if avx2 is not None:
         return avx2, "avx2"
     if wanted == "avx2":
         raise ImportError("pooling: POOLING_SIMD=avx2, but this build or CPU has no AVX2 kernels")
@@ -39,7 +40,7 @@ def _choose(wanted):
 
 wanted = os.environ.get("POOLING_SIMD", "auto").strip().lower() or "auto"
 core, level = _choose(wanted)
-available = ("baseline",) + (("avx2",) if _load_avx2() is not None and cpu_supports_avx2() else ())
+available = ("baseline",) + (("avx2",) if cpu_supports_avx2() and _load_avx2() is not None else ())
 
 
 # (vendor, CPU families) -> MaxPool kernels whose baseline (SSE2) build measured faster than their
