@@ -106,9 +106,7 @@ cdef void _same_plane(const pool_t* x, pool_t* y, const Geom* g, pool_t* Hb, poo
     over the rows whose windows lie inside, then the columns and rows at the borders (whose flat
     values straddled two rows, or were never computed) from their valid taps.  Not 16-bit floats
     (their passes hold fast keys, which needs the copy)."""
-    cdef Py_ssize_t r, c, t, t0, t1, W = g.W, H = g.H, kw = g.kw, kh = g.kh, pw = g.pw, ph = g.ph
-    cdef pool_t* d
-    cdef const pool_t* s
+    cdef Py_ssize_t r, c, t0, t1, W = g.W, H = g.H, kw = g.kw, kh = g.kh, pw = g.pw, ph = g.ph
     _window(x, Hb + pw, T1, T2, H * W - kw + 1, kw, 1, g.inf_bits, exact)
     for r in range(H):
         for c in range(pw):
@@ -121,14 +119,7 @@ cdef void _same_plane(const pool_t* x, pool_t* y, const Geom* g, pool_t* Hb, poo
             continue
         t0 = max(0, ph - r)
         t1 = min(kh, H - r + ph)
-        d = y + r * W
-        s = Hb + (r - ph + t0) * W
-        for c in range(W):
-            d[c] = s[c]
-        for t in range(t0 + 1, t1):
-            s = Hb + (r - ph + t) * W
-            for c in range(W):
-                d[c] = _pick(d[c], s[c], g.inf_bits, exact)
+        _window(Hb + (r - ph + t0) * W, y + r * W, T1, T2, W, t1 - t0, W, g.inf_bits, exact)
 
 
 cdef bint _plane(const pool_t* x, pool_t* y, const Geom* g, Py_ssize_t Hp, Py_ssize_t Wp,
