@@ -21,6 +21,7 @@ SERVES = {
     S.NHWC_TRANSPOSED: (("NHWC",), (1, 2, 3, 4), True),
     S.FUSED: (("NCHW",), (1, 2, 3), True),
     S.PLANES: (("NCHW",), (1, 2), False),
+    S.INTERLEAVED: (("NCHW",), (1, 2), False),
     S.DEPTH_FIRST: (("NCHW",), (3,), False),
     S.DEPTH_SPLIT: (("NCHW",), (3,), True),
     S.SEPARABLE: (("NCHW",), (1, 2, 3, 4), True),
@@ -103,6 +104,14 @@ CHOOSER_CASES = [
     (S.DEPTH_FIRST, _plan((2, 32, 32, 56, 56), 2, 2), "uint8", False),
     (S.TILES, _plan((2, 32, 32, 56, 56), 2, 2), "float64", False),
     (S.FUSED, _plan((1, 8, 12, 12), (2, 1), (2, 1)), "float32", False),   # W kernel 1: not measured
+    # Planes of at most 64 values: INTERLEAVED, but not windows that tile them (TILES) nor
+    # whole-plane windows (PLANES), nor with Indices, nor on larger planes.
+    (S.INTERLEAVED, _plan((1, 832, 7, 7), 3, 1, 1), "float32", False),
+    (S.INTERLEAVED, _plan((4, 96, 8, 8), 3, 2, 1), "uint8", False),
+    (S.INTERLEAVED, _plan((8, 64, 60), 3, 2), "float16", False),
+    (S.TILES, _plan((1, 600, 8, 8), 2, 2), "float32", False),
+    (S.FUSED, _plan((1, 832, 7, 7), 3, 1, 1, return_indices=True), "float32", True),
+    (S.PLANES, _plan((1, 400, 10, 10), 3, 1, 1), "float32", False),
     # A batch's scratch past the limit (one row of a 2**24-wide 1-D input): not TILES.
     (S.SEPARABLE, _plan((1, 1, 1 << 24), 2, 2), "float32", False),
 ]
@@ -156,6 +165,28 @@ def test_tiles_one_odd_value_in_a_later_depth_tap(kind, special, rng):
             assert_same(pooling.max_pool(x, n_threads=nt, _strategy=S.TILES, **attrs), want)
 
 
+@pytest.mark.parametrize("kind", ["float16", "bfloat16", "float32", "float64"])
+@pytest.mark.parametrize("special", [np.nan, -0.0])
+def test_interleaved_one_odd_value_in_one_block(kind, special, rng):
+    """One NaN or -0.0 in one block of planes: that block is redone exactly, and the blocks after
+    it (whose padding 16-bit floats hold as fast keys again) stay right, at the borders too."""
+    shape, attrs = (1, 37, 6, 7), dict(kernel_shape=(3, 3), strides=(1, 2), pads=(1, 1, 1, 1))
+    base = make_array(rng, shape, kind, special=False)
+    for flat in rng.choice(base.size, size=10, replace=False):
+        x = base.copy()
+        x.reshape(-1)[flat] = to_dtype(np.array([special]), kind)[0]
+        want = reference.max_pool(x, **attrs)
+        for nt in (1, 2):
+            assert_same(pooling.max_pool(x, n_threads=nt, _strategy=S.INTERLEAVED, **attrs), want)
+
+
+def test_interleaved_serves_ranks_1_and_2_without_indices():
+    assert serves(S.INTERLEAVED, _plan((1, 2, 8, 8), 3, 1, 1), "float32", False)
+    assert not serves(S.INTERLEAVED, _plan((1, 2, 8, 8), 3, 1, 1, return_indices=True), "float32", True)
+    assert not serves(S.INTERLEAVED, _plan((1, 2, 4, 8, 8), 3, 1, 1), "float32", False)
+    assert not serves(S.INTERLEAVED, _plan((1, 2, 8, 8), 3, 1, 1, "NHWC"), "float32", False)
+
+
 def test_tiles_serves_no_indices():
     plan = _plan((1, 2, 8, 8), 2, 2, return_indices=True)
     assert serves(S.TILES, _plan((1, 2, 8, 8), 2, 2), "float32", False)
@@ -193,8 +224,26 @@ PLANES_CASES = [
 ]
 
 
-# The window cases of the strategies that serve only some geometries (PLANES, TILES), forced.
-OWN_CASES = [(S.PLANES, *c) for c in PLANES_CASES] + [(S.TILES, *c) for c in TILES_CASES]
+# INTERLEAVED's paths: blocks of planes whose last one is partial (fewer planes than lanes, and
+# 37 or 70 planes: 4-32 lanes by dtype), strides 1, 2 (literal loops) and 3, dilation, ceil_mode's
+# partial windows and padding at both ends, padding wider than the kernel's reach (windows with no
+# input: the empty value), input rows and columns no window reads, a fused activation, 1-D.
+INTERLEAVED_CASES = [
+    ((1, 3, 7, 7), dict(kernel_shape=(3, 3), pads=(1, 1, 1, 1))),
+    ((1, 37, 7, 6), dict(kernel_shape=(3, 3), strides=(2, 2), ceil_mode=True)),
+    ((2, 35, 5, 8), dict(kernel_shape=(2, 3), strides=(3, 2), dilations=(2, 1), pads=(1, 0, 2, 2))),
+    ((1, 70, 8, 8), dict(kernel_shape=(5, 5), pads=(2, 2, 2, 2), activation="Relu")),
+    ((1, 9, 6, 6), dict(kernel_shape=(2, 2), pads=(3, 0, 3, 4), strides=(1, 2))),
+    ((2, 5, 9, 7), dict(kernel_shape=(2, 2), strides=(3, 3))),
+    ((1, 17, 4, 9), dict(kernel_shape=(1, 3), strides=(1, 2), activation="Clip",
+                         activation_params=(-0.5, 1.0))),
+    ((3, 11, 40), dict(kernel_shape=(3,), strides=(2,), pads=(1, 1))),
+]
+
+
+# The window cases of the strategies that serve only some geometries, forced.
+OWN_CASES = ([(S.PLANES, *c) for c in PLANES_CASES] + [(S.TILES, *c) for c in TILES_CASES]
+             + [(S.INTERLEAVED, *c) for c in INTERLEAVED_CASES])
 
 
 @pytest.mark.parametrize("data", ["plain", "special", "zeros"])

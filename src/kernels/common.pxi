@@ -69,6 +69,18 @@ cdef extern from "pooling_half_conv.h":
     uint16_t pk_f32_to_f16(float f) noexcept nogil
     uint16_t pk_f32_to_bf16(float f) noexcept nogil
 
+cdef extern from "pooling_interleave.h":
+    enum:
+        PK_IL_BYTES         # bytes of one interleaved pixel (strategy INTERLEAVED)
+    void pk_il_in_uint8_t(const void* x, void* t, Py_ssize_t n, Py_ssize_t ld, Py_ssize_t nb) noexcept nogil
+    void pk_il_in_uint16_t(const void* x, void* t, Py_ssize_t n, Py_ssize_t ld, Py_ssize_t nb) noexcept nogil
+    void pk_il_in_uint32_t(const void* x, void* t, Py_ssize_t n, Py_ssize_t ld, Py_ssize_t nb) noexcept nogil
+    void pk_il_in_uint64_t(const void* x, void* t, Py_ssize_t n, Py_ssize_t ld, Py_ssize_t nb) noexcept nogil
+    void pk_il_out_uint8_t(const void* v, void* y, Py_ssize_t n, Py_ssize_t ld, Py_ssize_t nb) noexcept nogil
+    void pk_il_out_uint16_t(const void* v, void* y, Py_ssize_t n, Py_ssize_t ld, Py_ssize_t nb) noexcept nogil
+    void pk_il_out_uint32_t(const void* v, void* y, Py_ssize_t n, Py_ssize_t ld, Py_ssize_t nb) noexcept nogil
+    void pk_il_out_uint64_t(const void* v, void* y, Py_ssize_t n, Py_ssize_t ld, Py_ssize_t nb) noexcept nogil
+
 cdef extern from "pooling_pool_api.h":
     ctypedef void (*pk_body)(void* ctx, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil
     void pk_parallel(pk_body body, void* ctx, Py_ssize_t items, Py_ssize_t chunk,

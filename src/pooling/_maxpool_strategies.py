@@ -44,6 +44,7 @@ class Strategy(enum.Enum):
     NHWC = "nhwc"                        # channels-last kernel over output rows (NHWC, ranks 1-3)
     PLANES = "planes"                    # whole planes through padded flat passes (NCHW, ranks 1-2)
     TILES = "tiles"                      # windows that tile the input exactly, as flat passes (NCHW)
+    INTERLEAVED = "interleaved"          # blocks of planes channels-last in padded scratch (NCHW, ranks 1-2)
     FUSED = "fused"                      # fused two-pass kernel over N*C planes (NCHW, ranks 1-3)
     DEPTH_FIRST = "depth_first"          # 3-D: reduce the depth window first, then pool in 2-D
     DEPTH_SPLIT = "depth_split"          # 3-D: FUSED on every depth slice, then along depth
@@ -66,6 +67,8 @@ def choose_strategy(plan, kind, n_threads, with_indices):
                   exactly (stride = kernel, no pads or dilation, input
                   = output * kernel on every axis), a W kernel of 2,
                   scratch within _PLANES_LIMIT
+    NCHW          ranks 1-2, no Indices, planes of at most 64 values     INTERLEAVED
+                  (8x8), not a window covering the whole plane
     NCHW, 3-D     depth kernel > 1, and not (Indices with a 4- or        DEPTH_SPLIT
                   8-byte dtype)
     NCHW          ranks 1-2, no Indices, scratch within _PLANES_CHOSEN,  PLANES
@@ -103,6 +106,17 @@ def choose_strategy(plan, kind, n_threads, with_indices):
       k2 s2 tied DEPTH_FIRST and beat DEPTH_SPLIT 1.25x; for uint8 DEPTH_FIRST stays first
       (1.47 vs 1.98 ms, 2x32x32x56x56). A W kernel of 4 lost (k4 s4 1x64x128x128 1.08x FUSED's
       time, (2, 4) 1.21x): only kw 2 has a loop of whole-vector loads and shuffles.
+    - INTERLEAVED copies blocks of 32 bytes of planes per pixel channels-last into padded
+      scratch, so every tap is one vector combine of whole pixels (maxpool_interleaved.pxi).
+      Forced against the chosen strategy (PLANES, FUSED), AMD EPYC Zen 3 2-core KVM, AVX2
+      build, interleaved medians, about 40,000 values per call, float32, one thread / two
+      threads: k3 s1 p1 on 4x4 planes 0.30 / 0.33 of the time, 7x7 0.56 / 0.58, 10x10 0.80 /
+      0.79, 14x14 0.97 / 0.94; k3 s2 p1 on 7x7 0.24 / 0.27, 10x10 0.73 / 0.79, 14x14 1.06 /
+      1.09; k2 s1 7x7 0.64 / 0.66, 10x10 0.88 / 0.91, 14x14 1.16 / 1.20; k5 s1 7x7 0.56 / 0.54.
+      float16, uint8, float64 on 4x4 and 7x7 planes 0.14-0.98, on 10x10 0.58-1.12 (k2 s1 uint8
+      and float64 lost); the baseline build 0.18-0.79 on 7x7 and below, 0.83-1.06 on 10x10. So
+      planes up to 64 values. TILES stays first for windows that tile the plane (k2 s2 on 8x8:
+      0.54 / 0.61 of INTERLEAVED's time). Whole-plane windows stay in PLANES (a reduction).
     - PLANES copies each plane into padded scratch and runs flat passes with window doubling
       (maxpool_planes.pxi). Forced against FUSED on the model-zoo sweep (bench/zoo.py; AMD EPYC
       Zen 3, 2-core KVM, AVX2 build, float32 unless said, one thread): global windows 10-16x
@@ -127,6 +141,9 @@ def choose_strategy(plan, kind, n_threads, with_indices):
     if (not with_indices and plan.kernel[-1] == 2 and not _whole_plane(plan)
             and serves(Strategy.TILES, plan, kind, with_indices)):
         return Strategy.TILES
+    if (not with_indices and _interleaved_pays(plan)
+            and serves(Strategy.INTERLEAVED, plan, kind, with_indices)):
+        return Strategy.INTERLEAVED
     if depth:
         if (not (with_indices and KINDS[kind].itemsize >= 4)
                 and serves(Strategy.DEPTH_SPLIT, plan, kind, with_indices)):
@@ -155,6 +172,9 @@ def serves(strategy, plan, kind, with_indices):
     if strategy is Strategy.PLANES:
         return (n <= 2 and not with_indices and min(plan.spatial) > 0 and min(plan.out_shape) > 0
                 and _planes_scratch(plan, kind) <= _PLANES_LIMIT)
+    if strategy is Strategy.INTERLEAVED:
+        return (n <= 2 and not with_indices and min(plan.spatial) > 0 and min(plan.out_shape) > 0
+                and _interleaved_scratch(plan) <= _PLANES_LIMIT)
     if strategy is Strategy.TILES:
         return not with_indices and n <= 3 and _tiles(plan) and _tiles_scratch(plan, kind) <= _PLANES_LIMIT
     if n != 3 or not _fits_int32(plan.spatial):
@@ -344,6 +364,11 @@ def _planes_pays(plan, kind):
     return all(s == 1 for s in plan.strides) and (max(plan.kernel) >= 4 or math.prod(plan.spatial) <= 256)
 
 
+def _interleaved_pays(plan):
+    """Whether INTERLEAVED beats the NCHW kernels (choose_strategy's table says why)."""
+    return len(plan.spatial) <= 2 and math.prod(plan.spatial) <= 64 and not _whole_plane(plan)
+
+
 def _tiles(plan):
     """Whether the windows tile the input exactly: on every axis stride = kernel, no pads,
     no dilation that takes effect, and the input exactly out * kernel long (not empty)."""
@@ -399,6 +424,27 @@ def _build_planes(plan, kind, nt, act, inf_bits, with_indices):
     taps = _tap_ranges(spatial, out, kernel, strides, dilations, pads_begin)
     return _core.MaxPoolPlanes(KINDS[kind].ctype, (planes,) + spatial, (planes,) + out, kernel, strides,
                                dilations, pads_begin, taps, *act, inf_bits, nt, chunk_size(planes, nt))
+
+
+def _interleaved_scratch(plan):
+    """Bytes of INTERLEAVED's scratch per thread: the padded block its windows read, the block
+    reduced along W, and the output block, 32 bytes per pixel (maxpool_interleaved.pxi)."""
+    _, out, kernel, strides, dilations, _ = _promote(plan)
+    rows = (out[1] - 1) * strides[1] + (kernel[1] - 1) * dilations[1] + 1
+    cols = (out[2] - 1) * strides[2] + (kernel[2] - 1) * dilations[2] + 1
+    return (rows * cols + rows * out[2] + out[1] * out[2]) * 32
+
+
+def _build_interleaved(plan, kind, nt, act, inf_bits, with_indices):
+    """NCHW ranks 1-2 without Indices: blocks of planes channels-last in padded scratch
+    (maxpool_interleaved.pxi)."""
+    planes = plan.out_shape[0] * plan.out_shape[1]
+    spatial, out, kernel, strides, dilations, pads_begin = _promote(plan)
+    taps = _tap_ranges(spatial, out, kernel, strides, dilations, pads_begin)
+    blocks = -(-planes // (32 // KINDS[kind].itemsize))
+    return _core.MaxPoolInterleaved(KINDS[kind].ctype, (planes,) + spatial, (planes,) + out, kernel,
+                                    strides, dilations, pads_begin, taps, *act, inf_bits, nt,
+                                    chunk_size(blocks, nt))
 
 
 def _build_nhwc(plan, kind, nt, act, inf_bits, with_indices):
@@ -524,6 +570,7 @@ _BUILDERS = {
     Strategy.NHWC: _build_nhwc,
     Strategy.PLANES: _build_planes,
     Strategy.TILES: _build_tiles,
+    Strategy.INTERLEAVED: _build_interleaved,
     Strategy.FUSED: _build_fused,
     Strategy.DEPTH_FIRST: _build_depth_first,
     Strategy.DEPTH_SPLIT: _build_depth_split,
