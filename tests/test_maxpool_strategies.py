@@ -180,6 +180,20 @@ def test_interleaved_one_odd_value_in_one_block(kind, special, rng):
             assert_same(pooling.max_pool(x, n_threads=nt, _strategy=S.INTERLEAVED, **attrs), want)
 
 
+@pytest.mark.parametrize("level, kind, expected", [
+    ("avx2", "float32", S.PLANES), ("avx2", "uint8", S.PLANES), ("avx2", "float64", S.FUSED),
+    ("baseline", "float32", S.FUSED),
+])
+def test_stride_1_on_planes_up_to_36x36_take_planes_in_the_avx2_build(level, kind, expected,
+                                                                     monkeypatch):
+    from pooling import _dispatch
+    monkeypatch.setattr(_dispatch, "level", level)
+    assert choose_strategy(_plan((1, 192, 28, 28), 3, 1, 1), kind, 2, False) is expected
+    assert choose_strategy(_plan((1, 288, 36, 36), 2, 1, (0, 0, 1, 1)), kind, 2, False) is expected
+    assert choose_strategy(_plan((1, 64, 56, 56), 3, 1, 1), kind, 2, False) is S.FUSED
+    assert choose_strategy(_plan((1, 64, 28, 28), 3, 2, 1), kind, 2, False) is S.FUSED
+
+
 def test_interleaved_serves_ranks_1_and_2_without_indices():
     assert serves(S.INTERLEAVED, _plan((1, 2, 8, 8), 3, 1, 1), "float32", False)
     assert not serves(S.INTERLEAVED, _plan((1, 2, 8, 8), 3, 1, 1, return_indices=True), "float32", True)

@@ -74,7 +74,8 @@ def choose_strategy(plan, kind, n_threads, with_indices):
     NCHW          ranks 1-2, no Indices, scratch within _PLANES_CHOSEN,  PLANES
                   and: a window covering the whole plane, or stride 1
                   with a kernel of 4 or more on an axis, or stride 1
-                  on a plane of at most 256 values
+                  on a plane of at most 256 values (2-D: 1296, 36x36,
+                  for 1- to 4-byte types in the AVX2 build)
     NCHW          ranks 1-3, one output row's window fits the row ring   FUSED
                   (or the ring beats SEPARABLE's intermediates in size)
     NCHW          otherwise (rank > 3, huge dilated windows)             SEPARABLE
@@ -125,7 +126,13 @@ def choose_strategy(plan, kind, n_threads, with_indices):
       1x256x40x40 0.959 -> 0.268 ms, 1-D k5 s1 2.09 -> 1.65 ms), k3 s1 on 7x7 planes 0.173 ->
       0.123 ms, k2 s1 on 13x13 0.136 -> 0.119 ms. It lost where FUSED's hand-written k2/k3
       forms apply to larger planes (k3 s1 on 28x28 1.23x slower, 128x128 2.1x) and on every
-      stride-2 case (1.8-5.5x slower: its strided W pass has no literal-stride form).
+      stride-2 case (1.8-5.5x slower: its strided W pass has no literal-stride form). Since the
+      passes run over x itself where the output has the input's shape (_same_plane), stride-1
+      windows on 2-D planes up to 36x36 measured faster too in the AVX2 build (forced against
+      FUSED, one / two threads, float32: k3 p1 16x16 0.70 / 0.70, 28x28 0.87 / 0.82, 35x35
+      0.69 / 0.88; k2 with the pad at the end 0.63-0.78 / 0.55-0.65; float16 0.59-0.93, uint8
+      0.35-0.70 on 20x20 to 36x36), not past that (k3 on 56x56 1.18, 128x128 1.53), nor for
+      float64 (k3 on 28x28 1.10) nor in the baseline build (k3 on 28x28 1.08, 36x36 1.37).
     - FUSED is the general kernel for ranks 1-3. Past _BUFFER_LIMIT elements of ring per thread
       it is slower than SEPARABLE, but SEPARABLE's intermediates can dwarf input and output (huge
       pads on an inner axis times a long outer axis: a MemoryError for a small result), so
@@ -361,7 +368,12 @@ def _planes_pays(plan, kind):
         return False
     if _whole_plane(plan):
         return True  # a reduction per plane
-    return all(s == 1 for s in plan.strides) and (max(plan.kernel) >= 4 or math.prod(plan.spatial) <= 256)
+    if not all(s == 1 for s in plan.strides):
+        return False
+    plane = math.prod(plan.spatial)
+    return (max(plan.kernel) >= 4 or plane <= 256
+            or (plane <= 1296 and len(plan.spatial) == 2 and KINDS[kind].itemsize <= 4
+                and _dispatch.level == "avx2"))
 
 
 def _interleaved_pays(plan):
