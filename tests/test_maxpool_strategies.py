@@ -150,34 +150,27 @@ def test_tiles_serves_only_windows_that_tile_the_input(shape, attrs):
             pooling.max_pool(np.zeros(shape, np.float32), _strategy="tiles", **attrs)
 
 
-@pytest.mark.parametrize("kind", ["float16", "float32", "float64"])
+# One odd value per call in a strategy that redoes a piece of work exactly when it finds one:
+# TILES with the value only in depth tap 1 or 2 of its window (the batch is redone after some of
+# its rows were written from earlier taps); INTERLEAVED with it in one block of planes (the blocks
+# after it, whose padding 16-bit floats hold as fast keys again, stay right at the borders too).
+ODD_CASES = [
+    (S.TILES, (1, 2, 6, 4, 6), dict(kernel_shape=(3, 2, 2), strides=(3, 2, 2))),
+    (S.INTERLEAVED, (1, 37, 6, 7), dict(kernel_shape=(3, 3), strides=(1, 2), pads=(1, 1, 1, 1))),
+]
+
+
+@pytest.mark.parametrize("kind", ["float16", "bfloat16", "float32", "float64"])
 @pytest.mark.parametrize("special", [np.nan, -0.0])
-def test_tiles_one_odd_value_in_a_later_depth_tap(kind, special, rng):
-    """One NaN or -0.0 anywhere, also only in depth tap 1 or 2 of its window: the batch that holds
-    it is redone exactly after some of its rows were written from earlier taps."""
-    shape, attrs = (1, 2, 6, 4, 6), dict(kernel_shape=(3, 2, 2), strides=(3, 2, 2))
+@pytest.mark.parametrize("strategy, shape, attrs", ODD_CASES, ids=[c[0].value for c in ODD_CASES])
+def test_one_odd_value_redoes_its_piece_exactly(strategy, shape, attrs, kind, special, rng):
     base = make_array(rng, shape, kind, special=False)
     for flat in rng.choice(base.size, size=12, replace=False):
         x = base.copy()
         x.reshape(-1)[flat] = to_dtype(np.array([special]), kind)[0]
         want = reference.max_pool(x, **attrs)
         for nt in (1, 2):
-            assert_same(pooling.max_pool(x, n_threads=nt, _strategy=S.TILES, **attrs), want)
-
-
-@pytest.mark.parametrize("kind", ["float16", "bfloat16", "float32", "float64"])
-@pytest.mark.parametrize("special", [np.nan, -0.0])
-def test_interleaved_one_odd_value_in_one_block(kind, special, rng):
-    """One NaN or -0.0 in one block of planes: that block is redone exactly, and the blocks after
-    it (whose padding 16-bit floats hold as fast keys again) stay right, at the borders too."""
-    shape, attrs = (1, 37, 6, 7), dict(kernel_shape=(3, 3), strides=(1, 2), pads=(1, 1, 1, 1))
-    base = make_array(rng, shape, kind, special=False)
-    for flat in rng.choice(base.size, size=10, replace=False):
-        x = base.copy()
-        x.reshape(-1)[flat] = to_dtype(np.array([special]), kind)[0]
-        want = reference.max_pool(x, **attrs)
-        for nt in (1, 2):
-            assert_same(pooling.max_pool(x, n_threads=nt, _strategy=S.INTERLEAVED, **attrs), want)
+            assert_same(pooling.max_pool(x, n_threads=nt, _strategy=strategy, **attrs), want)
 
 
 @pytest.mark.parametrize("level, kind, expected", [
