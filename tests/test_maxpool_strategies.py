@@ -153,10 +153,12 @@ def test_tiles_serves_only_windows_that_tile_the_input(shape, attrs):
 # One odd value per call in a strategy that redoes a piece of work exactly when it finds one:
 # TILES with the value only in depth tap 1 or 2 of its window (the batch is redone after some of
 # its rows were written from earlier taps); INTERLEAVED with it in one block of planes (the blocks
-# after it, whose padding 16-bit floats hold as fast keys again, stay right at the borders too).
+# after it, whose padding 16-bit floats hold as fast keys again, stay right at the borders too);
+# PLANES' whole-plane reduction, whose NaN check runs in its vector lanes and its remainder.
 ODD_CASES = [
     (S.TILES, (1, 2, 6, 4, 6), dict(kernel_shape=(3, 2, 2), strides=(3, 2, 2))),
     (S.INTERLEAVED, (1, 37, 6, 7), dict(kernel_shape=(3, 3), strides=(1, 2), pads=(1, 1, 1, 1))),
+    (S.PLANES, (1, 3, 7, 9), dict(kernel_shape=(7, 9))),
 ]
 
 

@@ -81,6 +81,10 @@ cdef extern from "pooling_interleave.h":
     void pk_il_out_uint32_t(const void* v, void* y, Py_ssize_t n, Py_ssize_t ld, Py_ssize_t nb) noexcept nogil
     void pk_il_out_uint64_t(const void* v, void* y, Py_ssize_t n, Py_ssize_t ld, Py_ssize_t nb) noexcept nogil
 
+cdef extern from "pooling_reduce.h":
+    float pk_max_f32(const float* x, Py_ssize_t n, int* odd) noexcept nogil
+    double pk_max_f64(const double* x, Py_ssize_t n, int* odd) noexcept nogil
+
 cdef extern from "pooling_pool_api.h":
     ctypedef void (*pk_body)(void* ctx, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil
     void pk_parallel(pk_body body, void* ctx, Py_ssize_t items, Py_ssize_t chunk,

@@ -201,34 +201,54 @@ cdef bint _plane(const pool_t* x, pool_t* y, const Geom* g, Py_ssize_t Hp, Py_ss
     return True
 
 
-cdef void _global(const pool_t* x, pool_t* y, Py_ssize_t n, uint16_t inf_bits,
+cdef bint _global(const pool_t* x, pool_t* y, Py_ssize_t n, uint16_t inf_bits,
                   bint exact) noexcept nogil:
-    """y[0] = the first maximum of x[0:n] (a window that is the whole plane).  Sixteen
-    running maxima, one per lane of position i % 16, combined in lane order: the
-    value is right; the bits only matter when the maximum is a float zero (-0.0 ties
-    +0.0, and the first one counts), which is then found in order, as are short
-    planes and the exact compare."""
+    """y[0] = the first maximum of x[0:n] (a window that is the whole plane).  Without
+    `exact`, returns True (y unwritten) if x holds an _odd() value.  Sixteen running maxima,
+    one per lane of position i % 16, combined in lane order (float and double: a register's
+    worth, with the NaN check in the same pass, pooling_reduce.h, where the compiler kept
+    this array scalar): the value is right; the bits only matter when the maximum is a
+    float zero (-0.0 ties +0.0, and the first one counts), which is then found in order, as
+    are short planes and the exact compare."""
     cdef pool_t acc[16]
-    cdef pool_t m
+    cdef pool_t m = x[0]
     cdef Py_ssize_t i, l, body = n - n % 16
+    cdef int odd = 0
     cdef bint in_order = n < 32 or exact
-    if not in_order:
-        for l in range(16):
-            acc[l] = _in(x[l], exact)
-        for i in range(16, body, 16):
-            for l in range(16):
-                acc[l] = _pick(acc[l], _in(x[i + l], exact), inf_bits, exact)
-        m = acc[0]
-        for l in range(1, 16):
-            m = _pick(m, acc[l], inf_bits, exact)
-        for i in range(body, n):
-            m = _pick(m, _in(x[i], exact), inf_bits, exact)
-        in_order = (pool_t is float or pool_t is double) and m == 0
+    if not exact:
+        if pool_t is float:
+            if n >= 32:
+                m = pk_max_f32(x, n, &odd)
+                in_order = m == 0
+            else:
+                odd = _special(x, n, inf_bits)
+        elif pool_t is double:
+            if n >= 32:
+                m = pk_max_f64(x, n, &odd)
+                in_order = m == 0
+            else:
+                odd = _special(x, n, inf_bits)
+        else:
+            odd = _special(x, n, inf_bits)
+            if n >= 32 and not odd:
+                for l in range(16):
+                    acc[l] = _in(x[l], exact)
+                for i in range(16, body, 16):
+                    for l in range(16):
+                        acc[l] = _pick(acc[l], _in(x[i + l], exact), inf_bits, exact)
+                m = acc[0]
+                for l in range(1, 16):
+                    m = _pick(m, acc[l], inf_bits, exact)
+                for i in range(body, n):
+                    m = _pick(m, _in(x[i], exact), inf_bits, exact)
+        if odd:
+            return True
     if in_order:
         m = _in(x[0], exact)
         for i in range(1, n):
             m = _pick(m, _in(x[i], exact), inf_bits, exact)
     y[0] = _in(m, exact)
+    return False
 
 
 cdef class MaxPoolPlanes(_Launch):
@@ -302,10 +322,8 @@ cdef void _planes(pool_t* kind, const _UnitsJob* j, Py_ssize_t begin, Py_ssize_t
         x = <const pool_t*>j.x + p * j.xplane
         y = <pool_t*>j.y + p * j.yplane
         if j.whole:
-            if _special(x, j.xplane, gc.inf_bits):
+            if _global(x, y, j.xplane, gc.inf_bits, False):
                 _global(x, y, j.xplane, gc.inf_bits, True)
-            else:
-                _global(x, y, j.xplane, gc.inf_bits, False)
             if j.act:
                 y[0] = _clamp(y[0], <pool_t>j.lo, <pool_t>j.hi, j.act, gc.inf_bits)
         elif not _plane(x, y, &gc, j.Hp, j.Wp, buf, j.size, j.act, <pool_t>j.lo, <pool_t>j.hi, False):
