@@ -81,7 +81,7 @@ def _plan(x_shape, kernel_shape, strides=None, pads=None, layout="NCHW", return_
 CHOOSER_CASES = [
     (S.NHWC, _plan((1, 56, 56, 64), 3, 2, 1, "NHWC"), "float32", True),
     (S.NHWC_TRANSPOSED, _plan((1, 4, 4, 4, 4, 2), 2, layout="NHWC"), "float32", False),
-    (S.FUSED, _plan((1, 64, 112, 112), 3, 2, 1), "float32", False),
+    (S.FUSED, _plan((1, 64, 112, 112), 3, 2, 1), "float64", False),
     (S.PLANES, _plan((1, 256, 20, 20), 5, 1, 2), "float32", False),
     (S.PLANES, _plan((1, 2048, 7, 7), 7, 7), "float16", False),
     (S.FUSED, _plan((2, 32, 32, 56, 56), 3, 2, 1, return_indices=True), "float32", True),
@@ -103,7 +103,7 @@ CHOOSER_CASES = [
     (S.FUSED, _plan((1, 64, 128, 128), 4, 4), "float32", False),
     (S.DEPTH_FIRST, _plan((2, 32, 32, 56, 56), 2, 2), "uint8", False),
     (S.TILES, _plan((2, 32, 32, 56, 56), 2, 2), "float64", False),
-    (S.FUSED, _plan((1, 8, 12, 12), (2, 1), (2, 1)), "float32", False),   # W kernel 1: not measured
+    (S.FUSED, _plan((1, 8, 12, 12), (2, 1), (2, 1)), "float64", False),   # W kernel 1: not measured
     # Planes of at most 64 values: INTERLEAVED, but not windows that tile them (TILES) nor
     # whole-plane windows (PLANES), nor with Indices, nor on larger planes.
     (S.INTERLEAVED, _plan((1, 832, 7, 7), 3, 1, 1), "float32", False),
@@ -111,7 +111,22 @@ CHOOSER_CASES = [
     (S.INTERLEAVED, _plan((8, 64, 60), 3, 2), "float16", False),
     (S.TILES, _plan((1, 600, 8, 8), 2, 2), "float32", False),
     (S.FUSED, _plan((1, 832, 7, 7), 3, 1, 1, return_indices=True), "float32", True),
-    (S.PLANES, _plan((1, 400, 10, 10), 3, 1, 1), "float32", False),
+    (S.PLANES, _plan((1, 400, 10, 10), 3, 1, 1), "uint8", False),
+    # float32 2-D windows up to 3x3 (stride 1, or 2 with a 2- or 3-wide window) on rows of 8 or
+    # more: ROWS_FIRST; not with Indices, other dtypes, wider windows, short rows, 1-D, or where
+    # the windows tile the input (TILES).
+    (S.ROWS_FIRST, _plan((1, 64, 112, 112), 3, 2, 1), "float32", False),
+    (S.ROWS_FIRST, _plan((1, 480, 28, 28), 3, 2, ceil_mode=True), "float32", False),
+    (S.ROWS_FIRST, _plan((1, 192, 28, 28), 3, 1, 1), "float32", False),
+    (S.ROWS_FIRST, _plan((1, 512, 13, 13), 2, 1, (0, 0, 1, 1)), "float32", False),
+    (S.ROWS_FIRST, _plan((1, 64, 56, 56), 3, 1, 2, dilations=(2, 2)), "float32", False),
+    (S.FUSED, _plan((1, 64, 112, 112), 3, 2, 1, return_indices=True), "float32", True),
+    (S.FUSED, _plan((1, 64, 112, 112), 3, 2, 1), "float16", False),
+    (S.PLANES, _plan((1, 256, 20, 20), 5, 1, 2), "float32", False),
+    (S.FUSED, _plan((1, 64, 112, 112), 3, 3, 1), "float32", False),
+    (S.TILES, _plan((1, 64, 112, 112), 2, 2), "float32", False),
+    (S.INTERLEAVED, _plan((1, 832, 7, 7), 3, 1, 1), "float32", False),
+    (S.FUSED, _plan((8, 128, 4000), 3, 2, 1), "float32", False),
     # A batch's scratch past the limit (one row of a 2**24-wide 1-D input): not TILES.
     (S.SEPARABLE, _plan((1, 1, 1 << 24), 2, 2), "float32", False),
 ]
@@ -176,8 +191,8 @@ def test_one_odd_value_redoes_its_piece_exactly(strategy, shape, attrs, kind, sp
 
 
 @pytest.mark.parametrize("level, kind, expected", [
-    ("avx2", "float32", S.PLANES), ("avx2", "uint8", S.PLANES), ("avx2", "float64", S.FUSED),
-    ("baseline", "float32", S.FUSED),
+    ("avx2", "float16", S.PLANES), ("avx2", "uint8", S.PLANES), ("avx2", "float64", S.FUSED),
+    ("baseline", "uint8", S.FUSED),
 ])
 def test_stride_1_on_planes_up_to_36x36_take_planes_in_the_avx2_build(level, kind, expected,
                                                                      monkeypatch):
@@ -187,6 +202,85 @@ def test_stride_1_on_planes_up_to_36x36_take_planes_in_the_avx2_build(level, kin
     assert choose_strategy(_plan((1, 288, 36, 36), 2, 1, (0, 0, 1, 1)), kind, 2, False) is expected
     assert choose_strategy(_plan((1, 64, 56, 56), 3, 1, 1), kind, 2, False) is S.FUSED
     assert choose_strategy(_plan((1, 64, 28, 28), 3, 2, 1), kind, 2, False) is S.FUSED
+
+
+# ROWS_FIRST's paths (float32 only): stride 2 with 3- and 2-wide windows (the shuffle loop) and
+# stride 1 with windows of 1 to 3 and dilation (shifted loads); ceil_mode's partial last window,
+# pads up to 2 at either end, odd widths; H kernels 1 to 3 with H strides 1 to 3 (rows no window
+# reads) and H dilation (every tap's row checked for NaN); outputs exactly 8 wide (no overlapping
+# last vector in the AVX2 build); rows so wide that one or a few row buffers fit (the batch of
+# rows the first pass runs ahead); planes with more output rows than a batch; 1-D; activations.
+ROWS_CASES = [
+    ((2, 3, 28, 28), dict(kernel_shape=(3, 3), strides=(2, 2), ceil_mode=True)),
+    ((1, 4, 17, 19), dict(kernel_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1))),
+    ((1, 2, 12, 21), dict(kernel_shape=(3, 3), strides=(2, 2), pads=(2, 2, 2, 2), activation="Relu")),
+    ((1, 3, 13, 13), dict(kernel_shape=(2, 2), pads=(0, 0, 1, 1))),
+    ((1, 3, 20, 24), dict(kernel_shape=(3, 3), pads=(2, 2, 2, 2), dilations=(2, 2))),
+    ((1, 2, 16, 16), dict(kernel_shape=(2, 2), strides=(2, 2))),
+    ((2, 2, 15, 18), dict(kernel_shape=(3, 2), strides=(1, 2), ceil_mode=True, activation="Clip",
+                          activation_params=(-0.5, 1.0))),
+    ((2, 3, 9, 8), dict(kernel_shape=(1, 3), strides=(2, 1), pads=(0, 1, 0, 1))),
+    ((1, 2, 10, 30), dict(kernel_shape=(2, 3), strides=(3, 2), pads=(0, 1, 1, 1))),
+    ((1, 2, 11, 12), dict(kernel_shape=(3, 1), strides=(1, 1), dilations=(3, 1), pads=(3, 0, 3, 0))),
+    ((1, 2, 8, 8), dict(kernel_shape=(3, 3), pads=(1, 1, 1, 1))),
+    ((1, 2, 17, 17), dict(kernel_shape=(3, 3), strides=(2, 2))),
+    ((1, 2, 5, 300), dict(kernel_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1))),
+    ((1, 1, 3, 3000), dict(kernel_shape=(3, 3), pads=(1, 1, 1, 1))),
+    ((1, 2, 40, 9), dict(kernel_shape=(3, 2), pads=(1, 0, 1, 1))),
+    ((2, 3, 40), dict(kernel_shape=(3,), strides=(2,), pads=(1, 1))),
+]
+
+
+@pytest.mark.parametrize("data", ["plain", "special", "zeros"])
+@pytest.mark.parametrize("shape, attrs", ROWS_CASES, ids=[f"{c[0]}-{c[1]}" for c in ROWS_CASES])
+def test_rows_first_cases_against_the_twin(shape, attrs, data, rng):
+    if data == "zeros":
+        x = _zeros_and_ties(rng, shape, "float32")
+    else:
+        x = make_array(rng, shape, "float32", special=data == "special")
+    want = reference.max_pool(x, **attrs)
+    assert serves(S.ROWS_FIRST, _plan(x.shape, **attrs), "float32", False)
+    for nt in (1, 2):
+        assert_same(pooling.max_pool(x, n_threads=nt, _strategy="rows_first", **attrs), want)
+
+
+@pytest.mark.parametrize("special", [np.nan, -0.0])
+@pytest.mark.parametrize("shape, attrs", [ROWS_CASES[1], ROWS_CASES[4], ROWS_CASES[8]])
+def test_rows_first_redoes_a_plane_with_one_odd_value(shape, attrs, special, rng):
+    """A NaN anywhere (in a row only a later output row's first taps read, in the last rows, in
+    a dilated tap), or a -0.0 beside zeros, sends its plane to the exact compare: with -0.0 the
+    others are +0.0 and -1, so the first zero of each window decides the bits."""
+    base = _zeros_and_ties(rng, shape, "float32") if special == 0 else make_array(
+        rng, shape, "float32", special=False)
+    base[base == 0] = 0.0
+    for flat in list(rng.choice(base.size, size=12, replace=False)) + [0, base.size - 1]:
+        x = base.copy()
+        x.reshape(-1)[flat] = special
+        want = reference.max_pool(x, **attrs)
+        for nt in (1, 2):
+            assert_same(pooling.max_pool(x, n_threads=nt, _strategy="rows_first", **attrs), want)
+
+
+@pytest.mark.parametrize("shape, attrs, kind, indices", [
+    ((1, 2, 16, 16), dict(kernel_shape=(3, 3)), "float64", False),
+    ((1, 2, 16, 16), dict(kernel_shape=(3, 3)), "float16", False),
+    ((1, 2, 16, 16), dict(kernel_shape=(3, 3)), "uint8", False),
+    ((1, 2, 16, 16), dict(kernel_shape=(3, 3), return_indices=True), "float32", True),
+    ((1, 2, 16, 16), dict(kernel_shape=(4, 3)), "float32", False),        # H kernel 4
+    ((1, 2, 16, 16), dict(kernel_shape=(3, 4)), "float32", False),        # W kernel 4
+    ((1, 2, 16, 40), dict(kernel_shape=(3, 3), strides=(1, 3)), "float32", False),
+    ((1, 2, 16, 40), dict(kernel_shape=(3, 1), strides=(1, 2)), "float32", False),
+    ((1, 2, 16, 40), dict(kernel_shape=(3, 2), strides=(1, 2), dilations=(1, 2)), "float32", False),
+    ((1, 2, 16, 7), dict(kernel_shape=(3, 3), pads=(1, 1, 1, 1)), "float32", False),  # W < 8
+    ((1, 2, 16, 16), dict(kernel_shape=(3, 3), strides=(2, 2)), "float32", False),    # OW 7
+    ((1, 2, 16, 16), dict(kernel_shape=(2, 2), pads=(0, 0, 3, 0)), "float32", False),  # empty
+    ((1, 2, 4, 16, 16), dict(kernel_shape=(1, 3, 3)), "float32", False),              # 3-D
+    ((1, 16, 16, 2), dict(kernel_shape=(3, 3), layout="NHWC"), "float32", False),
+])
+def test_rows_first_serves_only_its_windows(shape, attrs, kind, indices, rng):
+    assert not serves(S.ROWS_FIRST, _plan(shape, **attrs), kind, indices)
+    with pytest.raises(ValueError, match="_strategy='rows_first' cannot compute this call"):
+        pooling.max_pool(make_array(rng, shape, kind), _strategy="rows_first", **attrs)
 
 
 def test_interleaved_serves_ranks_1_and_2_without_indices():

@@ -85,6 +85,17 @@ cdef extern from "pooling_reduce.h":
     float pk_max_f32(const float* x, Py_ssize_t n, int* odd) noexcept nogil
     double pk_max_f64(const double* x, Py_ssize_t n, int* odd) noexcept nogil
 
+cdef extern from "pooling_rows.h":
+    enum:
+        PK_ROWS_MAX_LANES   # rows at least this long (strategy ROWS_FIRST)
+    Py_ssize_t pk_rows_len(Py_ssize_t W, Py_ssize_t OW, Py_ssize_t kw, Py_ssize_t sw, Py_ssize_t dw,
+                           Py_ssize_t pw) noexcept nogil
+    void pk_rows_pad(float* V, Py_ssize_t n, Py_ssize_t ld, Py_ssize_t R, Py_ssize_t W,
+                     Py_ssize_t pw) noexcept nogil
+    int pk_rows_f32(const float* x, float* y, Py_ssize_t H, Py_ssize_t W, Py_ssize_t OH, Py_ssize_t OW,
+                    const Py_ssize_t* rows, int nchk, Py_ssize_t kw, Py_ssize_t sw, Py_ssize_t dw,
+                    Py_ssize_t pw, float* V, Py_ssize_t ld, Py_ssize_t R) noexcept nogil
+
 cdef extern from "pooling_pool_api.h":
     ctypedef void (*pk_body)(void* ctx, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil
     void pk_parallel(pk_body body, void* ctx, Py_ssize_t items, Py_ssize_t chunk,

@@ -33,6 +33,9 @@ _BUFFER_BYTES = 8192
 # ... but it must hold one output row's window whatever that costs; past this
 # (huge dilated kernels over wide rows) the separable kernel is taken instead.
 _BUFFER_LIMIT = 1 << 22
+# ROWS_FIRST is chosen for rows up to this long (its row buffers, 16 KB, stay in L1; longer rows
+# were not measured), and serves rows whose buffer stays within _PLANES_LIMIT bytes.
+_ROWS_CHOSEN = 4096
 # PLANES keeps four padded planes per thread; past this it is not chosen nor can be forced.
 _PLANES_LIMIT = 1 << 24
 # ... and it is chosen only while they stay in this core's L2 (half a MiB on the machines measured).
@@ -45,6 +48,7 @@ class Strategy(enum.Enum):
     PLANES = "planes"                    # whole planes through padded flat passes (NCHW, ranks 1-2)
     TILES = "tiles"                      # windows that tile the input exactly, as flat passes (NCHW)
     INTERLEAVED = "interleaved"          # blocks of planes channels-last in padded scratch (NCHW, ranks 1-2)
+    ROWS_FIRST = "rows_first"            # float32 windows up to 3x3: window rows first, then W (NCHW, ranks 1-2)
     FUSED = "fused"                      # fused two-pass kernel over N*C planes (NCHW, ranks 1-3)
     DEPTH_FIRST = "depth_first"          # 3-D: reduce the depth window first, then pool in 2-D
     DEPTH_SPLIT = "depth_split"          # 3-D: FUSED on every depth slice, then along depth
@@ -67,6 +71,10 @@ def choose_strategy(plan, kind, n_threads, with_indices):
                   exactly (stride = kernel, no pads or dilation, input
                   = output * kernel on every axis), a W kernel of 2,
                   scratch within _PLANES_LIMIT
+    NCHW, 2-D     float32, no Indices, windows of at most 3x3, stride 1  ROWS_FIRST
+                  along W or 2 with a 2- or 3-wide window, rows of 8
+                  to 4096 in (8 or more out), no window wholly in the
+                  padding
     NCHW          ranks 1-2, no Indices, planes of at most 64 values     INTERLEAVED
                   (8x8), not a window covering the whole plane
     NCHW, 3-D     depth kernel > 1, and not (Indices with a 4- or        DEPTH_SPLIT
@@ -148,6 +156,9 @@ def choose_strategy(plan, kind, n_threads, with_indices):
     if (not with_indices and plan.kernel[-1] == 2 and not _whole_plane(plan)
             and serves(Strategy.TILES, plan, kind, with_indices)):
         return Strategy.TILES
+    if (not with_indices and len(plan.spatial) == 2 and plan.spatial[-1] <= _ROWS_CHOSEN
+            and serves(Strategy.ROWS_FIRST, plan, kind, with_indices)):
+        return Strategy.ROWS_FIRST
     if (not with_indices and _interleaved_pays(plan)
             and serves(Strategy.INTERLEAVED, plan, kind, with_indices)):
         return Strategy.INTERLEAVED
@@ -182,6 +193,8 @@ def serves(strategy, plan, kind, with_indices):
     if strategy is Strategy.INTERLEAVED:
         return (n <= 2 and not with_indices and min(plan.spatial) > 0 and min(plan.out_shape) > 0
                 and _interleaved_scratch(plan) <= _PLANES_LIMIT)
+    if strategy is Strategy.ROWS_FIRST:
+        return n <= 2 and not with_indices and _rows_first(plan, kind)
     if strategy is Strategy.TILES:
         return not with_indices and n <= 3 and _tiles(plan) and _tiles_scratch(plan, kind) <= _PLANES_LIMIT
     if n != 3 or not _fits_int32(plan.spatial):
@@ -379,6 +392,38 @@ def _planes_pays(plan, kind):
 def _interleaved_pays(plan):
     """Whether INTERLEAVED beats the NCHW kernels (choose_strategy's table says why)."""
     return len(plan.spatial) <= 2 and math.prod(plan.spatial) <= 64 and not _whole_plane(plan)
+
+
+def _rows_first(plan, kind):
+    """Whether ROWS_FIRST's kernel computes this call (include/pooling_rows.h): float32, windows
+    of at most 3x3, along W stride 1 or a 2- or 3-wide stride 2 without dilation, input and
+    output rows at least 8 long, no window wholly in the padding."""
+    if KINDS[kind].ctype != "float" or min(plan.out_shape) == 0:
+        return False
+    spatial, out, kernel, strides, dilations, pads_begin = _promote(plan)
+    kh, kw = kernel[1:]
+    if (kh > 3 or kw > 3 or min(spatial[2], out[2]) < 8 or 4 * (spatial[2] + 64) > _PLANES_LIMIT
+            or not (strides[2] == 1 or (strides[2] == 2 and kw >= 2 and dilations[2] == 1))):
+        return False
+    taps = _tap_ranges(spatial[1:], out[1:], kernel[1:], strides[1:], dilations[1:], pads_begin[1:])
+    return bool(np.all(taps[:, 0] < taps[:, 1]))
+
+
+def _build_rows_first(plan, kind, nt, act, inf_bits, with_indices):
+    """float32 NCHW ranks 1-2 without Indices: a plane per work item, window rows first
+    (maxpool_rows.pxi)."""
+    planes = plan.out_shape[0] * plan.out_shape[1]
+    spatial, out, kernel, strides, dilations, pads_begin = _promote(plan)
+    taps = _tap_ranges(spatial, out, kernel, strides, dilations, pads_begin)
+    # The input row of each output row's three taps: a tap past the kernel or in the padding
+    # reads the window's first valid row again.
+    t0, t1 = taps[out[0]:out[0] + out[1]].T
+    t = np.minimum(np.arange(3), kernel[1] - 1)
+    t = np.where((t >= t0[:, None]) & (t < t1[:, None]), t, t0[:, None])
+    rows = np.arange(out[1])[:, None] * strides[1] - pads_begin[1] + t * dilations[1]
+    return _core.MaxPoolRows(KINDS[kind].ctype, (planes,) + spatial, (planes,) + out, kernel, strides,
+                             dilations, pads_begin, taps, np.ascontiguousarray(rows, dtype=np.intp),
+                             *act, inf_bits, nt, chunk_size(planes, nt))
 
 
 def _tiles(plan):
@@ -583,6 +628,7 @@ _BUILDERS = {
     Strategy.PLANES: _build_planes,
     Strategy.TILES: _build_tiles,
     Strategy.INTERLEAVED: _build_interleaved,
+    Strategy.ROWS_FIRST: _build_rows_first,
     Strategy.FUSED: _build_fused,
     Strategy.DEPTH_FIRST: _build_depth_first,
     Strategy.DEPTH_SPLIT: _build_depth_split,

@@ -1,0 +1,299 @@
+/* Strategy ROWS_FIRST (src/kernels/maxpool_rows.pxi): float32 NCHW MaxPool without Indices,
+ * one plane at a time, one output row at a time:
+ *
+ *   1. the rows of the output row's window are reduced into one row V (W values, in a
+ *      buffer padded with -inf on both sides as far as the windows reach), a flat loop of
+ *      whole vectors;
+ *   2. the output row is read off V in registers: with stride 1, maxima of two or three
+ *      shifted loads; with stride 2 and a 3-wide window, even and odd lanes of V split by
+ *      shuffles and the even ones shifted by one.
+ *
+ * A row's last vector overlaps the one before it instead of a scalar remainder (a maximum
+ * written twice is the same maximum), which is what makes 14- to 56-wide rows cheap: the
+ * two-pass kernel spent half its time on such rows in per-row set-up and remainders.
+ *
+ * Both passes use the cheap compare (maxps), and reducing rows before columns is not the
+ * contract's tap order; both give the contract's result bit for bit unless a window holds a
+ * NaN, or its maximum is a zero and the plane holds a -0.0 (the only equal values with other
+ * bits). So every input row is checked for NaN once (pass 1 checks the rows no later output
+ * row reads as its own first rows: min(sh, kh) of them with dilation 1, all of them for the
+ * last output row or with dilation), and a plane with a zero result is scanned for -0.0;
+ * pk_rows_f32 returns 1 for such a plane and the caller redoes it with the exact compare.
+ *
+ * Requirements (the caller's serves rule): kh, kw in 1..3; stride 1 along W (any dilation),
+ * or stride 2 with kw 3 or 2 and dilation 1; W and OW at least PK_ROWS_MAX_LANES; every
+ * window holds at least one input row and column.
+ *
+ * GCC/Clang vector extensions at the build's register width (x86 intrinsics for maxps and
+ * the NaN compare, which the extensions do not spell); elsewhere (MSVC, or PK_ROWS_SCALAR
+ * defined) scalar loops. */
+#ifndef POOLING_ROWS_H
+#define POOLING_ROWS_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define PK_ROWS_MAX_LANES 8   /* the widest build's float32 lanes: rows at least this long */
+
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(PK_ROWS_SCALAR)
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#define PK_ROWS_BYTES 32
+#elif defined(__SSE2__)
+#include <emmintrin.h>
+#define PK_ROWS_BYTES 16
+#else
+#define PK_ROWS_BYTES 16
+#endif
+
+typedef float pk_rows_v __attribute__((vector_size(PK_ROWS_BYTES)));
+typedef int32_t pk_rows_m __attribute__((vector_size(PK_ROWS_BYTES)));
+enum { PK_ROWS_L = PK_ROWS_BYTES / 4 };
+
+static inline pk_rows_v pk_rows_ld(const float* p)
+{
+    pk_rows_v v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline void pk_rows_st(float* p, pk_rows_v v)
+{
+    memcpy(p, &v, sizeof v);
+}
+
+/* b if b > a else a: the cheap compare, the new value second */
+static inline pk_rows_v pk_rows_max(pk_rows_v a, pk_rows_v b)
+{
+#if PK_ROWS_BYTES == 32
+    return (pk_rows_v)_mm256_max_ps((__m256)b, (__m256)a);
+#elif defined(__SSE2__)
+    return (pk_rows_v)_mm_max_ps((__m128)b, (__m128)a);
+#else
+    pk_rows_m g = b > a;
+    return (pk_rows_v)(((pk_rows_m)b & g) | ((pk_rows_m)a & ~g));
+#endif
+}
+
+/* lanes where a or b is NaN */
+static inline pk_rows_m pk_rows_nan(pk_rows_v a, pk_rows_v b)
+{
+#if PK_ROWS_BYTES == 32
+    return (pk_rows_m)_mm256_cmp_ps((__m256)a, (__m256)b, _CMP_UNORD_Q);
+#elif defined(__SSE2__)
+    return (pk_rows_m)_mm_cmpunord_ps((__m128)a, (__m128)b);
+#else
+    return (a != a) | (b != b);
+#endif
+}
+
+#if defined(__clang__)
+#define PK_ROWS_SHUF(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+#else
+#define PK_ROWS_SHUF(a, b, ...) __builtin_shuffle(a, b, (pk_rows_m){__VA_ARGS__})
+#endif
+
+/* Pass 1: V[w] = max(r0[w], r1[w], r2[w]), w < W (W >= L); NaN lanes of the first nchk rows
+ * are or-ed into *bad. */
+static inline void pk_rows_v3(const float* r0, const float* r1, const float* r2, float* V,
+                              ptrdiff_t W, int nchk, pk_rows_m* bad)
+{
+    ptrdiff_t w = 0;
+    pk_rows_m b = *bad;
+    for (;;) {
+        if (w > W - PK_ROWS_L)
+            w = W - PK_ROWS_L;
+        pk_rows_v x0 = pk_rows_ld(r0 + w), x1 = pk_rows_ld(r1 + w), x2 = pk_rows_ld(r2 + w);
+        if (nchk == 1)
+            b |= pk_rows_nan(x0, x0);
+        else if (nchk == 2)
+            b |= pk_rows_nan(x0, x1);
+        else
+            b |= pk_rows_nan(x0, x1) | pk_rows_nan(x2, x2);
+        pk_rows_st(V + w, pk_rows_max(pk_rows_max(x0, x1), x2));
+        if (w == W - PK_ROWS_L)
+            break;
+        w += PK_ROWS_L;
+    }
+    *bad = b;
+}
+
+/* Pass 2, stride 1: y[o] = max(V[o], V[o + d1], V[o + d2]), o < OW (OW >= L). */
+static inline pk_rows_m pk_rows_h1(const float* V, float* y, ptrdiff_t OW, ptrdiff_t d1, ptrdiff_t d2)
+{
+    const pk_rows_v zero = {0};
+    pk_rows_m z = {0};
+    ptrdiff_t o = 0;
+    for (;;) {
+        if (o > OW - PK_ROWS_L)
+            o = OW - PK_ROWS_L;
+        pk_rows_v m = pk_rows_max(pk_rows_max(pk_rows_ld(V + o), pk_rows_ld(V + o + d1)),
+                                  pk_rows_ld(V + o + d2));
+        z |= m == zero;
+        pk_rows_st(y + o, m);
+        if (o == OW - PK_ROWS_L)
+            break;
+        o += PK_ROWS_L;
+    }
+    return z;
+}
+
+/* Pass 2, stride 2: y[o] = max(V[2o], V[2o + 1], V[2o + 2]) (kw 3) or max(V[2o], V[2o + 1])
+ * (kw 2).  With 32-byte vectors the even/odd split is the in-lane one (vshufps), whose lane
+ * order is put right once per result (vpermpd): a lane-crossing split of every operand cost
+ * twice the shuffles. */
+static inline pk_rows_m pk_rows_h2(const float* V, float* y, ptrdiff_t OW, int three)
+{
+    const pk_rows_v zero = {0};
+    pk_rows_m z = {0};
+    ptrdiff_t o = 0;
+    for (;;) {
+        if (o > OW - PK_ROWS_L)
+            o = OW - PK_ROWS_L;
+        const float* v = V + 2 * o;
+        pk_rows_v a = pk_rows_ld(v), b = pk_rows_ld(v + PK_ROWS_L), m;
+#if PK_ROWS_BYTES == 32
+        m = pk_rows_max(PK_ROWS_SHUF(a, b, 0, 2, 8, 10, 4, 6, 12, 14),
+                        PK_ROWS_SHUF(a, b, 1, 3, 9, 11, 5, 7, 13, 15));
+        if (three) {
+            pk_rows_v c = pk_rows_ld(v + 2), d = pk_rows_ld(v + 2 + PK_ROWS_L);
+            m = pk_rows_max(m, PK_ROWS_SHUF(c, d, 0, 2, 8, 10, 4, 6, 12, 14));
+        }
+        m = (pk_rows_v)_mm256_permute4x64_pd((__m256d)m, 0xD8);
+#else
+        m = pk_rows_max(PK_ROWS_SHUF(a, b, 0, 2, 4, 6), PK_ROWS_SHUF(a, b, 1, 3, 5, 7));
+        if (three) {
+            pk_rows_v c = pk_rows_ld(v + 2), d = pk_rows_ld(v + 2 + PK_ROWS_L);
+            m = pk_rows_max(m, PK_ROWS_SHUF(c, d, 0, 2, 4, 6));
+        }
+#endif
+        z |= m == zero;
+        pk_rows_st(y + o, m);
+        if (o == OW - PK_ROWS_L)
+            break;
+        o += PK_ROWS_L;
+    }
+    return z;
+}
+
+static inline int pk_rows_any(pk_rows_m m)
+{
+    int r = 0;
+    for (int i = 0; i < PK_ROWS_L; i++)
+        r |= m[i] != 0;
+    return r;
+}
+
+#else  /* scalar: the same passes one value at a time */
+
+typedef int pk_rows_m;
+
+static inline float pk_rows_max1(float a, float b)
+{
+    return b > a ? b : a;
+}
+
+static inline void pk_rows_v3(const float* r0, const float* r1, const float* r2, float* V,
+                              ptrdiff_t W, int nchk, pk_rows_m* bad)
+{
+    for (ptrdiff_t w = 0; w < W; w++) {
+        *bad |= (r0[w] != r0[w]) | (nchk > 1 && r1[w] != r1[w]) | (nchk > 2 && r2[w] != r2[w]);
+        V[w] = pk_rows_max1(pk_rows_max1(r0[w], r1[w]), r2[w]);
+    }
+}
+
+static inline pk_rows_m pk_rows_h1(const float* V, float* y, ptrdiff_t OW, ptrdiff_t d1, ptrdiff_t d2)
+{
+    pk_rows_m z = 0;
+    for (ptrdiff_t o = 0; o < OW; o++) {
+        y[o] = pk_rows_max1(pk_rows_max1(V[o], V[o + d1]), V[o + d2]);
+        z |= y[o] == 0;
+    }
+    return z;
+}
+
+static inline pk_rows_m pk_rows_h2(const float* V, float* y, ptrdiff_t OW, int three)
+{
+    pk_rows_m z = 0;
+    for (ptrdiff_t o = 0; o < OW; o++) {
+        y[o] = pk_rows_max1(pk_rows_max1(V[2 * o], V[2 * o + 1]), V[2 * o + 2 * three]);
+        z |= y[o] == 0;
+    }
+    return z;
+}
+
+static inline int pk_rows_any(pk_rows_m m)
+{
+    return m != 0;
+}
+
+#endif
+
+/* Floats of one thread's row buffer: the padded row V that the windows read, plus a spare
+ * vector's worth for the overlapping loads. */
+static inline ptrdiff_t pk_rows_len(ptrdiff_t W, ptrdiff_t OW, ptrdiff_t kw, ptrdiff_t sw,
+                                    ptrdiff_t dw, ptrdiff_t pw)
+{
+    ptrdiff_t reach = sw == 2 ? 2 * OW + 2 : OW + (kw - 1) * dw;
+    ptrdiff_t n = pw + W > reach ? pw + W : reach;
+    return n + 2 * PK_ROWS_MAX_LANES;
+}
+
+/* The padding of R row buffers of n floats, ld apart: -inf where no input column lands. */
+static inline void pk_rows_pad(float* V, ptrdiff_t n, ptrdiff_t ld, ptrdiff_t R, ptrdiff_t W,
+                               ptrdiff_t pw)
+{
+    for (ptrdiff_t r = 0; r < R; r++)
+        for (ptrdiff_t i = 0; i < n; i++)
+            if (i < pw || i >= pw + W)
+                V[r * ld + i] = -INFINITY;
+}
+
+/* One H x W plane into its OH x OW result through R row buffers V + r * ld (each padded:
+ * pk_rows_pad).  rows[3 * oh + t]: the input row of output row oh's tap t (a tap in the
+ * padding, or past kh, repeats a valid row: a repeated row changes no maximum); nchk: the
+ * taps whose rows are checked for NaN on every output row but the last (which checks all):
+ * min(sh, kh) with dilation 1, else kh.  Returns 1 when the plane needs the exact compare (y then holds no promised
+ * values).
+ *
+ * Pass 1 runs for R output rows before pass 2 reads them back: pass 2's shifted loads of a
+ * row pass 1 has just stored stall on store forwarding (a load spanning two stores still in
+ * flight), which made 13-wide rows cost 60 cycles each. */
+static inline int pk_rows_f32(const float* x, float* y, ptrdiff_t H, ptrdiff_t W, ptrdiff_t OH,
+                              ptrdiff_t OW, const ptrdiff_t* rows, int nchk, ptrdiff_t kw, ptrdiff_t sw,
+                              ptrdiff_t dw, ptrdiff_t pw, float* V, ptrdiff_t ld, ptrdiff_t R)
+{
+    pk_rows_m bad = {0}, zero = {0};
+    ptrdiff_t oh0, oh, n, i;
+    const ptrdiff_t* r;
+    for (oh0 = 0; oh0 < OH; oh0 += R) {
+        n = OH - oh0 < R ? OH - oh0 : R;
+        for (oh = oh0, r = rows + 3 * oh0; oh < oh0 + n; oh++, r += 3)
+            pk_rows_v3(x + r[0] * W, x + r[1] * W, x + r[2] * W, V + (oh - oh0) * ld + pw, W,
+                       oh == OH - 1 ? 3 : nchk, &bad);
+        for (oh = oh0; oh < oh0 + n; oh++) {
+            if (sw == 2)
+                zero |= pk_rows_h2(V + (oh - oh0) * ld, y + oh * OW, OW, kw == 3);
+            else
+                zero |= pk_rows_h1(V + (oh - oh0) * ld, y + oh * OW, OW, kw > 1 ? dw : 0,
+                                   (kw - 1) * dw);
+        }
+    }
+    if (pk_rows_any(bad))
+        return 1;
+    if (pk_rows_any(zero)) {
+        /* a zero result: which zero depends on the order unless the plane has no -0.0 */
+        uint32_t u, neg = 0;
+        for (i = 0; i < H * W; i++) {
+            memcpy(&u, x + i, sizeof u);
+            neg |= u == 0x80000000u;
+        }
+        return neg != 0;
+    }
+    return 0;
+}
+
+#endif

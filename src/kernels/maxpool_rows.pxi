@@ -1,0 +1,121 @@
+# ===========================================================================
+# maxpool_rows.pxi: MaxPoolRows, float32 NCHW MaxPool of ranks 1-2 without
+# Indices, windows of at most 3x3 with stride 1 or (3- or 2-wide) stride 2
+# along W (strategy ROWS_FIRST).
+#
+# A work item is a plane.  Each output row's window rows are reduced into one
+# padded row, which the output row is then read off in registers
+# (include/pooling_rows.h has the loops and why they are exact).  This is the
+# shape of most CNN pools (k3 s2 p1 stems, k3 s2 ceil_mode, k3 s1 p1
+# branches, k2 s1) on planes of 8 to a few hundred columns, where the
+# two-pass kernel's per-row set-up and scalar remainders cost more than the
+# compares.  A plane the cheap compare could get wrong (a NaN; a zero result
+# beside a -0.0) is redone here tap by tap with the contract's compare.
+# ===========================================================================
+
+cdef void _rows_exact(const float* x, float* y, const Geom* g) noexcept nogil:
+    """One plane, window by window in tap order with the exact compare (rare planes only)."""
+    cdef Py_ssize_t oh, ow, th, tw, h0, w0
+    cdef float m, v
+    cdef bint first
+    for oh in range(g.OH):
+        h0 = oh * g.sh - g.ph
+        for ow in range(g.OW):
+            w0 = ow * g.sw - g.pw
+            first = True
+            m = 0
+            for th in range(g.thr[2 * oh], g.thr[2 * oh + 1]):
+                for tw in range(g.twr[2 * ow], g.twr[2 * ow + 1]):
+                    v = x[(h0 + th * g.dh) * g.W + w0 + tw * g.dw]
+                    if first or _keep(v, m, 0, True):
+                        m = v
+                    first = False
+            y[oh * g.OW + ow] = m
+
+
+cdef bint _all_taps(const Py_ssize_t* r, Py_ssize_t n) noexcept:
+    """Whether each of n tap ranges (pairs) holds a tap."""
+    cdef Py_ssize_t o
+    for o in range(n):
+        if r[2 * o] >= r[2 * o + 1]:
+            return False
+    return True
+
+
+cdef class MaxPoolRows(_Launch):
+    """float32 NCHW MaxPool of ranks 1-2 without Indices, a plane per work item (see the
+    banner): x (planes, 1, H, W) -> y (planes, 1, OH, OW).  The caller checks the shapes it
+    serves (pooling._maxpool_strategies.serves); they are checked again here."""
+    cdef const Py_ssize_t[:, ::1] rows     # (OH, 3): the input row of each output row's taps
+    cdef Py_ssize_t per_thread, planes, ld, R
+    cdef int nchk
+
+    def __init__(self, str ctype, tuple x_shape, tuple y_shape, tuple kernel, tuple strides,
+                 tuple dilations, tuple pads_begin, const Py_ssize_t[:, ::1] taps not None,
+                 const Py_ssize_t[:, ::1] rows not None, int act, double lo, double hi,
+                 uint16_t inf_bits, int n_threads, Py_ssize_t chunk):
+        self._setup(ctype, x_shape[1:], y_shape[1:], kernel, strides, dilations, pads_begin,
+                    taps, act, lo, hi, inf_bits)
+        cdef Geom* g = &self.g
+        cdef Py_ssize_t o, t
+        if rows.shape[0] != g.OH or rows.shape[1] != 3:
+            raise ValueError(f"MaxPoolRows: rows must be ({g.OH}, 3), got ({rows.shape[0]}, {rows.shape[1]})")
+        for o in range(g.OH):
+            for t in range(3):
+                if not 0 <= rows[o, t] < g.H:
+                    raise ValueError(f"MaxPoolRows: rows[{o}, {t}] = {rows[o, t]} is not a row of "
+                                     f"the input (H = {g.H})")
+        self.rows = rows
+        self.nchk = g.kh if g.dh > 1 else min(g.sh, g.kh)
+        if (ctype != "float" or g.D != 1 or g.OD != 1 or not 1 <= g.kh <= 3 or not 1 <= g.kw <= 3
+                or not (g.sw == 1 or (g.sw == 2 and g.kw >= 2 and g.dw == 1))
+                or g.W < PK_ROWS_MAX_LANES or g.OW < PK_ROWS_MAX_LANES
+                or not _all_taps(g.thr, g.OH) or not _all_taps(g.twr, g.OW)):
+            raise ValueError(f"MaxPoolRows: float32 planes with windows it serves, got {ctype} "
+                             f"input {x_shape[1:]}, output {y_shape[1:]}, kernel {kernel}, "
+                             f"strides {strides}, dilations {dilations}")
+        self.planes = x_shape[0]
+        # Row buffers: R of them (output rows pass 1 runs ahead of pass 2, pooling_rows.h),
+        # about 8 KB in all, each a whole number of cache lines.
+        self.ld = (pk_rows_len(g.W, g.OW, g.kw, g.sw, g.dw, g.pw) + 15) // 16 * 16
+        self.R = max(1, min(8, 2048 // self.ld))
+        self.per_thread = _padded(self.R * self.ld, 4)
+        self.units = self.planes
+        self.xsize, self.ysize = self.planes * g.H * g.W, self.planes * g.OH * g.OW
+        self.n_threads = max(1, min(n_threads, self.units))
+        self.chunk = max(1, chunk)
+
+    cdef Py_ssize_t _scratch_bytes(self, bint with_pos):
+        return self.n_threads * self.per_thread * 4
+
+    cdef void _run(self, const char* xb, char* yb, int64_t* ib, _Scratch s):
+        cdef _UnitsJob j
+        _start_job(&j, xb, yb, ib, self)
+        j.hv = s.block
+        j.vs = self.per_thread
+        j.ld, j.rows, j.nchk, j.in_rows = self.ld, self.R, self.nchk, &self.rows[0, 0]
+        j.xplane, j.yplane = self.g.H * self.g.W, self.g.OH * self.g.OW
+        with nogil:
+            pk_parallel(_rows_body, &j, self.units, self.chunk, self.n_threads)
+
+
+cdef void _rows_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil:
+    """pk_parallel's body for MaxPoolRows: planes [begin, end) on thread tid."""
+    cdef _UnitsJob* j = <_UnitsJob*>job
+    cdef Geom gc = j.g[0]  # a copy the compiler can keep in registers
+    cdef const Geom* g = &gc
+    cdef float* V = <float*>j.hv + tid * j.vs
+    cdef const float* x
+    cdef float* y
+    cdef Py_ssize_t p, i
+    cdef float lo = <float>j.lo, hi = <float>j.hi
+    pk_rows_pad(V, j.ld, j.ld, j.rows, g.W, g.pw)
+    for p in range(begin, end):
+        x = <const float*>j.x + p * j.xplane
+        y = <float*>j.y + p * j.yplane
+        if pk_rows_f32(x, y, g.H, g.W, g.OH, g.OW, j.in_rows, j.nchk, g.kw, g.sw, g.dw, g.pw, V,
+                       j.ld, j.rows):
+            _rows_exact(x, y, g)
+        if j.act:
+            for i in range(j.yplane):
+                y[i] = _clamp(y[i], lo, hi, j.act, 0)
