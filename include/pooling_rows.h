@@ -6,7 +6,8 @@
  *      whole vectors;
  *   2. the output row is read off V in registers: with stride 1, maxima of two or three
  *      shifted loads; with stride 2 and a 3-wide window, even and odd lanes of V split by
- *      shuffles and the even ones shifted by one.
+ *      shuffles and the even ones shifted by one; 4-wide windows with stride 4, two rounds
+ *      of that split.
  *
  * A row's last vector overlaps the one before it instead of a scalar remainder (a maximum
  * written twice is the same maximum), which is what makes 14- to 56-wide rows cheap: the
@@ -20,9 +21,10 @@
  * last output row or with dilation), and a plane with a zero result is scanned for -0.0;
  * pk_rows_f32 returns 1 for such a plane and the caller redoes it with the exact compare.
  *
- * Requirements (the caller's serves rule): kh, kw in 1..3; stride 1 along W (any dilation),
- * or stride 2 with kw 3 or 2 and dilation 1; W and OW at least PK_ROWS_MAX_LANES; every
- * window holds at least one input row and column.
+ * Requirements (the caller's serves rule): kh, kw in 1..3 with stride 1 along W (any
+ * dilation) or stride 2 with kw 3 or 2 and dilation 1; or kw 4 with stride 4, no dilation,
+ * and kh up to 4; W and OW at least PK_ROWS_MAX_LANES; every window holds at least one input
+ * row and column.
  *
  * GCC/Clang vector extensions at the build's register width (x86 intrinsics for maxps and
  * the NaN compare, which the extensions do not spell); elsewhere (MSVC, or PK_ROWS_SCALAR
@@ -121,6 +123,30 @@ static inline void pk_rows_v3(const float* r0, const float* r1, const float* r2,
     *bad = b;
 }
 
+/* Pass 1 for four rows (the k4 s4 form); nchk as pk_rows_v3's, 4 for all. */
+static inline void pk_rows_v4(const float* const* r, float* V, ptrdiff_t W, int nchk,
+                              pk_rows_m* bad)
+{
+    ptrdiff_t w = 0;
+    pk_rows_m b = *bad;
+    for (;;) {
+        if (w > W - PK_ROWS_L)
+            w = W - PK_ROWS_L;
+        pk_rows_v x0 = pk_rows_ld(r[0] + w), x1 = pk_rows_ld(r[1] + w);
+        pk_rows_v x2 = pk_rows_ld(r[2] + w), x3 = pk_rows_ld(r[3] + w);
+        b |= nchk == 1 ? pk_rows_nan(x0, x0) : pk_rows_nan(x0, x1);
+        if (nchk == 3)
+            b |= pk_rows_nan(x2, x2);
+        else if (nchk == 4)
+            b |= pk_rows_nan(x2, x3);
+        pk_rows_st(V + w, pk_rows_max(pk_rows_max(pk_rows_max(x0, x1), x2), x3));
+        if (w == W - PK_ROWS_L)
+            break;
+        w += PK_ROWS_L;
+    }
+    *bad = b;
+}
+
 /* Pass 2, stride 1: y[o] = max(V[o], V[o + d1], V[o + d2]), o < OW (OW >= L). */
 static inline pk_rows_m pk_rows_h1(const float* V, float* y, ptrdiff_t OW, ptrdiff_t d1, ptrdiff_t d2)
 {
@@ -179,6 +205,41 @@ static inline pk_rows_m pk_rows_h2(const float* V, float* y, ptrdiff_t OW, int t
     return z;
 }
 
+/* Pass 2, the k4 s4 form: y[o] = the maximum of V[4o .. 4o + 3], by two rounds of the even/odd
+ * split (with 32-byte vectors in-lane, whose lane order one permute puts right). */
+static inline pk_rows_m pk_rows_h4(const float* V, float* y, ptrdiff_t OW)
+{
+    const pk_rows_v zero = {0};
+    pk_rows_m z = {0};
+    ptrdiff_t o = 0;
+    for (;;) {
+        if (o > OW - PK_ROWS_L)
+            o = OW - PK_ROWS_L;
+        const float* v = V + 4 * o;
+        pk_rows_v a = pk_rows_ld(v), b = pk_rows_ld(v + PK_ROWS_L);
+        pk_rows_v c = pk_rows_ld(v + 2 * PK_ROWS_L), d = pk_rows_ld(v + 3 * PK_ROWS_L), p, q, m;
+#if PK_ROWS_BYTES == 32
+        p = pk_rows_max(PK_ROWS_SHUF(a, b, 0, 2, 8, 10, 4, 6, 12, 14),
+                        PK_ROWS_SHUF(a, b, 1, 3, 9, 11, 5, 7, 13, 15));
+        q = pk_rows_max(PK_ROWS_SHUF(c, d, 0, 2, 8, 10, 4, 6, 12, 14),
+                        PK_ROWS_SHUF(c, d, 1, 3, 9, 11, 5, 7, 13, 15));
+        m = pk_rows_max(PK_ROWS_SHUF(p, q, 0, 2, 8, 10, 4, 6, 12, 14),
+                        PK_ROWS_SHUF(p, q, 1, 3, 9, 11, 5, 7, 13, 15));
+        m = PK_ROWS_SHUF(m, m, 0, 4, 1, 5, 2, 6, 3, 7);
+#else
+        p = pk_rows_max(PK_ROWS_SHUF(a, b, 0, 2, 4, 6), PK_ROWS_SHUF(a, b, 1, 3, 5, 7));
+        q = pk_rows_max(PK_ROWS_SHUF(c, d, 0, 2, 4, 6), PK_ROWS_SHUF(c, d, 1, 3, 5, 7));
+        m = pk_rows_max(PK_ROWS_SHUF(p, q, 0, 2, 4, 6), PK_ROWS_SHUF(p, q, 1, 3, 5, 7));
+#endif
+        z |= m == zero;
+        pk_rows_st(y + o, m);
+        if (o == OW - PK_ROWS_L)
+            break;
+        o += PK_ROWS_L;
+    }
+    return z;
+}
+
 static inline int pk_rows_any(pk_rows_m m)
 {
     int r = 0;
@@ -225,6 +286,27 @@ static inline pk_rows_m pk_rows_h2(const float* V, float* y, ptrdiff_t OW, int t
     return z;
 }
 
+static inline void pk_rows_v4(const float* const* r, float* V, ptrdiff_t W, int nchk,
+                              pk_rows_m* bad)
+{
+    for (ptrdiff_t w = 0; w < W; w++) {
+        for (int t = 0; t < nchk; t++)
+            *bad |= r[t][w] != r[t][w];
+        V[w] = pk_rows_max1(pk_rows_max1(pk_rows_max1(r[0][w], r[1][w]), r[2][w]), r[3][w]);
+    }
+}
+
+static inline pk_rows_m pk_rows_h4(const float* V, float* y, ptrdiff_t OW)
+{
+    pk_rows_m z = 0;
+    for (ptrdiff_t o = 0; o < OW; o++) {
+        const float* v = V + 4 * o;
+        y[o] = pk_rows_max1(pk_rows_max1(pk_rows_max1(v[0], v[1]), v[2]), v[3]);
+        z |= y[o] == 0;
+    }
+    return z;
+}
+
 static inline int pk_rows_any(pk_rows_m m)
 {
     return m != 0;
@@ -237,7 +319,7 @@ static inline int pk_rows_any(pk_rows_m m)
 static inline ptrdiff_t pk_rows_len(ptrdiff_t W, ptrdiff_t OW, ptrdiff_t kw, ptrdiff_t sw,
                                     ptrdiff_t dw, ptrdiff_t pw)
 {
-    ptrdiff_t reach = sw == 2 ? 2 * OW + 2 : OW + (kw - 1) * dw;
+    ptrdiff_t reach = sw == 4 ? 4 * OW : sw == 2 ? 2 * OW + 2 : OW + (kw - 1) * dw;
     ptrdiff_t n = pw + W > reach ? pw + W : reach;
     return n + 2 * PK_ROWS_MAX_LANES;
 }
@@ -253,7 +335,7 @@ static inline void pk_rows_pad(float* V, ptrdiff_t n, ptrdiff_t ld, ptrdiff_t R,
 }
 
 /* One H x W plane into its OH x OW result through R row buffers V + r * ld (each padded:
- * pk_rows_pad).  rows[3 * oh + t]: the input row of output row oh's tap t (a tap in the
+ * pk_rows_pad).  rows[4 * oh + t]: the input row of output row oh's tap t (a tap in the
  * padding, or past kh, repeats a valid row: a repeated row changes no maximum); nchk: the
  * taps whose rows are checked for NaN on every output row but the last (which checks all):
  * min(sh, kh) with dilation 1, else kh.  Returns 1 when the plane needs the exact compare (y then holds no promised
@@ -263,19 +345,29 @@ static inline void pk_rows_pad(float* V, ptrdiff_t n, ptrdiff_t ld, ptrdiff_t R,
  * row pass 1 has just stored stall on store forwarding (a load spanning two stores still in
  * flight), which made 13-wide rows cost 60 cycles each. */
 static inline int pk_rows_f32(const float* x, float* y, ptrdiff_t H, ptrdiff_t W, ptrdiff_t OH,
-                              ptrdiff_t OW, const ptrdiff_t* rows, int nchk, ptrdiff_t kw, ptrdiff_t sw,
-                              ptrdiff_t dw, ptrdiff_t pw, float* V, ptrdiff_t ld, ptrdiff_t R)
+                              ptrdiff_t OW, const ptrdiff_t* rows, ptrdiff_t kh, int nchk,
+                              ptrdiff_t kw, ptrdiff_t sw, ptrdiff_t dw, ptrdiff_t pw, float* V,
+                              ptrdiff_t ld, ptrdiff_t R)
 {
     pk_rows_m bad = {0}, zero = {0};
     ptrdiff_t oh0, oh, n, i;
     const ptrdiff_t* r;
     for (oh0 = 0; oh0 < OH; oh0 += R) {
         n = OH - oh0 < R ? OH - oh0 : R;
-        for (oh = oh0, r = rows + 3 * oh0; oh < oh0 + n; oh++, r += 3)
-            pk_rows_v3(x + r[0] * W, x + r[1] * W, x + r[2] * W, V + (oh - oh0) * ld + pw, W,
-                       oh == OH - 1 ? 3 : nchk, &bad);
+        for (oh = oh0, r = rows + 4 * oh0; oh < oh0 + n; oh++, r += 4) {
+            int check = oh == OH - 1 ? 4 : nchk;
+            if (kh == 4) {
+                const float* p[4] = {x + r[0] * W, x + r[1] * W, x + r[2] * W, x + r[3] * W};
+                pk_rows_v4(p, V + (oh - oh0) * ld + pw, W, check, &bad);
+            } else {
+                pk_rows_v3(x + r[0] * W, x + r[1] * W, x + r[2] * W, V + (oh - oh0) * ld + pw, W,
+                           check, &bad);
+            }
+        }
         for (oh = oh0; oh < oh0 + n; oh++) {
-            if (sw == 2)
+            if (sw == 4)
+                zero |= pk_rows_h4(V + (oh - oh0) * ld, y + oh * OW, OW);
+            else if (sw == 2)
                 zero |= pk_rows_h2(V + (oh - oh0) * ld, y + oh * OW, OW, kw == 3);
             else
                 zero |= pk_rows_h1(V + (oh - oh0) * ld, y + oh * OW, OW, kw > 1 ? dw : 0,

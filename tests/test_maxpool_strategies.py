@@ -100,7 +100,8 @@ CHOOSER_CASES = [
     (S.TILES, _plan((2, 16, 32, 48, 48), 2, 2), "float32", False),
     (S.TILES, _plan((16, 256, 1024), 2, 2), "bfloat16", False),
     (S.FUSED, _plan((1, 512, 14, 14), 2, 2, return_indices=True), "float32", True),
-    (S.FUSED, _plan((1, 64, 128, 128), 4, 4), "float32", False),
+    (S.FUSED, _plan((1, 64, 128, 128), 4, 4), "float64", False),
+    (S.ROWS_FIRST, _plan((1, 64, 128, 128), 4, 4), "float32", False),
     (S.DEPTH_FIRST, _plan((2, 32, 32, 56, 56), 2, 2), "uint8", False),
     (S.TILES, _plan((2, 32, 32, 56, 56), 2, 2), "float64", False),
     (S.FUSED, _plan((1, 8, 12, 12), (2, 1), (2, 1)), "float64", False),   # W kernel 1: not measured
@@ -209,7 +210,8 @@ def test_stride_1_on_planes_up_to_36x36_take_planes_in_the_avx2_build(level, kin
 # pads up to 2 at either end, odd widths; H kernels 1 to 3 with H strides 1 to 3 (rows no window
 # reads) and H dilation (every tap's row checked for NaN); outputs exactly 8 wide (no overlapping
 # last vector in the AVX2 build); rows so wide that one or a few row buffers fit (the batch of
-# rows the first pass runs ahead); planes with more output rows than a batch; 1-D; activations.
+# rows the first pass runs ahead); planes with more output rows than a batch; 1-D; activations;
+# the k4 s4 form (up to four rows).
 ROWS_CASES = [
     ((2, 3, 28, 28), dict(kernel_shape=(3, 3), strides=(2, 2), ceil_mode=True)),
     ((1, 4, 17, 19), dict(kernel_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1))),
@@ -228,6 +230,11 @@ ROWS_CASES = [
     ((1, 1, 3, 3000), dict(kernel_shape=(3, 3), pads=(1, 1, 1, 1))),
     ((1, 2, 40, 9), dict(kernel_shape=(3, 2), pads=(1, 0, 1, 1))),
     ((2, 3, 40), dict(kernel_shape=(3,), strides=(2,), pads=(1, 1))),
+    # The k4 s4 form: four rows, two rounds of the even/odd split, ceil_mode's partial windows.
+    ((1, 2, 16, 32), dict(kernel_shape=(4, 4), strides=(4, 4))),
+    ((2, 2, 15, 37), dict(kernel_shape=(4, 4), strides=(4, 4), ceil_mode=True)),
+    ((1, 3, 12, 64), dict(kernel_shape=(2, 4), strides=(3, 4), pads=(1, 2, 0, 2))),
+    ((1, 2, 9, 40), dict(kernel_shape=(4, 4), strides=(1, 4), dilations=(2, 1), pads=(2, 0, 2, 0))),
 ]
 
 
@@ -261,6 +268,27 @@ def test_rows_first_redoes_a_plane_with_one_odd_value(shape, attrs, special, rng
             assert_same(pooling.max_pool(x, n_threads=nt, _strategy="rows_first", **attrs), want)
 
 
+@pytest.mark.parametrize("data", ["plain", "special", "zeros"])
+@pytest.mark.parametrize("shape, attrs", [
+    ((1, 3, 5, 12, 16), dict(kernel_shape=(3, 3, 3), pads=(1, 1, 1, 1, 1, 1))),
+    ((2, 2, 6, 9, 17), dict(kernel_shape=(2, 3, 3), strides=(2, 2, 2), ceil_mode=True)),
+])
+def test_depth_split_pools_float32_slices_with_rows_first(shape, attrs, data, rng):
+    """DEPTH_SPLIT's 2-D stage is ROWS_FIRST's kernel where that serves the slices (float32,
+    no Indices); with Indices it stays FUSED's."""
+    from pooling._maxpool_strategies import _depth_slices
+    x = _zeros_and_ties(rng, shape, "float32") if data == "zeros" else make_array(
+        rng, shape, "float32", special=data == "special")
+    slices = _depth_slices(_plan(shape, **attrs), "float32")[0]
+    assert serves(S.ROWS_FIRST, slices, "float32", False)
+    want = reference.max_pool(x, **attrs)
+    for nt in (1, 2):
+        assert_same(pooling.max_pool(x, n_threads=nt, _strategy="depth_split", **attrs), want)
+        got = pooling.max_pool(x, n_threads=nt, _strategy="depth_split", return_indices=True, **attrs)
+        assert_same(got[0], want)
+        np.testing.assert_array_equal(got[1], reference.max_pool(x, return_indices=True, **attrs)[1])
+
+
 @pytest.mark.parametrize("shape, attrs, kind, indices", [
     ((1, 2, 16, 16), dict(kernel_shape=(3, 3)), "float64", False),
     ((1, 2, 16, 16), dict(kernel_shape=(3, 3)), "float16", False),
@@ -268,6 +296,8 @@ def test_rows_first_redoes_a_plane_with_one_odd_value(shape, attrs, special, rng
     ((1, 2, 16, 16), dict(kernel_shape=(3, 3), return_indices=True), "float32", True),
     ((1, 2, 16, 16), dict(kernel_shape=(4, 3)), "float32", False),        # H kernel 4
     ((1, 2, 16, 16), dict(kernel_shape=(3, 4)), "float32", False),        # W kernel 4
+    ((1, 2, 40, 40), dict(kernel_shape=(5, 4), strides=(5, 4)), "float32", False),
+    ((1, 2, 40, 80), dict(kernel_shape=(4, 4), strides=(4, 4), dilations=(1, 2)), "float32", False),
     ((1, 2, 16, 40), dict(kernel_shape=(3, 3), strides=(1, 3)), "float32", False),
     ((1, 2, 16, 40), dict(kernel_shape=(3, 1), strides=(1, 2)), "float32", False),
     ((1, 2, 16, 40), dict(kernel_shape=(3, 2), strides=(1, 2), dilations=(1, 2)), "float32", False),

@@ -1,7 +1,7 @@
 # ===========================================================================
 # maxpool_rows.pxi: MaxPoolRows, float32 NCHW MaxPool of ranks 1-2 without
 # Indices, windows of at most 3x3 with stride 1 or (3- or 2-wide) stride 2
-# along W (strategy ROWS_FIRST).
+# along W, or 4-wide with stride 4 (strategy ROWS_FIRST).
 #
 # A work item is a plane.  Each output row's window rows are reduced into one
 # padded row, which the output row is then read off in registers
@@ -46,7 +46,7 @@ cdef class MaxPoolRows(_Launch):
     """float32 NCHW MaxPool of ranks 1-2 without Indices, a plane per work item (see the
     banner): x (planes, 1, H, W) -> y (planes, 1, OH, OW).  The caller checks the shapes it
     serves (pooling._maxpool_strategies.serves); they are checked again here."""
-    cdef const Py_ssize_t[:, ::1] rows     # (OH, 3): the input row of each output row's taps
+    cdef const Py_ssize_t[:, ::1] rows     # (OH, 4): the input row of each output row's taps
     cdef Py_ssize_t per_thread, planes, ld, R
     cdef int nchk
 
@@ -58,17 +58,18 @@ cdef class MaxPoolRows(_Launch):
                     taps, act, lo, hi, inf_bits)
         cdef Geom* g = &self.g
         cdef Py_ssize_t o, t
-        if rows.shape[0] != g.OH or rows.shape[1] != 3:
-            raise ValueError(f"MaxPoolRows: rows must be ({g.OH}, 3), got ({rows.shape[0]}, {rows.shape[1]})")
+        if rows.shape[0] != g.OH or rows.shape[1] != 4:
+            raise ValueError(f"MaxPoolRows: rows must be ({g.OH}, 4), got ({rows.shape[0]}, {rows.shape[1]})")
         for o in range(g.OH):
-            for t in range(3):
+            for t in range(4):
                 if not 0 <= rows[o, t] < g.H:
                     raise ValueError(f"MaxPoolRows: rows[{o}, {t}] = {rows[o, t]} is not a row of "
                                      f"the input (H = {g.H})")
         self.rows = rows
         self.nchk = g.kh if g.dh > 1 else min(g.sh, g.kh)
-        if (ctype != "float" or g.D != 1 or g.OD != 1 or not 1 <= g.kh <= 3 or not 1 <= g.kw <= 3
-                or not (g.sw == 1 or (g.sw == 2 and g.kw >= 2 and g.dw == 1))
+        if (ctype != "float" or g.D != 1 or g.OD != 1 or g.kh < 1 or g.kw < 1
+                or not ((g.kh <= 3 and g.kw <= 3 and (g.sw == 1 or (g.sw == 2 and g.kw >= 2 and g.dw == 1)))
+                        or (g.kh <= 4 and g.kw == 4 and g.sw == 4 and g.dw == 1))
                 or g.W < PK_ROWS_MAX_LANES or g.OW < PK_ROWS_MAX_LANES
                 or not _all_taps(g.thr, g.OH) or not _all_taps(g.twr, g.OW)):
             raise ValueError(f"MaxPoolRows: float32 planes with windows it serves, got {ctype} "
@@ -113,7 +114,7 @@ cdef void _rows_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noexc
     for p in range(begin, end):
         x = <const float*>j.x + p * j.xplane
         y = <float*>j.y + p * j.yplane
-        if pk_rows_f32(x, y, g.H, g.W, g.OH, g.OW, j.in_rows, j.nchk, g.kw, g.sw, g.dw, g.pw, V,
+        if pk_rows_f32(x, y, g.H, g.W, g.OH, g.OW, j.in_rows, g.kh, j.nchk, g.kw, g.sw, g.dw, g.pw, V,
                        j.ld, j.rows):
             _rows_exact(x, y, g)
         if j.act:

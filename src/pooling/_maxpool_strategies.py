@@ -72,9 +72,9 @@ def choose_strategy(plan, kind, n_threads, with_indices):
                   = output * kernel on every axis), a W kernel of 2,
                   scratch within _PLANES_LIMIT
     NCHW, 2-D     float32, no Indices, windows of at most 3x3, stride 1  ROWS_FIRST
-                  along W or 2 with a 2- or 3-wide window, rows of 8
-                  to 4096 in (8 or more out), no window wholly in the
-                  padding
+                  along W or 2 with a 2- or 3-wide window, or k4 s4
+                  along W; rows of 8 to 4096 in (8 or more out), no
+                  window wholly in the padding
     NCHW          ranks 1-2, no Indices, planes of at most 64 values     INTERLEAVED
                   (8x8), not a window covering the whole plane
     NCHW, 3-D     depth kernel > 1, and not (Indices with a 4- or        DEPTH_SPLIT
@@ -115,6 +115,19 @@ def choose_strategy(plan, kind, n_threads, with_indices):
       k2 s2 tied DEPTH_FIRST and beat DEPTH_SPLIT 1.25x; for uint8 DEPTH_FIRST stays first
       (1.47 vs 1.98 ms, 2x32x32x56x56). A W kernel of 4 lost (k4 s4 1x64x128x128 1.08x FUSED's
       time, (2, 4) 1.21x): only kw 2 has a loop of whole-vector loads and shuffles.
+    - ROWS_FIRST reduces each output row's window rows into one padded row, then reads the output
+      row off it in registers, with overlapping last vectors instead of remainders
+      (include/pooling_rows.h). Forced against the previous choice (FUSED, PLANES), AMD EPYC Zen 3
+      2-core KVM, AVX2 build, one thread, interleaved medians beside onnxruntime: ResNet stem
+      1x64x112x112 k3 s2 p1 0.51-0.55 of onnxruntime's time (FUSED 0.93-1.05), GoogLeNet pool3
+      1x480x28x28 k3 s2 ceil 0.57-0.72 (1.27-1.33), SqueezeNet 1x96x109x109 0.48-0.52 (1.09-1.13),
+      MTCNN O-Net 16x32x46x46 0.50-0.57, Inception 3a 1x192x28x28 k3 s1 p1 0.52-0.75 (PLANES
+      0.88-0.92), CenterNet 1x80x128x128 0.32-0.37 (0.48-0.58), k2 s1 1x128x64x64 0.61-0.69, k4 s4
+      1x64x128x128 0.45 (1.46; synthetic k4 s4 planes 0.21-0.38 of FUSED's time); on
+      synthetic planes from 8x8 to 36x36 (k3 s1 p1, k2 s1 with the pad at the end, k3 s2 p1) it
+      beat PLANES, INTERLEAVED and FUSED (0.45-0.97 of the best of them) but on 10x10 (INTERLEAVED
+      0.74). float32 only: the other dtypes already beat the peers by 2-30x here. DEPTH_SPLIT uses
+      it for its 2-D stage where it serves the slices.
     - INTERLEAVED copies blocks of 32 bytes of planes per pixel channels-last into padded
       scratch, so every tap is one vector combine of whole pixels (maxpool_interleaved.pxi).
       Forced against the chosen strategy (PLANES, FUSED), AMD EPYC Zen 3 2-core KVM, AVX2
@@ -311,14 +324,17 @@ def _build_depth_first(plan, kind, nt, act, inf_bits, with_indices):
 
 
 def _build_depth_split(plan, kind, nt, act, inf_bits, with_indices):
-    """NCHW 3-D: pool every depth slice in 2-D with the fused kernel, then along
-    depth with the axis kernel over contiguous rows of OH*OW values (reducing W,
-    then H, then D keeps the contract's tie order)."""
+    """NCHW 3-D: pool every depth slice in 2-D with the fused kernel (ROWS_FIRST's where it
+    serves the slices, without Indices), then along depth with the axis kernel over contiguous
+    rows of OH*OW values (reducing W, then H, then D keeps the contract's tie order)."""
     slices, brows = _depth_slices(plan, kind)
     planes = plan.out_shape[0] * plan.out_shape[1]
     depth = plan.spatial[0]
     out_depth, out_h, out_w = plan.out_shape[2:]
-    pool_slices = _launch_3d(slices, kind, nt, brows, (0, 0, 0), inf_bits)
+    if not with_indices and serves(Strategy.ROWS_FIRST, slices, kind, False):
+        pool_slices = _build_rows_first(slices, kind, nt, (0, 0, 0), inf_bits, False)
+    else:
+        pool_slices = _launch_3d(slices, kind, nt, brows, (0, 0, 0), inf_bits)
     pool_depth = _core.max_pool_axis[KINDS[kind].ctype]
     depth_geometry = (plan.kernel[0], plan.strides[0], plan.dilations[0], plan.pads_begin[0])
     between, after = (planes, depth, out_h * out_w), (planes, out_depth, out_h * out_w)
@@ -396,14 +412,16 @@ def _interleaved_pays(plan):
 
 def _rows_first(plan, kind):
     """Whether ROWS_FIRST's kernel computes this call (include/pooling_rows.h): float32, windows
-    of at most 3x3, along W stride 1 or a 2- or 3-wide stride 2 without dilation, input and
-    output rows at least 8 long, no window wholly in the padding."""
+    of at most 3x3, along W stride 1 or a 2- or 3-wide stride 2 without dilation, or k4 s4 along
+    W (up to 4 rows); input and output rows at least 8 long, no window wholly in the padding."""
     if KINDS[kind].ctype != "float" or min(plan.out_shape) == 0:
         return False
     spatial, out, kernel, strides, dilations, pads_begin = _promote(plan)
     kh, kw = kernel[1:]
-    if (kh > 3 or kw > 3 or min(spatial[2], out[2]) < 8 or 4 * (spatial[2] + 64) > _PLANES_LIMIT
-            or not (strides[2] == 1 or (strides[2] == 2 and kw >= 2 and dilations[2] == 1))):
+    s, d = strides[2], dilations[2]
+    small = kh <= 3 and kw <= 3 and (s == 1 or (s == 2 and kw >= 2 and d == 1))
+    if (not (small or (kh <= 4 and kw == 4 and s == 4 and d == 1))
+            or min(spatial[2], out[2]) < 8 or 4 * (spatial[2] + 64) > _PLANES_LIMIT):
         return False
     taps = _tap_ranges(spatial[1:], out[1:], kernel[1:], strides[1:], dilations[1:], pads_begin[1:])
     return bool(np.all(taps[:, 0] < taps[:, 1]))
@@ -415,10 +433,10 @@ def _build_rows_first(plan, kind, nt, act, inf_bits, with_indices):
     planes = plan.out_shape[0] * plan.out_shape[1]
     spatial, out, kernel, strides, dilations, pads_begin = _promote(plan)
     taps = _tap_ranges(spatial, out, kernel, strides, dilations, pads_begin)
-    # The input row of each output row's three taps: a tap past the kernel or in the padding
+    # The input row of each output row's four taps: a tap past the kernel or in the padding
     # reads the window's first valid row again.
     t0, t1 = taps[out[0]:out[0] + out[1]].T
-    t = np.minimum(np.arange(3), kernel[1] - 1)
+    t = np.minimum(np.arange(4), kernel[1] - 1)
     t = np.where((t >= t0[:, None]) & (t < t1[:, None]), t, t0[:, None])
     rows = np.arange(out[1])[:, None] * strides[1] - pads_begin[1] + t * dilations[1]
     return _core.MaxPoolRows(KINDS[kind].ctype, (planes,) + spatial, (planes,) + out, kernel, strides,
