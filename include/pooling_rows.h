@@ -98,146 +98,38 @@ static inline pk_rows_m pk_rows_nan(pk_rows_v a, pk_rows_v b)
 #define PK_ROWS_SHUF(a, b, ...) __builtin_shuffle(a, b, (pk_rows_m){__VA_ARGS__})
 #endif
 
-/* Pass 1: V[w] = max(r0[w], r1[w], r2[w]), w < W (W >= L); NaN lanes of the first nchk rows
- * are or-ed into *bad. */
-static inline void pk_rows_v3(const float* r0, const float* r1, const float* r2, float* V,
-                              ptrdiff_t W, int nchk, pk_rows_m* bad)
+/* The even and the odd values of a then b.  With 32-byte vectors the split is the in-lane one
+ * (vshufps: [a0 a2 b0 b2 | a4 a6 b4 b6]), whose lane order pk_rows_order puts right once per
+ * result (a lane-crossing split of every operand cost twice the shuffles). */
+static inline pk_rows_v pk_rows_even(pk_rows_v a, pk_rows_v b)
 {
-    ptrdiff_t w = 0;
-    pk_rows_m b = *bad;
-    for (;;) {
-        if (w > W - PK_ROWS_L)
-            w = W - PK_ROWS_L;
-        pk_rows_v x0 = pk_rows_ld(r0 + w), x1 = pk_rows_ld(r1 + w), x2 = pk_rows_ld(r2 + w);
-        if (nchk == 1)
-            b |= pk_rows_nan(x0, x0);
-        else if (nchk == 2)
-            b |= pk_rows_nan(x0, x1);
-        else
-            b |= pk_rows_nan(x0, x1) | pk_rows_nan(x2, x2);
-        pk_rows_st(V + w, pk_rows_max(pk_rows_max(x0, x1), x2));
-        if (w == W - PK_ROWS_L)
-            break;
-        w += PK_ROWS_L;
-    }
-    *bad = b;
-}
-
-/* Pass 1 for four rows (the k4 s4 form); nchk as pk_rows_v3's, 4 for all. */
-static inline void pk_rows_v4(const float* const* r, float* V, ptrdiff_t W, int nchk,
-                              pk_rows_m* bad)
-{
-    ptrdiff_t w = 0;
-    pk_rows_m b = *bad;
-    for (;;) {
-        if (w > W - PK_ROWS_L)
-            w = W - PK_ROWS_L;
-        pk_rows_v x0 = pk_rows_ld(r[0] + w), x1 = pk_rows_ld(r[1] + w);
-        pk_rows_v x2 = pk_rows_ld(r[2] + w), x3 = pk_rows_ld(r[3] + w);
-        b |= nchk == 1 ? pk_rows_nan(x0, x0) : pk_rows_nan(x0, x1);
-        if (nchk == 3)
-            b |= pk_rows_nan(x2, x2);
-        else if (nchk == 4)
-            b |= pk_rows_nan(x2, x3);
-        pk_rows_st(V + w, pk_rows_max(pk_rows_max(pk_rows_max(x0, x1), x2), x3));
-        if (w == W - PK_ROWS_L)
-            break;
-        w += PK_ROWS_L;
-    }
-    *bad = b;
-}
-
-/* Pass 2, stride 1: y[o] = max(V[o], V[o + d1], V[o + d2]), o < OW (OW >= L). */
-static inline pk_rows_m pk_rows_h1(const float* V, float* y, ptrdiff_t OW, ptrdiff_t d1, ptrdiff_t d2)
-{
-    const pk_rows_v zero = {0};
-    pk_rows_m z = {0};
-    ptrdiff_t o = 0;
-    for (;;) {
-        if (o > OW - PK_ROWS_L)
-            o = OW - PK_ROWS_L;
-        pk_rows_v m = pk_rows_max(pk_rows_max(pk_rows_ld(V + o), pk_rows_ld(V + o + d1)),
-                                  pk_rows_ld(V + o + d2));
-        z |= m == zero;
-        pk_rows_st(y + o, m);
-        if (o == OW - PK_ROWS_L)
-            break;
-        o += PK_ROWS_L;
-    }
-    return z;
-}
-
-/* Pass 2, stride 2: y[o] = max(V[2o], V[2o + 1], V[2o + 2]) (kw 3) or max(V[2o], V[2o + 1])
- * (kw 2).  With 32-byte vectors the even/odd split is the in-lane one (vshufps), whose lane
- * order is put right once per result (vpermpd): a lane-crossing split of every operand cost
- * twice the shuffles. */
-static inline pk_rows_m pk_rows_h2(const float* V, float* y, ptrdiff_t OW, int three)
-{
-    const pk_rows_v zero = {0};
-    pk_rows_m z = {0};
-    ptrdiff_t o = 0;
-    for (;;) {
-        if (o > OW - PK_ROWS_L)
-            o = OW - PK_ROWS_L;
-        const float* v = V + 2 * o;
-        pk_rows_v a = pk_rows_ld(v), b = pk_rows_ld(v + PK_ROWS_L), m;
 #if PK_ROWS_BYTES == 32
-        m = pk_rows_max(PK_ROWS_SHUF(a, b, 0, 2, 8, 10, 4, 6, 12, 14),
-                        PK_ROWS_SHUF(a, b, 1, 3, 9, 11, 5, 7, 13, 15));
-        if (three) {
-            pk_rows_v c = pk_rows_ld(v + 2), d = pk_rows_ld(v + 2 + PK_ROWS_L);
-            m = pk_rows_max(m, PK_ROWS_SHUF(c, d, 0, 2, 8, 10, 4, 6, 12, 14));
-        }
-        m = (pk_rows_v)_mm256_permute4x64_pd((__m256d)m, 0xD8);
+    return PK_ROWS_SHUF(a, b, 0, 2, 8, 10, 4, 6, 12, 14);
 #else
-        m = pk_rows_max(PK_ROWS_SHUF(a, b, 0, 2, 4, 6), PK_ROWS_SHUF(a, b, 1, 3, 5, 7));
-        if (three) {
-            pk_rows_v c = pk_rows_ld(v + 2), d = pk_rows_ld(v + 2 + PK_ROWS_L);
-            m = pk_rows_max(m, PK_ROWS_SHUF(c, d, 0, 2, 4, 6));
-        }
+    return PK_ROWS_SHUF(a, b, 0, 2, 4, 6);
 #endif
-        z |= m == zero;
-        pk_rows_st(y + o, m);
-        if (o == OW - PK_ROWS_L)
-            break;
-        o += PK_ROWS_L;
-    }
-    return z;
 }
 
-/* Pass 2, the k4 s4 form: y[o] = the maximum of V[4o .. 4o + 3], by two rounds of the even/odd
- * split (with 32-byte vectors in-lane, whose lane order one permute puts right). */
-static inline pk_rows_m pk_rows_h4(const float* V, float* y, ptrdiff_t OW)
+static inline pk_rows_v pk_rows_odd(pk_rows_v a, pk_rows_v b)
 {
-    const pk_rows_v zero = {0};
-    pk_rows_m z = {0};
-    ptrdiff_t o = 0;
-    for (;;) {
-        if (o > OW - PK_ROWS_L)
-            o = OW - PK_ROWS_L;
-        const float* v = V + 4 * o;
-        pk_rows_v a = pk_rows_ld(v), b = pk_rows_ld(v + PK_ROWS_L);
-        pk_rows_v c = pk_rows_ld(v + 2 * PK_ROWS_L), d = pk_rows_ld(v + 3 * PK_ROWS_L), p, q, m;
 #if PK_ROWS_BYTES == 32
-        p = pk_rows_max(PK_ROWS_SHUF(a, b, 0, 2, 8, 10, 4, 6, 12, 14),
-                        PK_ROWS_SHUF(a, b, 1, 3, 9, 11, 5, 7, 13, 15));
-        q = pk_rows_max(PK_ROWS_SHUF(c, d, 0, 2, 8, 10, 4, 6, 12, 14),
-                        PK_ROWS_SHUF(c, d, 1, 3, 9, 11, 5, 7, 13, 15));
-        m = pk_rows_max(PK_ROWS_SHUF(p, q, 0, 2, 8, 10, 4, 6, 12, 14),
-                        PK_ROWS_SHUF(p, q, 1, 3, 9, 11, 5, 7, 13, 15));
-        m = PK_ROWS_SHUF(m, m, 0, 4, 1, 5, 2, 6, 3, 7);
+    return PK_ROWS_SHUF(a, b, 1, 3, 9, 11, 5, 7, 13, 15);
 #else
-        p = pk_rows_max(PK_ROWS_SHUF(a, b, 0, 2, 4, 6), PK_ROWS_SHUF(a, b, 1, 3, 5, 7));
-        q = pk_rows_max(PK_ROWS_SHUF(c, d, 0, 2, 4, 6), PK_ROWS_SHUF(c, d, 1, 3, 5, 7));
-        m = pk_rows_max(PK_ROWS_SHUF(p, q, 0, 2, 4, 6), PK_ROWS_SHUF(p, q, 1, 3, 5, 7));
+    return PK_ROWS_SHUF(a, b, 1, 3, 5, 7);
 #endif
-        z |= m == zero;
-        pk_rows_st(y + o, m);
-        if (o == OW - PK_ROWS_L)
-            break;
-        o += PK_ROWS_L;
-    }
-    return z;
+}
+
+/* A result of `rounds` (1 or 2) in-lane splits in output order. */
+static inline pk_rows_v pk_rows_order(pk_rows_v m, int rounds)
+{
+#if PK_ROWS_BYTES == 32
+    if (rounds == 1)
+        return (pk_rows_v)_mm256_permute4x64_pd((__m256d)m, 0xD8);
+    return PK_ROWS_SHUF(m, m, 0, 4, 1, 5, 2, 6, 3, 7);
+#else
+    (void)rounds;
+    return m;
+#endif
 }
 
 static inline int pk_rows_any(pk_rows_m m)
@@ -248,71 +140,95 @@ static inline int pk_rows_any(pk_rows_m m)
     return r;
 }
 
-#else  /* scalar: the same passes one value at a time */
+#else  /* scalar: one value per "vector", the same passes */
 
+typedef float pk_rows_v;
 typedef int pk_rows_m;
+enum { PK_ROWS_L = 1 };
 
-static inline float pk_rows_max1(float a, float b)
-{
-    return b > a ? b : a;
-}
-
-static inline void pk_rows_v3(const float* r0, const float* r1, const float* r2, float* V,
-                              ptrdiff_t W, int nchk, pk_rows_m* bad)
-{
-    for (ptrdiff_t w = 0; w < W; w++) {
-        *bad |= (r0[w] != r0[w]) | (nchk > 1 && r1[w] != r1[w]) | (nchk > 2 && r2[w] != r2[w]);
-        V[w] = pk_rows_max1(pk_rows_max1(r0[w], r1[w]), r2[w]);
-    }
-}
-
-static inline pk_rows_m pk_rows_h1(const float* V, float* y, ptrdiff_t OW, ptrdiff_t d1, ptrdiff_t d2)
-{
-    pk_rows_m z = 0;
-    for (ptrdiff_t o = 0; o < OW; o++) {
-        y[o] = pk_rows_max1(pk_rows_max1(V[o], V[o + d1]), V[o + d2]);
-        z |= y[o] == 0;
-    }
-    return z;
-}
-
-static inline pk_rows_m pk_rows_h2(const float* V, float* y, ptrdiff_t OW, int three)
-{
-    pk_rows_m z = 0;
-    for (ptrdiff_t o = 0; o < OW; o++) {
-        y[o] = pk_rows_max1(pk_rows_max1(V[2 * o], V[2 * o + 1]), V[2 * o + 2 * three]);
-        z |= y[o] == 0;
-    }
-    return z;
-}
-
-static inline void pk_rows_v4(const float* const* r, float* V, ptrdiff_t W, int nchk,
-                              pk_rows_m* bad)
-{
-    for (ptrdiff_t w = 0; w < W; w++) {
-        for (int t = 0; t < nchk; t++)
-            *bad |= r[t][w] != r[t][w];
-        V[w] = pk_rows_max1(pk_rows_max1(pk_rows_max1(r[0][w], r[1][w]), r[2][w]), r[3][w]);
-    }
-}
-
-static inline pk_rows_m pk_rows_h4(const float* V, float* y, ptrdiff_t OW)
-{
-    pk_rows_m z = 0;
-    for (ptrdiff_t o = 0; o < OW; o++) {
-        const float* v = V + 4 * o;
-        y[o] = pk_rows_max1(pk_rows_max1(pk_rows_max1(v[0], v[1]), v[2]), v[3]);
-        z |= y[o] == 0;
-    }
-    return z;
-}
-
-static inline int pk_rows_any(pk_rows_m m)
-{
-    return m != 0;
-}
+static inline pk_rows_v pk_rows_ld(const float* p) { return *p; }
+static inline void pk_rows_st(float* p, pk_rows_v v) { *p = v; }
+static inline pk_rows_v pk_rows_max(pk_rows_v a, pk_rows_v b) { return b > a ? b : a; }
+static inline pk_rows_m pk_rows_nan(pk_rows_v a, pk_rows_v b) { return (a != a) | (b != b); }
+static inline pk_rows_v pk_rows_even(pk_rows_v a, pk_rows_v b) { (void)b; return a; }
+static inline pk_rows_v pk_rows_odd(pk_rows_v a, pk_rows_v b) { (void)a; return b; }
+static inline pk_rows_v pk_rows_order(pk_rows_v m, int rounds) { (void)rounds; return m; }
+static inline int pk_rows_any(pk_rows_m m) { return m != 0; }
 
 #endif
+
+/* Pass 1: V[w] = the maximum of rows r[0..2] (r[0..3] with `four`), w < W (W >= L); NaN
+ * lanes of the first nchk rows are or-ed into *bad.  Each vector loop ends with a vector
+ * that overlaps the one before it. */
+static inline void pk_rows_pass1(const float* const* r, int four, float* V, ptrdiff_t W,
+                                 int nchk, pk_rows_m* bad)
+{
+    ptrdiff_t w = 0;
+    pk_rows_m b = *bad;
+    for (;;) {
+        if (w > W - PK_ROWS_L)
+            w = W - PK_ROWS_L;
+        pk_rows_v x0 = pk_rows_ld(r[0] + w), x1 = pk_rows_ld(r[1] + w), x2 = pk_rows_ld(r[2] + w);
+        pk_rows_v m = pk_rows_max(pk_rows_max(x0, x1), x2), x3 = x2;
+        if (four) {
+            x3 = pk_rows_ld(r[3] + w);
+            m = pk_rows_max(m, x3);
+        }
+        b |= nchk == 1 ? pk_rows_nan(x0, x0) : pk_rows_nan(x0, x1);
+        if (nchk >= 3)
+            b |= pk_rows_nan(x2, four && nchk == 4 ? x3 : x2);
+        pk_rows_st(V + w, m);
+        if (w == W - PK_ROWS_L)
+            break;
+        w += PK_ROWS_L;
+    }
+    *bad = b;
+}
+
+/* Pass 2: y[o] for o < OW (OW >= L) off the padded row V, by the W form sw (a literal at the
+ * call sites): 1: max(V[o], V[o + d1], V[o + d2]); 2: max(V[2o], V[2o + 1], V[2o + 2]) with
+ * `three`, else without the last; 4: the maximum of V[4o .. 4o + 3].  Returns the lanes of
+ * zero results. */
+static inline pk_rows_m pk_rows_pass2(const float* V, float* y, ptrdiff_t OW, int sw, int three,
+                                      ptrdiff_t d1, ptrdiff_t d2)
+{
+    const pk_rows_v zero = {0};
+    pk_rows_m z = {0};
+    ptrdiff_t o = 0;
+    for (;;) {
+        if (o > OW - PK_ROWS_L)
+            o = OW - PK_ROWS_L;
+        pk_rows_v m, a, b, c, d;
+        if (sw == 1) {
+            m = pk_rows_max(pk_rows_max(pk_rows_ld(V + o), pk_rows_ld(V + o + d1)),
+                            pk_rows_ld(V + o + d2));
+        } else if (sw == 2) {
+            a = pk_rows_ld(V + 2 * o);
+            b = pk_rows_ld(V + 2 * o + PK_ROWS_L);
+            m = pk_rows_max(pk_rows_even(a, b), pk_rows_odd(a, b));
+            if (three) {
+                c = pk_rows_ld(V + 2 * o + 2);
+                d = pk_rows_ld(V + 2 * o + 2 + PK_ROWS_L);
+                m = pk_rows_max(m, pk_rows_even(c, d));
+            }
+            m = pk_rows_order(m, 1);
+        } else {
+            a = pk_rows_ld(V + 4 * o);
+            b = pk_rows_ld(V + 4 * o + PK_ROWS_L);
+            c = pk_rows_ld(V + 4 * o + 2 * PK_ROWS_L);
+            d = pk_rows_ld(V + 4 * o + 3 * PK_ROWS_L);
+            a = pk_rows_max(pk_rows_even(a, b), pk_rows_odd(a, b));   /* pairs */
+            c = pk_rows_max(pk_rows_even(c, d), pk_rows_odd(c, d));
+            m = pk_rows_order(pk_rows_max(pk_rows_even(a, c), pk_rows_odd(a, c)), 2);
+        }
+        z |= m == zero;
+        pk_rows_st(y + o, m);
+        if (o == OW - PK_ROWS_L)
+            break;
+        o += PK_ROWS_L;
+    }
+    return z;
+}
 
 /* Floats of one thread's row buffer: the padded row V that the windows read, plus a spare
  * vector's worth for the overlapping loads. */
@@ -355,23 +271,21 @@ static inline int pk_rows_f32(const float* x, float* y, ptrdiff_t H, ptrdiff_t W
     for (oh0 = 0; oh0 < OH; oh0 += R) {
         n = OH - oh0 < R ? OH - oh0 : R;
         for (oh = oh0, r = rows + 4 * oh0; oh < oh0 + n; oh++, r += 4) {
+            const float* p[4] = {x + r[0] * W, x + r[1] * W, x + r[2] * W, x + r[3] * W};
             int check = oh == OH - 1 ? 4 : nchk;
-            if (kh == 4) {
-                const float* p[4] = {x + r[0] * W, x + r[1] * W, x + r[2] * W, x + r[3] * W};
-                pk_rows_v4(p, V + (oh - oh0) * ld + pw, W, check, &bad);
-            } else {
-                pk_rows_v3(x + r[0] * W, x + r[1] * W, x + r[2] * W, V + (oh - oh0) * ld + pw, W,
-                           check, &bad);
-            }
+            if (kh == 4)
+                pk_rows_pass1(p, 1, V + (oh - oh0) * ld + pw, W, check, &bad);
+            else
+                pk_rows_pass1(p, 0, V + (oh - oh0) * ld + pw, W, check, &bad);
         }
         for (oh = oh0; oh < oh0 + n; oh++) {
+            const float* v = V + (oh - oh0) * ld;
             if (sw == 4)
-                zero |= pk_rows_h4(V + (oh - oh0) * ld, y + oh * OW, OW);
+                zero |= pk_rows_pass2(v, y + oh * OW, OW, 4, 0, 0, 0);
             else if (sw == 2)
-                zero |= pk_rows_h2(V + (oh - oh0) * ld, y + oh * OW, OW, kw == 3);
+                zero |= pk_rows_pass2(v, y + oh * OW, OW, 2, kw == 3, 0, 0);
             else
-                zero |= pk_rows_h1(V + (oh - oh0) * ld, y + oh * OW, OW, kw > 1 ? dw : 0,
-                                   (kw - 1) * dw);
+                zero |= pk_rows_pass2(v, y + oh * OW, OW, 1, 0, kw > 1 ? dw : 0, (kw - 1) * dw);
         }
     }
     if (pk_rows_any(bad))
