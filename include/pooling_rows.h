@@ -240,12 +240,11 @@ static inline ptrdiff_t pk_rows_len(ptrdiff_t W, ptrdiff_t OW, ptrdiff_t kw, ptr
     return n + 2 * PK_ROWS_MAX_LANES;
 }
 
-/* The padding of R row buffers of n floats, ld apart: -inf where no input column lands. */
-static inline void pk_rows_pad(float* V, ptrdiff_t n, ptrdiff_t ld, ptrdiff_t R, ptrdiff_t W,
-                               ptrdiff_t pw)
+/* The padding of R row buffers of ld floats each: -inf where no input column lands. */
+static inline void pk_rows_pad(float* V, ptrdiff_t ld, ptrdiff_t R, ptrdiff_t W, ptrdiff_t pw)
 {
     for (ptrdiff_t r = 0; r < R; r++)
-        for (ptrdiff_t i = 0; i < n; i++)
+        for (ptrdiff_t i = 0; i < ld; i++)
             if (i < pw || i >= pw + W)
                 V[r * ld + i] = -INFINITY;
 }

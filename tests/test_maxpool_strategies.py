@@ -281,6 +281,9 @@ def test_depth_split_pools_float32_slices_with_rows_first(shape, attrs, data, rn
         rng, shape, "float32", special=data == "special")
     slices = _depth_slices(_plan(shape, **attrs), "float32")[0]
     assert serves(S.ROWS_FIRST, slices, "float32", False)
+    for indices, stage in ((False, "MaxPoolRows"), (True, "MaxPool3d")):
+        run = launch(_plan(shape, return_indices=indices, **attrs), "float32", 2, indices, "depth_split")
+        assert stage in {type(c.cell_contents).__name__ for c in run.__closure__}
     want = reference.max_pool(x, **attrs)
     for nt in (1, 2):
         assert_same(pooling.max_pool(x, n_threads=nt, _strategy="depth_split", **attrs), want)

@@ -90,8 +90,7 @@ cdef extern from "pooling_rows.h":
         PK_ROWS_MAX_LANES   # rows at least this long (strategy ROWS_FIRST)
     Py_ssize_t pk_rows_len(Py_ssize_t W, Py_ssize_t OW, Py_ssize_t kw, Py_ssize_t sw, Py_ssize_t dw,
                            Py_ssize_t pw) noexcept nogil
-    void pk_rows_pad(float* V, Py_ssize_t n, Py_ssize_t ld, Py_ssize_t R, Py_ssize_t W,
-                     Py_ssize_t pw) noexcept nogil
+    void pk_rows_pad(float* V, Py_ssize_t ld, Py_ssize_t R, Py_ssize_t W, Py_ssize_t pw) noexcept nogil
     int pk_rows_f32(const float* x, float* y, Py_ssize_t H, Py_ssize_t W, Py_ssize_t OH, Py_ssize_t OW,
                     const Py_ssize_t* rows, Py_ssize_t kh, int nchk, Py_ssize_t kw, Py_ssize_t sw, Py_ssize_t dw,
                     Py_ssize_t pw, float* V, Py_ssize_t ld, Py_ssize_t R) noexcept nogil

@@ -177,7 +177,7 @@ cdef struct _UnitsJob:
     Py_ssize_t C                    # MaxPoolNHWC: channels
     Py_ssize_t Hp, Wp, size         # MaxPoolPlanes: padded plane, elements per scratch buffer
     bint whole                      # MaxPoolPlanes: one window covers the whole plane
-    const Py_ssize_t* in_rows       # MaxPoolRows: each output row's input rows (3 per row);
+    const Py_ssize_t* in_rows       # MaxPoolRows: each output row's input rows (4 per row);
     Py_ssize_t ld                   # its row buffers' length (rows: how many per thread)
     int nchk                        # and the taps checked for NaN (pooling_rows.h)
     int kind, act

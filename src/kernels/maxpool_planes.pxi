@@ -216,18 +216,12 @@ cdef bint _global(const pool_t* x, pool_t* y, Py_ssize_t n, uint16_t inf_bits,
     cdef int odd = 0
     cdef bint in_order = n < 32 or exact
     if not exact:
-        if pool_t is float:
-            if n >= 32:
+        if (pool_t is float or pool_t is double) and n >= 32:
+            if pool_t is float:
                 m = pk_max_f32(x, n, &odd)
-                in_order = m == 0
-            else:
-                odd = _special(x, n, inf_bits)
-        elif pool_t is double:
-            if n >= 32:
+            elif pool_t is double:
                 m = pk_max_f64(x, n, &odd)
-                in_order = m == 0
-            else:
-                odd = _special(x, n, inf_bits)
+            in_order = m == 0
         else:
             odd = _special(x, n, inf_bits)
             if n >= 32 and not odd:

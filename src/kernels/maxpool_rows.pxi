@@ -110,7 +110,7 @@ cdef void _rows_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noexc
     cdef float* y
     cdef Py_ssize_t p, i
     cdef float lo = <float>j.lo, hi = <float>j.hi
-    pk_rows_pad(V, j.ld, j.ld, j.rows, g.W, g.pw)
+    pk_rows_pad(V, j.ld, j.rows, g.W, g.pw)
     for p in range(begin, end):
         x = <const float*>j.x + p * j.xplane
         y = <float*>j.y + p * j.yplane

@@ -33,6 +33,8 @@ _BUFFER_BYTES = 8192
 # ... but it must hold one output row's window whatever that costs; past this
 # (huge dilated kernels over wide rows) the separable kernel is taken instead.
 _BUFFER_LIMIT = 1 << 22
+# INTERLEAVED's pixel: bytes of planes per vector of its block (PK_IL_BYTES, include/pooling_interleave.h).
+_INTERLEAVED_BYTES = 32
 # ROWS_FIRST is chosen for rows up to this long (its row buffers, 16 KB, stay in L1; longer rows
 # were not measured), and serves rows whose buffer stays within _PLANES_LIMIT bytes.
 _ROWS_CHOSEN = 4096
@@ -503,11 +505,11 @@ def _build_planes(plan, kind, nt, act, inf_bits, with_indices):
 
 def _interleaved_scratch(plan):
     """Bytes of INTERLEAVED's scratch per thread: the padded block its windows read, the block
-    reduced along W, and the output block, 32 bytes per pixel (maxpool_interleaved.pxi)."""
+    reduced along W, and the output block, _INTERLEAVED_BYTES per pixel (maxpool_interleaved.pxi)."""
     _, out, kernel, strides, dilations, _ = _promote(plan)
     rows = (out[1] - 1) * strides[1] + (kernel[1] - 1) * dilations[1] + 1
     cols = (out[2] - 1) * strides[2] + (kernel[2] - 1) * dilations[2] + 1
-    return (rows * cols + rows * out[2] + out[1] * out[2]) * 32
+    return (rows * cols + rows * out[2] + out[1] * out[2]) * _INTERLEAVED_BYTES
 
 
 def _build_interleaved(plan, kind, nt, act, inf_bits, with_indices):
@@ -516,7 +518,7 @@ def _build_interleaved(plan, kind, nt, act, inf_bits, with_indices):
     planes = plan.out_shape[0] * plan.out_shape[1]
     spatial, out, kernel, strides, dilations, pads_begin = _promote(plan)
     taps = _tap_ranges(spatial, out, kernel, strides, dilations, pads_begin)
-    blocks = -(-planes // (32 // KINDS[kind].itemsize))
+    blocks = -(-planes // (_INTERLEAVED_BYTES // KINDS[kind].itemsize))
     return _core.MaxPoolInterleaved(KINDS[kind].ctype, (planes,) + spatial, (planes,) + out, kernel,
                                     strides, dilations, pads_begin, taps, *act, inf_bits, nt,
                                     chunk_size(blocks, nt))
