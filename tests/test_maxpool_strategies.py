@@ -292,6 +292,42 @@ def test_depth_split_pools_float32_slices_with_rows_first(shape, attrs, data, rn
         np.testing.assert_array_equal(got[1], reference.max_pool(x, return_indices=True, **attrs)[1])
 
 
+# 3-D windows one slice deep that keep every depth slice are pooled as 2-D over N*C*D planes
+# (C3D's and S3D's (1, k, k) pools): the plan launched, and the values and Indices of the call.
+SLICE_CASES = [
+    ((1, 4, 3, 20, 20), dict(kernel_shape=(1, 3, 3), strides=(1, 2, 2), pads=(0, 1, 1, 0, 1, 1)), "2-D"),
+    ((2, 3, 4, 16, 16), dict(kernel_shape=(1, 2, 2), strides=(1, 2, 2)), "2-D"),
+    ((1, 2, 5, 9, 9), dict(kernel_shape=(1, 3, 3), dilations=(4, 1, 1), pads=(0, 1, 1, 0, 1, 1)), "2-D"),
+    ((1, 2, 1, 9, 9), dict(kernel_shape=(1, 3, 3), strides=(3, 1, 1)), "2-D"),           # depth 1
+    ((1, 2, 5, 9, 9), dict(kernel_shape=(1, 3, 3), strides=(2, 1, 1)), "3-D"),           # skips slices
+    ((1, 2, 5, 9, 9), dict(kernel_shape=(1, 3, 3), pads=(1, 0, 0, 0, 0, 0)), "3-D"),     # depth pads
+    ((1, 2, 5, 9, 9), dict(kernel_shape=(1, 3, 3), pads=(0, 0, 0, 1, 0, 0)), "3-D"),
+    ((1, 2, 4, 9, 9), dict(kernel_shape=(1, 3, 3), strides=(2, 1, 1), pads=(0, 0, 0, 1, 0, 0)), "3-D"),
+    ((1, 2, 5, 9, 9), dict(kernel_shape=(2, 3, 3)), "3-D"),
+]
+
+
+@pytest.mark.parametrize("kind", ["float32", "uint8", "float16"])
+@pytest.mark.parametrize("shape, attrs, rank", SLICE_CASES)
+def test_depth_windows_of_one_slice_are_pooled_in_2d(shape, attrs, rank, kind, rng):
+    from pooling._maxpool_strategies import _as_slices
+    flat = _as_slices(_plan(shape, **attrs))
+    assert (flat is not None) == (rank == "2-D")
+    if flat is not None:
+        assert flat.out_shape[:2] == (shape[0], shape[1] * shape[2]) and len(flat.spatial) == 2
+        assert _as_slices(_plan(shape, **attrs)) is flat  # one plan object: launches stay cached
+    x = make_array(rng, shape, kind, special=True)
+    want, want_idx = reference.max_pool(x, return_indices=True, **attrs)
+    for nt in (1, 2):
+        assert_same(pooling.max_pool(x, n_threads=nt, **attrs), want)
+        got, idx = pooling.max_pool(x, n_threads=nt, return_indices=True, **attrs)
+        assert_same(got, want)
+        np.testing.assert_array_equal(idx, want_idx)
+        col = pooling.max_pool(x, n_threads=nt, return_indices=True, storage_order=1, **attrs)[1]
+        np.testing.assert_array_equal(col, reference.max_pool(x, return_indices=True, storage_order=1,
+                                                              **attrs)[1])
+
+
 @pytest.mark.parametrize("shape, attrs, kind, indices", [
     ((1, 2, 16, 16), dict(kernel_shape=(3, 3)), "float64", False),
     ((1, 2, 16, 16), dict(kernel_shape=(3, 3)), "float16", False),

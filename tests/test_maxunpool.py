@@ -146,6 +146,28 @@ def test_thread_counts_identical(rng, shape, mode):
         assert_same(pooling.max_unpool(x, idx, (2, 2), strides=(2, 2), n_threads=n_threads), want)
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_fresh_zeroed_result_is_not_zeroed_twice(rng, monkeypatch, mode):
+    # Large fresh results come from np.zeros and the kernel skips its own zeroing: forced here
+    # for every size, the result is still the reference's for every zeroing path (planes zeroed
+    # with their scatter, in slices first, indices crossing planes), and a caller's out= full of
+    # garbage is still zeroed.
+    import pooling.maxunpool as unpool_module
+    x = make_array(rng, (2, 3, 9, 10), "float32")
+    idx = unpool_indices(rng, x.shape, (2, 3, 18, 20), mode)
+    want = reference.max_unpool(x, idx, 2, strides=2)
+    monkeypatch.setattr(unpool_module, "_FRESH_ZEROS", 0)
+    for n_threads in (1, 2, 3):
+        assert_same(pooling.max_unpool(x, idx, 2, strides=2, n_threads=n_threads), want)
+        out = np.full(want.shape, np.nan, np.float32)
+        assert pooling.max_unpool(x, idx, 2, strides=2, n_threads=n_threads, out=out) is out
+        assert_same(out, want)
+    bad = idx.copy()
+    bad[1, 2, 3, 4] = -1
+    with pytest.raises(ValueError, match=r"indices\[1, 2, 3, 4\] = -1 is outside"):
+        pooling.max_unpool(x, bad, 2, strides=2)
+
+
 @pytest.mark.parametrize("kind", ["float16", "bfloat16", "float32", "float64", "int8"])
 def test_memory_orders(rng, kind):
     x = make_array(rng, (2, 3, 4, 5), kind)

@@ -90,14 +90,14 @@ cdef int _unpool_parts(bits_t* kind, const _UnpoolJob* j, Py_ssize_t begin, Py_s
 
 
 cdef Py_ssize_t _max_unpool(const bits_t* x, const int64_t* idx, Py_ssize_t n, bits_t* y,
-                            Py_ssize_t size, Py_ssize_t blocks, bint fused,
+                            Py_ssize_t size, Py_ssize_t blocks, bint fused, bint zeroed,
                             int n_threads) noexcept nogil:
     cdef Py_ssize_t j
     cdef _UnpoolJob job
     job.x, job.idx, job.y, job.itemsize = <const char*>x, idx, <char*>y, sizeof(bits_t)
-    job.in_block, job.out_block, job.fused, job.outside = n // blocks, size // blocks, fused, 0
+    job.in_block, job.out_block, job.fused, job.outside = n // blocks, size // blocks, fused and not zeroed, 0
     # Chunks of 1/16 of a thread's share (as pooling._threads.chunk_size): the smallest claim.
-    if not fused:
+    if not fused and not zeroed:
         pk_parallel(_zero_body, &job, size, max(1, size // (16 * n_threads)), n_threads)
     pk_parallel(_unpool_body, &job, blocks, max(1, blocks // (16 * n_threads)), n_threads)
     if not job.outside:
@@ -112,13 +112,13 @@ cdef Py_ssize_t _max_unpool(const bits_t* x, const int64_t* idx, Py_ssize_t n, b
 
 
 def max_unpool(const bits_t[::1] x not None, const int64_t[::1] indices not None,
-               bits_t[::1] y not None, Py_ssize_t blocks, bint fused, int n_threads):
+               bits_t[::1] y not None, Py_ssize_t blocks, bint fused, bint zeroed, int n_threads):
     """Zero y, then y[indices[j]] = x[j] for j in order (all arrays flat).
 
     blocks (>= 1): the equal parts x and y are cut into (planes).  fused: zero
     each part of y together with its scatter (pays when there are enough parts
     to keep every thread busy); otherwise y is zeroed in one slice per thread
-    first.
+    first.  zeroed: y holds zeros already (a fresh calloc'd result), so it is not zeroed again.
 
     Returns -1 once y is written, or the position in `indices` of the first
     index outside [0, y.shape[0]); y is then partly written, but never outside
@@ -133,5 +133,5 @@ def max_unpool(const bits_t[::1] x not None, const int64_t[::1] indices not None
         return 0
     with nogil:
         r = _max_unpool(&x[0] if n else NULL, &indices[0] if n else NULL, n,
-                        &y[0] if size else NULL, size, blocks, fused, n_threads)
+                        &y[0] if size else NULL, size, blocks, fused, zeroed, n_threads)
     return r

@@ -61,6 +61,9 @@ class Strategy(enum.Enum):
 def choose_strategy(plan, kind, n_threads, with_indices):
     """The strategy for a call: the first row of this table that applies.
 
+    (`launch` first hands a 3-D NCHW call whose windows are one depth slice deep and keep every
+    slice to this table as the 2-D call over N*C*D planes it is: `_as_slices`.)
+
     ============  =====================================================  ==========================
     layout        condition                                              strategy
     ============  =====================================================  ==========================
@@ -231,6 +234,9 @@ def launch(plan, kind, nt, with_indices, strategy=None):
     a small input costs little more than the kernel itself.
     """
     if strategy is None:
+        flat = _as_slices(plan)
+        if flat is not None:
+            return launch(flat, kind, nt, with_indices)
         strategy = choose_strategy(plan, kind, nt, with_indices)
     else:
         try:
@@ -303,6 +309,26 @@ def _launch_3d(plan, kind, nt, brows, act, inf_bits, depth_first=False, core=_co
     return core.MaxPool3d(KINDS[kind].ctype, x_shape, y_shape, kernel, strides, dilations, pads_begin,
                            taps, brows, rows, depth_first, *act, inf_bits, nt,
                            chunk_size(units, nt))
+
+
+@functools.lru_cache(maxsize=64)
+def _as_slices(plan):
+    """The 2-D plan over N*C*D planes of a 3-D NCHW plan whose windows are one depth slice
+    deep and keep every slice (depth kernel 1, stride 1, no depth pads), or None.
+
+    Such a call (C3D's and S3D's (1, k, k) pools) is a 2-D pool of each depth slice: the
+    same bytes in the same order, and every flat offset (Indices) is the same, so the 2-D
+    strategies (ROWS_FIRST, INTERLEAVED, PLANES) compute it.  Forced strategies keep the 3-D
+    plan, so the tests still reach the 3-D kernels with these shapes."""
+    if plan.layout != "NCHW" or len(plan.spatial) != 3:
+        return None
+    depth, out_depth = plan.spatial[0], plan.out_shape[2]
+    if plan.kernel[0] != 1 or plan.pads_begin[0] or out_depth != depth or (plan.strides[0] > 1 and depth > 1):
+        return None
+    n, c = plan.out_shape[:2]
+    return plan._replace(out_shape=(n, c * depth) + plan.out_shape[3:], spatial=plan.spatial[1:],
+                         kernel=plan.kernel[1:], strides=plan.strides[1:],
+                         dilations=plan.dilations[1:], pads_begin=plan.pads_begin[1:])
 
 
 def _depth_first_pays(plan, kind, nt):

@@ -2,17 +2,18 @@
 import numpy as np
 
 
-def output_array(op, name, out, shape, dtype, *others):
+def output_array(op, name, out, shape, dtype, *others, zeros=False):
     """A C-contiguous array of `shape` and `dtype` to write a result into.
 
     `out` (optional) must be exactly that: a writeable, aligned, C-contiguous
     ndarray of the result's shape and dtype that overlaps none of the `others`,
     (what, array) pairs: the call's inputs and the results already chosen
     (the kernels store whole elements; a misaligned store is undefined in C).
+    zeros: a fresh result is zero-filled (np.zeros) rather than uninitialised.
     """
     if out is None:
         try:
-            return np.empty(shape, dtype=dtype)
+            return (np.zeros if zeros else np.empty)(shape, dtype=dtype)
         except ValueError:
             # Fewer than 2**62 elements, but more bytes than an address holds.
             raise ValueError(
