@@ -504,8 +504,9 @@ def test_max_unpool_kernel_with_an_empty_output(build):
         import importlib
         _core = importlib.import_module(BUILD)
         x = np.ones(4, np.uint32)
-        for n_threads, fused in ((1, True), (2, False)):
-            r = _core.max_unpool(x, np.zeros(4, np.int64), np.empty(0, np.uint32), 1, fused, n_threads)
+        for n_threads, fused, zeroed in ((1, True, False), (2, False, False), (1, True, True)):
+            r = _core.max_unpool(x, np.zeros(4, np.int64), np.empty(0, np.uint32), 1, fused, zeroed,
+                                 n_threads)
             assert r == 0, r
         print("ok")
     """)
