@@ -324,13 +324,14 @@ def _openvino(case, threads=THREADS):
     if case.dtype == "bfloat16":
         raise Unavailable("openvino takes no bfloat16 numpy input")
     model, feed = onnx_model(case)
-    path = os.path.join(tempfile.mkdtemp(prefix="pooling-bench-"), "model.onnx")
-    with open(path, "wb") as f:
-        f.write(model)
-    try:
-        compiled = ov.Core().compile_model(path, "CPU", {"INFERENCE_NUM_THREADS": threads})
-    except Exception as e:
-        raise Unavailable(f"openvino: {str(e).splitlines()[0][:80]}") from e
+    with tempfile.TemporaryDirectory(prefix="pooling-bench-") as folder:  # compiled, the file can go
+        path = os.path.join(folder, "model.onnx")
+        with open(path, "wb") as f:
+            f.write(model)
+        try:
+            compiled = ov.Core().compile_model(path, "CPU", {"INFERENCE_NUM_THREADS": threads})
+        except Exception as e:
+            raise Unavailable(f"openvino: {str(e).splitlines()[0][:80]}") from e
     request = compiled.create_infer_request()
     values = list(feed.values())
 

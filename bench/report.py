@@ -15,6 +15,10 @@ Per case of the main table: pooling's median, its speedup over each peer (peer m
 median; > 1 means pooling is faster), and its ratio to the memory floor
 (pooling median / the time numpy needs to copy the same number of bytes,
 measured in the same run; 1.0 would be the fastest this machine can go).
+
+The plot (--plot, `figure`) draws the main table's cases sorted by the speedup over the fastest
+peer: one bar per peer that ran the case, from 1x to its speedup on a log axis, and the memory
+floor as a black mark on the same scale. A case no peer ran keeps its row, marked "no peer ran it".
 """
 import argparse
 import contextlib
@@ -60,18 +64,19 @@ class Progress:
 
 
 def run(selection, extra):
-    out = os.path.join(tempfile.mkdtemp(prefix="pooling-bench-"), "bench.json")
-    args = [HERE, "-q", "-o", "addopts=", f"--benchmark-json={out}",
-            "--benchmark-min-rounds=7", "--benchmark-max-time=0.5"] + extra
-    if selection:
-        args += ["-k", selection]
-    with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):  # only the bar shows
-        code = pytest.main(args, plugins=[Progress()])
-    if code not in (0, 5):
-        print(f"benchmark run failed (pytest exit code {code})", file=sys.stderr)
-        sys.exit(int(code))
-    with open(out) as f:
-        return json.load(f)["benchmarks"]
+    with tempfile.TemporaryDirectory(prefix="pooling-bench-") as folder:  # removed on the way out
+        out = os.path.join(folder, "bench.json")
+        args = [HERE, "-q", "-o", "addopts=", f"--benchmark-json={out}",
+                "--benchmark-min-rounds=7", "--benchmark-max-time=0.5"] + extra
+        if selection:
+            args += ["-k", selection]
+        with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):  # only the bar shows
+            code = pytest.main(args, plugins=[Progress()])
+        if code not in (0, 5):
+            print(f"benchmark run failed (pytest exit code {code})", file=sys.stderr)
+            sys.exit(int(code))
+        with open(out) as f:
+            return json.load(f)["benchmarks"]
 
 
 def table(benchmarks):
@@ -158,25 +163,88 @@ def _ms(seconds):
     return "-" if seconds is None else f"{seconds * 1e3:.3f}"
 
 
-def plot(rows, path):
-    import matplotlib
+FLOOR_LABEL = "memory floor: a numpy copy of the same bytes"
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(10, 0.45 * len(rows) + 1.5))
-    height = 0.8 / len(PEERS)
-    for j, peer in enumerate(PEERS):
-        ys = [i + j * height for i in range(len(rows))]
-        ax.barh(ys, [r[1].get(peer, 0) for r in rows], height=height, label=f"vs {peer}")
+def plot_rows(benchmarks):
+    """(case, {peer: speedup}, floor ratio or None) for each case of the main table, in the plot's
+    order: by the speedup over the fastest peer, highest first, then the cases no peer ran.
+
+    Both ratios are a median over pooling's (the faster of "pooling" and "pooling out="), so a
+    speedup > 1 means pooling is faster, and the floor ratio is below 1 by as much as a plain copy
+    of the same bytes is faster than pooling."""
+    groups = {}
+    for b in benchmarks:
+        if not b["group"].startswith((PATTERN, ZOO)):
+            groups.setdefault(b["group"], {})[b["name"]] = b["stats"]["median"]
+    rows = []
+    for group, medians in groups.items():
+        ours = min(v for k, v in medians.items() if k in ("pooling", "pooling out="))
+        floor = medians.get("floor")
+        rows.append((group, {p: medians[p] / ours for p in PEERS if p in medians}, floor and floor / ours))
+    return sorted(rows, key=lambda r: (not r[1], -min(r[1].values(), default=0)))
+
+
+def _ticks(lo, hi):
+    """1-2-5 tick values between lo and hi; only the powers of ten where those would be over 10."""
+    ticks = [(m, round(m * 10.0 ** e, 6)) for e in range(-4, 5) for m in (1, 2, 5)]
+    ticks = [(m, t) for m, t in ticks if lo <= t <= hi]
+    return [t for m, t in ticks if len(ticks) <= 10 or m == 1]
+
+
+def figure(benchmarks, fontsize=8):
+    """A matplotlib Figure of the main table's cases (plot_rows): per case, one bar per peer from
+    1x to its speedup (log axis), centred on the case's label, and the memory floor as a black mark
+    on the same scale. A case no peer ran keeps its row, with its floor mark and "no peer ran it".
+    The legend lists only the peers that ran some case."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    rows = plot_rows(benchmarks)
+    peers = [p for p in PEERS if any(p in r[1] for r in rows)]
+    colors = {p: f"C{i}" for i, p in enumerate(PEERS)}  # a peer keeps its colour from plot to plot
+    label_in = max((len(r[0]) for r in rows), default=0) * fontsize * 0.6 / 72  # the labels' rough width
+    row_in = max(0.3, 0.2 * len(peers))  # inches per case
+    fig = Figure(figsize=(label_in + 7, row_in * len(rows) + 2))
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    height = 0.8 / max(len(peers), 1)
+    for i, (case, speedups, floor) in enumerate(rows):
+        present = [p for p in peers if p in speedups]
+        for j, peer in enumerate(present):  # the row's bars, centred on its label
+            ax.barh(i + (j - (len(present) - 1) / 2) * height, speedups[peer] - 1, left=1, height=height,
+                    color=colors[peer])
+        if not present:
+            ax.text(1.05, i, "no peer ran it", va="center", fontsize=fontsize, style="italic")
+    floors = [(r[2], i) for i, r in enumerate(rows) if r[2]]
+    if floors:
+        ax.scatter(*zip(*floors), marker="|", s=(72 * 0.8 * row_in) ** 2, color="black", zorder=3)
     ax.axvline(1.0, color="black", linewidth=0.8)
-    ax.set_yticks([i + 0.4 - height / 2 for i in range(len(rows))], [r[0] for r in rows], fontsize=7)
-    ax.invert_yaxis()
+    ax.set_yticks(range(len(rows)), [r[0] for r in rows], fontsize=fontsize)
+    ax.set_ylim(len(rows) - 0.5, -0.5)  # the first row on top
+
+    values = [v for r in rows for v in r[1].values()] + [f for f, _ in floors] + [1.0]
+    lo, hi = min(values) / 1.3, max(values) * 1.3
     ax.set_xscale("log")
-    ax.set_xlabel("speedup of pooling over the peer (median, > 1 is faster)")
-    ax.legend()
+    ax.set_xlim(lo, hi)
+    ax.xaxis.set_major_locator(FixedLocator(_ticks(lo, hi)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.tick_params(axis="x", labelsize=fontsize)
+    ax.grid(axis="x", alpha=0.3)
+    ax.set_xlabel("peer's median time / pooling's (> 1x: pooling is faster)", fontsize=fontsize)
+    handles = [Patch(color=colors[p], label=p) for p in peers]
+    if floors:
+        handles.append(Line2D([], [], color="black", marker="|", linestyle="", markersize=10, label=FLOOR_LABEL))
+    if handles:
+        ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0, 1.01), ncols=len(handles),
+                  frameon=False, fontsize=fontsize)
+    fig.suptitle("pooling against its peers, sorted by the speedup over the fastest one", fontsize=fontsize + 2)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    return fig
 
 
 def main(argv=None):
@@ -185,7 +253,7 @@ def main(argv=None):
     parser.add_argument("--plot", metavar="PNG", help="also draw the speedups as a bar chart")
     args, extra = parser.parse_known_args(argv)
     benchmarks = run(args.selection, extra)
-    lines, rows = table(benchmarks)
+    lines, _ = table(benchmarks)
     patterns = pattern_table(benchmarks)
     zoo, speedups = zoo_table(benchmarks)
     if len(lines) > 2:
@@ -199,9 +267,11 @@ def main(argv=None):
     if patterns:
         print("\nReal call patterns (one call after each gap; the gap is not timed):\n")
         print("\n".join(patterns))
-    if args.plot:
-        plot(rows, args.plot)
+    if args.plot and plot_rows(benchmarks):
+        figure(benchmarks).savefig(args.plot, dpi=120, bbox_inches="tight")
         print(f"\nplot written to {args.plot}")
+    elif args.plot:
+        print("\nno plot: no case of the main table was selected")
 
 
 if __name__ == "__main__":
