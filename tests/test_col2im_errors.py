@@ -169,6 +169,20 @@ def test_n_threads():
     assert pooling.col2im(X, **OK, n_threads=-100).shape == (1, 2, 3, 4)  # at least 1
 
 
+@pytest.mark.parametrize("value, message", [
+    (None, r"x must be an array of numbers, got None \(NoneType\)"),
+    ("abc", r"x must be an array of numbers, got 'abc' \(str\)"),
+    (7, r"x must be an array of numbers, got 7 \(int\)"),
+    ([[[None] * 6] * 8], r"x has dtype object: it must be an array of numbers, got \[\[\[None, .* \(list\)"),
+    ([[["a"] * 6] * 8], r"x has dtype <U1: it must be an array of numbers, got \[\[\['a', .* \(list\)"),
+    ([[[1.0, 2.0], [3.0]]], r"x must be an array of numbers, got .* \(list\): .*inhomogeneous.*"),
+])
+def test_x_not_an_array_of_numbers(value, message):
+    """A TypeError naming operator, x and the value (not 'x must have rank 3, got shape []')."""
+    with pytest.raises(TypeError, match=rf"^Col2Im: {message}$"):
+        pooling.col2im(value, **OK)
+
+
 @pytest.mark.parametrize("dtype", [object, "U2"])
 def test_string_and_object(dtype):
     with pytest.raises(TypeError, match=r"Col2Im: x has dtype .* not supported"):

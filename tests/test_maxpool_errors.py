@@ -6,6 +6,7 @@ import pytest
 
 import pooling
 from conftest import POOL_DTYPES, make_array, memory_orders
+from pooling._dtypes import LEGACY_BFLOAT16
 
 X = np.zeros((1, 2, 5, 5), dtype=np.float32)   # 2 spatial axes
 
@@ -178,6 +179,72 @@ def test_unsupported_python_objects():
         pooling.max_pool([[[1 + 2j, 3j]]], 1)
     with pytest.raises(TypeError, match="MaxPool"):
         pooling.max_pool([[[True, False]]], 1)
+
+
+@pytest.mark.parametrize("value, shown", [
+    (None, "None (NoneType)"), ("abc", "'abc' (str)"), (b"abc", "b'abc' (bytes)"), (2.5, "2.5 (float)"),
+    (np.float32(1), "(float32)"), (pooling, "(module)"),
+])
+def test_x_that_numpy_makes_a_0d_array_of(value, shown):
+    """x=None, a string or a scalar: a TypeError naming operator, x and the value, not a rank error."""
+    with pytest.raises(TypeError) as info:
+        pooling.max_pool(value, 2)
+    message = str(info.value)
+    assert message.startswith("MaxPool: x must be an array of numbers, got ") and message.endswith(shown), message
+
+
+@pytest.mark.parametrize("value, dtype", [
+    ([[[None, 1.0]]], "object"), ([1.0, "a"], "<U32"), ([[[{}, 1]]], "object"), ([None, None], "object"),
+    ([[[np.datetime64(1, "s")]]], "datetime64[s]"),
+])
+def test_x_that_numpy_makes_a_non_numeric_array_of(value, dtype):
+    """Whatever its rank: a TypeError naming operator, x, the dtype numpy gives it and the value."""
+    with pytest.raises(TypeError, match=rf"^MaxPool: x has dtype {re.escape(dtype)}: it must be an array of "
+                                        rf"numbers, got \[.* \(list\)$"):
+        pooling.max_pool(value, 1)
+
+
+def test_x_of_nested_sequences_of_different_lengths():
+    with pytest.raises(TypeError, match=r"^MaxPool: x must be an array of numbers, got \[\[\[1.0, 2.0\], "
+                                        r"\[3.0\]\]\] \(list\): .*inhomogeneous"):
+        pooling.max_pool([[[1.0, 2.0], [3.0]]], 1)
+
+
+def test_arrays_and_array_likes_of_numbers_still_work():
+    """The check is for what is not an array of numbers: ndarrays take the fast path, lists and
+    other array-likes of numbers convert, and a 0-d ndarray is still a rank error (ValueError)."""
+    class Subclass(np.ndarray):
+        pass
+
+    for x in ([[[1.0, 3.0, 2.0]]], (((1.0, 3.0, 2.0),),), np.ma.masked_array([[[1.0, 3.0, 2.0]]]),
+              np.array([[[1.0, 3.0, 2.0]]]).view(Subclass)):
+        assert pooling.max_pool(x, 2).tolist() == [[[3.0, 3.0]]]
+    with pytest.raises(ValueError, match=r"^MaxPool: x must have rank >= 3"):
+        pooling.max_pool(np.zeros((), np.float32), 1)
+
+
+@pytest.mark.parametrize("kind, opset, first", [
+    ("bfloat16", 12, 22), ("bfloat16", 21, 22), ("bfloat16", 1, 22),
+    ("int8", 11, 12), ("uint8", 8, 12), ("int8", 1, 12),
+])
+def test_dtype_error_names_the_opset_that_allows_it(kind, opset, first):
+    """A dtype a later version allows: the TypeError says which opset (and library mode) does."""
+    x = make_array(np.random.default_rng(0), (1, 1, 4, 4), kind)
+    for data in (x, x.view(np.uint16).view(LEGACY_BFLOAT16)) if kind == "bfloat16" else (x,):
+        with pytest.raises(TypeError) as info:
+            pooling.max_pool(data, 2, opset=opset)
+        message = str(info.value)
+        assert message.startswith(f"MaxPool: x has dtype {data.dtype}, which is not supported"), message
+        assert message.endswith(f"; {kind} needs opset >= {first} (or library mode, opset=None)"), message
+        assert pooling.max_pool(data, 2, opset=first).dtype == data.dtype   # ... and it does
+        assert pooling.max_pool(data, 2).dtype == data.dtype
+
+
+@pytest.mark.parametrize("opset", [None, 22])
+def test_dtype_no_mode_allows_gets_no_hint(opset):
+    with pytest.raises(TypeError) as info:
+        pooling.max_pool(np.zeros((1, 1, 4), np.int16), 2, opset=opset)
+    assert str(info.value).endswith("supported: " + ("float16, float32, float64, int8, uint8, bfloat16")), info.value
 
 
 @pytest.mark.parametrize("n_threads, exc", [

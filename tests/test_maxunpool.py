@@ -219,7 +219,10 @@ def test_dtypes_per_version(opset, kind):
         assert_same(pooling.max_unpool(x, I, 2, strides=2, opset=opset),
                     reference.max_unpool(x, I, (2, 2), strides=(2, 2)))
     else:
-        with pytest.raises(TypeError, match=f"MaxUnpool: x has dtype .*supported: float16"):
+        # The message says what would allow the dtype: a later opset, or library mode.
+        where = (r"bfloat16 needs opset >= 22 \(or library mode, opset=None\)" if kind == "bfloat16"
+                 else rf"{kind} is allowed in library mode only \(opset=None\)")
+        with pytest.raises(TypeError, match=f"^MaxUnpool: x has dtype .*supported: float16.*; {where}$"):
             pooling.max_unpool(x, I, 2, strides=2, opset=opset)
     # Library mode takes every dtype MaxPool can produce.
     assert pooling.max_unpool(x, I, 2, strides=2).dtype == x.dtype
@@ -228,7 +231,8 @@ def test_dtypes_per_version(opset, kind):
 @pytest.mark.parametrize("opset", [9, 11, 22])
 def test_indices_int64_only_under_opset(opset):
     for dtype in ("int32", "uint64", "int8"):
-        with pytest.raises(TypeError, match=rf"MaxUnpool: indices has dtype {dtype}.*supported: int64$"):
+        with pytest.raises(TypeError, match=rf"^MaxUnpool: indices has dtype {dtype}.*supported: int64; "
+                                            rf"{dtype} is allowed in library mode only \(opset=None\)$"):
             pooling.max_unpool(X, I.astype(dtype), 2, strides=2, opset=opset)
         pooling.max_unpool(X, I.astype(dtype), 2, strides=2)  # library mode
     with pytest.raises(TypeError, match="output_shape must be int64 under opset"):
@@ -348,6 +352,24 @@ def test_huge_unsigned_index_is_named_with_its_value():
 def test_non_integer_indices_are_type_errors(dtype):
     with pytest.raises(TypeError, match=r"MaxUnpool: indices has dtype .* not supported"):
         pooling.max_unpool(X, I.astype(dtype), 2, strides=2)
+
+
+@pytest.mark.parametrize("name, value, message", [
+    ("x", None, r"x must be an array of numbers, got None \(NoneType\)"),
+    ("x", "abc", r"x must be an array of numbers, got 'abc' \(str\)"),
+    ("x", 2.5, r"x must be an array of numbers, got 2.5 \(float\)"),
+    ("x", [[[None, 1.0]]], r"x has dtype object: it must be an array of numbers, got \[\[\[None, 1.0\]\]\] \(list\)"),
+    ("indices", None, r"indices must be an array of numbers, got None \(NoneType\)"),
+    ("indices", "0", r"indices must be an array of numbers, got '0' \(str\)"),
+    ("indices", 3, r"indices must be an array of numbers, got 3 \(int\)"),
+    ("indices", [[[0, "1"]]], r"indices has dtype <U21: it must be an array of numbers, got .* \(list\)"),
+    ("indices", [[[0, 1], [2]]], r"indices must be an array of numbers, got .* \(list\): .*inhomogeneous.*"),
+])
+def test_inputs_that_are_not_arrays_of_numbers(name, value, message):
+    """A TypeError naming operator, parameter and value, not an error about its shape."""
+    args = {"x": X, "indices": I, name: value}
+    with pytest.raises(TypeError, match=rf"^MaxUnpool: {message}$"):
+        pooling.max_unpool(args["x"], args["indices"], 2, strides=2)
 
 
 @pytest.mark.parametrize("call, error, message", [

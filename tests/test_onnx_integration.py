@@ -13,6 +13,7 @@ from onnx.reference import ReferenceEvaluator  # noqa: E402
 
 import pooling  # noqa: E402
 import pooling.onnx  # noqa: E402
+from pooling.onnx import PoolingBackendRep  # noqa: E402
 
 import conftest  # noqa: E402
 from conftest import assert_same  # noqa: E402
@@ -39,6 +40,17 @@ def test_backend_runs_every_official_case():
     for op in ("maxpool", "maxunpool", "col2im"):
         assert any(f"test_{op}" in n for n in names), op
     assert len(names) >= 25
+
+
+def test_backend_is_compatible_with_every_official_case():
+    """The runner skips a case whose model is_compatible rejects: none is skipped for that reason."""
+    import unittest
+
+    result = unittest.TestResult()
+    unittest.TestSuite(case(name) for case in _backend_test.test_cases.values()
+                       for name in vars(case) if name.startswith("test_")).run(result)
+    assert result.testsRun >= 25 and not result.errors and not result.failures
+    assert [reason for _, reason in result.skipped if "ompatible" in reason] == []
 
 
 # ---------------------------------------------------------------------------
@@ -135,6 +147,73 @@ def test_run_node_max_unpool_optional_output_shape(rng):
     node = helper.make_node("MaxUnpool", ["X", "I", "S"], ["Y"], kernel_shape=[2, 2], strides=[2, 2])
     (full,) = pooling.onnx.run_node(node, [y, i, np.array(x.shape, dtype=np.int64)])
     assert_same(full, np.where(full != 0, x, 0).astype(np.float32))
+
+
+# ---------------------------------------------------------------------------
+# backend.is_compatible
+# ---------------------------------------------------------------------------
+
+_F = TensorProto.FLOAT
+_NHWC = "com.ms.internal.nhwc"
+
+
+def _one_node_model(node, opset=22, domain_opset=None):
+    """A model of `node`, its input X of shape (1, 1, 4, 4) and output Y."""
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("X", _F, [1, 1, 4, 4])],
+                              [helper.make_tensor_value_info("Y", _F, ["n", "c", "h", "w"])])
+    imports = [helper.make_opsetid("", opset)]
+    if node.domain:
+        imports.append(helper.make_opsetid(node.domain, domain_opset or opset))
+    return helper.make_model(graph, ir_version=10, opset_imports=imports)
+
+
+@pytest.mark.parametrize("node, opset, domain_opset", [
+    (helper.make_node("MaxPool", ["X"], ["Y"], kernel_shape=[2, 2], strides=[2, 2]), 22, None),
+    (helper.make_node("MaxPool", ["X"], ["Y"], kernel_shape=[2, 2], storage_order=1), 8, None),
+    (helper.make_node("MaxPool", ["X"], ["Y"], domain=_NHWC, kernel_shape=[1, 2], activation="Relu"), 22, 22),
+], ids=["maxpool", "maxpool_8", "nhwc_maxpool"])
+def test_is_compatible_with_what_the_backend_runs(node, opset, domain_opset):
+    model = _one_node_model(node, opset, domain_opset)
+    assert pooling.onnx.backend.is_compatible(model) is True
+    x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    assert pooling.onnx.backend.prepare(model).run([x])[0].size > 0
+
+
+@pytest.mark.parametrize("node, opset, domain_opset", [
+    (helper.make_node("Relu", ["X"], ["Y"]), 22, None),
+    (helper.make_node("AveragePool", ["X"], ["Y"], kernel_shape=[2, 2]), 22, None),
+    (helper.make_node("MaxPool", ["X"], ["Y"], domain="com.example", kernel_shape=[2, 2]), 22, 1),
+    (helper.make_node("Col2Im", ["X", "S", "B"], ["Y"], domain=_NHWC), 22, 22),
+    (helper.make_node("MaxPool", ["X"], ["Y"], kernel_shape=[2, 2], activation="Relu"), 22, None),
+    (helper.make_node("MaxUnpool", ["X", "X"], ["Y"], kernel_shape=[2, 2]), 8, None),
+    (helper.make_node("MaxUnpool", ["X", "X"], ["Y"], domain=_NHWC, kernel_shape=[2, 2]), 22, 1),
+], ids=["relu", "averagepool", "other_domain", "nhwc_col2im", "nchw_activation_attribute",
+        "maxunpool_before_9", "nhwc_maxunpool_before_9"])
+def test_is_compatible_is_false_for_what_the_backend_cannot_run(node, opset, domain_opset):
+    """False, not an error, for a node prepare(model).run would fail on: another operator or
+    domain, an attribute the operator lacks, an opset that predates it."""
+    model = _one_node_model(node, opset, domain_opset)
+    assert pooling.onnx.backend.is_compatible(model) is False
+    assert pooling.onnx.backend.is_compatible(model, device="CPU") is False
+    x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    with pytest.raises(ValueError):
+        PoolingBackendRep(model).run([x])
+
+
+def test_is_compatible_needs_every_node():
+    """One unsupported node among supported ones (a pool then a Relu) makes the model incompatible."""
+    nodes = [helper.make_node("MaxPool", ["X"], ["P"], kernel_shape=[2, 2]), helper.make_node("Relu", ["P"], ["Y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("X", _F, [1, 1, 4, 4])],
+                              [helper.make_tensor_value_info("Y", _F, None)])
+    model = helper.make_model(graph, ir_version=10, opset_imports=[helper.make_opsetid("", 22)])
+    assert pooling.onnx.backend.is_compatible(model) is False
+    assert pooling.onnx.backend.is_compatible(_one_node_model(nodes[0])) is True
+
+
+def test_is_compatible_only_on_the_cpu():
+    model = _one_node_model(helper.make_node("MaxPool", ["X"], ["Y"], kernel_shape=[2, 2]))
+    assert pooling.onnx.backend.is_compatible(model, device="CPU") is True
+    assert pooling.onnx.backend.is_compatible(model, device="CUDA") is False
 
 
 # ---------------------------------------------------------------------------

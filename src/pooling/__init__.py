@@ -1,4 +1,6 @@
 """pooling: exact, fast CPU kernels for the ONNX MaxPool, MaxUnpool and Col2Im operators."""
+from typing import TYPE_CHECKING
+
 from ._config import max_threads, openmp_enabled, show_config
 from ._version import __version__
 from .col2im import col2im, col2im_output_shape
@@ -19,11 +21,14 @@ __all__ = [
 ]
 
 
-def __getattr__(name):
-    # pooling.onnx needs the optional onnx package: import it on first use only,
-    # so that `import pooling` never imports onnx.
-    if name == "onnx":
-        import importlib
+if TYPE_CHECKING:  # for type checkers: pooling.onnx is typed, any other unknown name is an error
+    from . import onnx as onnx
+else:
+    def __getattr__(name):
+        # pooling.onnx needs the optional onnx package: import it on first use only,
+        # so that `import pooling` never imports onnx.
+        if name == "onnx":
+            import importlib
 
-        return importlib.import_module(".onnx", __name__)
-    raise AttributeError(f"module 'pooling' has no attribute {name!r}")
+            return importlib.import_module(".onnx", __name__)
+        raise AttributeError(f"module 'pooling' has no attribute {name!r}")

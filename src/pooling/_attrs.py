@@ -2,13 +2,30 @@
 
 Every error names the operator, the parameter and the offending value.
 """
+from __future__ import annotations
+
 import functools
 import inspect
 import operator
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from . import _runtime
+from ._dtypes import Kinds
+
+if TYPE_CHECKING:  # the attribute types of the public signatures, for type checkers only
+    from collections.abc import Sequence
+    from typing import Any, Literal, TypeAlias
+
+    from numpy.typing import NDArray
+
+    Int: TypeAlias = int | np.integer[Any]
+    Shape: TypeAlias = Sequence[Int] | NDArray[np.integer[Any]]   # one value per axis
+    Ints: TypeAlias = Int | Shape                                  # or one for every axis
+    Layout: TypeAlias = Literal["NCHW", "NHWC"]
+    AutoPad: TypeAlias = Literal["NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"]
+    Activation: TypeAlias = Literal["Relu", "Clip"]
 
 LAYOUTS = ("NCHW", "NHWC")
 
@@ -104,10 +121,12 @@ def split_layout(op, x_shape, layout):
 
 def kinds_in(since, version, library=None):
     """The dtype kinds of a `since` table ({kind: first version}) allowed at `version`; in library
-    mode (version None) every kind of the table, or `library` when given."""
+    mode (version None) every kind of the table, or `library` when given.  A Kinds, whose dtype
+    errors say which opset or mode allows the others."""
+    library = tuple(since) if library is None else library
     if version is None:
-        return tuple(since) if library is None else library
-    return tuple(kind for kind, first in since.items() if first <= version)
+        return Kinds(library, since, library)
+    return Kinds((kind for kind, first in since.items() if first <= version), since, library)
 
 
 def choice(op, name, value, allowed):

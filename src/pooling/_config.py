@@ -1,8 +1,11 @@
 """Build and run-time facts, printed with bug reports."""
+from __future__ import annotations
+
 import ctypes
 import os
 import platform
 import sys
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -10,22 +13,61 @@ from . import _dispatch, _runtime
 from ._dispatch import core as _core
 from ._version import __version__
 
+if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
+
 try:
     from ._build_info import BUILD_INFO
 except ImportError:  # setup.py writes it next to the extension; an older build lacks it
     BUILD_INFO = {}
 
 
-def openmp_enabled():
-    """True when the kernels were compiled with OpenMP (else they run on one thread)."""
+def openmp_enabled() -> bool:
+    """Whether the kernels were compiled with OpenMP.
+
+    Returns
+    -------
+    bool
+        True when the kernels were built with OpenMP; False for a serial build, where every call
+        runs on the calling thread whatever `n_threads` says.
+
+    See Also
+    --------
+    max_threads, show_config
+
+    Examples
+    --------
+    >>> import pooling
+    >>> pooling.openmp_enabled() in (True, False)
+    True
+    """
     return _runtime.openmp_enabled()
 
 
-def max_threads():
-    """The thread count n_threads=None resolves to in the calling thread now.
+def max_threads() -> int:
+    """The thread count that ``n_threads=None`` resolves to in the calling thread now.
 
-    OpenMP's maximum: OMP_NUM_THREADS, or threadpoolctl's limit where it was
-    set from this thread (OpenMP keeps the count per thread).
+    Returns
+    -------
+    int
+        OpenMP's maximum for the calling thread: ``OMP_NUM_THREADS`` (read when the OpenMP runtime
+        loads), or threadpoolctl's limit where it was set from this thread (OpenMP keeps the count
+        per thread). 1 in a build without OpenMP.
+
+    See Also
+    --------
+    openmp_enabled, show_config
+
+    Notes
+    -----
+    ``n_threads=-1`` also means this many threads, and ``n_threads=-k`` ``max_threads() + 1 - k``
+    (at least 1). docs/behaviour.md, section 5, has the rules.
+
+    Examples
+    --------
+    >>> import pooling
+    >>> pooling.max_threads() >= 1
+    True
     """
     return _runtime.max_threads()
 
@@ -125,6 +167,33 @@ def _simd_exceptions():
             f"({vendor} family {family:#x}; POOLING_SIMD=avx2 runs them in AVX2)")
 
 
-def show_config(file=None):
-    """Print the version, compiler, OpenMP, thread count and SIMD paths of this build."""
+def show_config(file: SupportsWrite[str] | None = None) -> None:
+    """Print the version, compiler, OpenMP, thread count and SIMD paths of this build.
+
+    One line each: the version; Python, platform and numpy; the compiler; OpenMP and the OpenMP
+    runtime library in use; the maximum thread count; the thread runtime; the SIMD baseline, the
+    builds this CPU can run and the one in use; the C flags; the Cython version. Please paste it
+    into bug reports.
+
+    Parameters
+    ----------
+    file : file-like object, optional
+        Where to print: anything with a ``write(str)`` method. Default None: ``sys.stdout``.
+
+    Returns
+    -------
+    None
+
+    See Also
+    --------
+    openmp_enabled, max_threads
+
+    Examples
+    --------
+    >>> import pooling
+    >>> pooling.show_config()  # doctest: +ELLIPSIS
+    pooling-kernels ...
+    openmp          ...
+    max threads     ...
+    """
     print("\n".join(config_lines()), file=file or sys.stdout)

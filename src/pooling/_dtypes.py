@@ -6,6 +6,7 @@ as uint8.  bfloat16 is ml_dtypes.bfloat16 or ONNX's legacy structured dtype
 ``np.dtype((np.uint16, {"bfloat16": (np.uint16, 0)}))``; ml_dtypes is optional.
 """
 import functools
+import reprlib
 from typing import NamedTuple
 
 import numpy as np
@@ -109,18 +110,63 @@ _AS_IS = {dtype: kind for dtype, kind in _PLAIN.items() if kind not in KERNEL_DT
 LEGACY_BFLOAT16 = np.dtype((np.uint16, {"bfloat16": (np.uint16, 0)}))
 
 
+class Kinds(tuple):
+    """The dtype kinds one operator version allows (a tuple of names), which also knows where the
+    others are allowed: `since` maps a kind to the first version that has it, `library` lists the
+    kinds of library mode.  Its dtype errors name that opset or mode."""
+    since: dict
+    library: tuple
+
+    def __new__(cls, kinds, since, library):
+        self = super().__new__(cls, kinds)
+        self.since, self.library = since, library
+        return self
+
+    def hint(self, kind):
+        """Where an unsupported `kind` is allowed, as the end of a message ('' where nowhere)."""
+        if kind in self.since:
+            return f"; {kind} needs opset >= {self.since[kind]} (or library mode, opset=None)"
+        if kind in self.library:
+            return f"; {kind} is allowed in library mode only (opset=None)"
+        return ""
+
+
 def checked_kind(op, name, dtype, kinds):
-    """The kind of `dtype`; a TypeError naming op, parameter and dtype unless it is in `kinds`."""
+    """The kind of `dtype`; a TypeError naming op, parameter and dtype unless it is in `kinds` (a
+    tuple, or a Kinds, whose message also says which opset or mode allows the dtype)."""
     kind = _kind(dtype)
     if kind not in kinds:
         raise TypeError(
             f"{op}: {name} has dtype {dtype}, which is not supported; "
             f"supported: {', '.join(kinds)}"
+            + (kinds.hint(kind) if isinstance(kinds, Kinds) else "")
             + ("" if dtype.fields is None or kind is not None else
                " (a structured bfloat16 has one field, 'bfloat16', an unsigned 16-bit integer: ONNX's "
                "legacy dtype in either byte order, or that one-field record)")
         )
     return kind
+
+
+def as_array(op, name, x):
+    """`x` (not an ndarray: callers pass those on as they are) as an array of numbers of rank >= 1.
+
+    None, a string, a scalar, or anything else numpy makes a 0-d or non-numeric array of, is a
+    TypeError naming op and parameter (not an error about its rank or shape).
+    """
+    try:
+        arr = np.asarray(x)
+    except ValueError as e:  # nested sequences of different lengths
+        raise TypeError(f"{op}: {name} must be an array of numbers, got {_short(x)}: {e}") from None
+    if arr.ndim == 0:
+        raise TypeError(f"{op}: {name} must be an array of numbers, got {_short(x)}")
+    if arr.dtype.kind not in "biufcV":
+        raise TypeError(f"{op}: {name} has dtype {arr.dtype}: it must be an array of numbers, got {_short(x)}")
+    return arr
+
+
+def _short(value):
+    """A value for a message: a short repr and its type."""
+    return f"{reprlib.repr(value)} ({type(value).__name__})"
 
 
 def as_kernel_array(op, name, x, kinds):

@@ -1,14 +1,24 @@
 """Col2Im: validation, output shape, dispatch to the kernel (behaviour.md §4)."""
+from __future__ import annotations
+
 import math
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from ._dispatch import core as _core
 from ._attrs import INDEX_LIMIT, cached_plan, check_size, int_tuple, past_limit, resolve_version, shape_tuple
-from ._dtypes import C_TYPES, HALF_INF_BITS, as_kernel_array, result_dtype
+from ._dtypes import C_TYPES, HALF_INF_BITS, as_array, as_kernel_array, result_dtype
 from ._outputs import output_array
 from ._threads import resolve_n_threads, split_rows
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from numpy.typing import ArrayLike, NDArray
+
+    from ._attrs import Int, Ints, Shape
 
 OP = "Col2Im"
 
@@ -42,27 +52,130 @@ class _Plan(NamedTuple):
     geom: np.ndarray        # the kernel's geometry table, read-only
 
 
-def col2im_output_shape(x_shape, image_shape, block_shape, *, strides=None, pads=None,
-                        dilations=None, opset=None):
-    """Output shape of col2im for an input of shape `x_shape` (same validation, no data)."""
+def col2im_output_shape(x_shape: Sequence[Int], image_shape: Shape, block_shape: Shape, *,
+                        strides: Ints | None = None, pads: Ints | None = None,
+                        dilations: Ints | None = None, opset: Int | None = None) -> tuple[int, ...]:
+    """The shape `col2im` returns for `x` of shape `x_shape`, computed without data.
+
+    Shapes and attributes are validated exactly as `col2im` validates them, with the same errors.
+
+    Parameters
+    ----------
+    x_shape : sequence of int
+        Shape of the columns, ``(N, C * prod(block_shape), L)``.
+    image_shape : sequence of int or 1-D integer array
+        ``(S_1, ..., S_n)``, each >= 1.
+    block_shape : sequence of int or 1-D integer array
+        ``(b_1, ..., b_n)``, each >= 1, as long as `image_shape`.
+    strides : int or sequence of int, optional
+        Block step per axis, each >= 1. Default None: 1.
+    pads : int or sequence of int, optional
+        ``2n`` values, all begins then all ends, each >= 0. Default None: 0.
+    dilations : int or sequence of int, optional
+        Spacing inside a block per axis, each >= 1. Default None: 1.
+    opset : int, optional
+        ONNX opset (18 or later: at least 2 spatial axes). Default None: library mode.
+
+    Returns
+    -------
+    tuple of int
+        ``(N, C, S_1, ..., S_n)``.
+
+    Raises
+    ------
+    ValueError, TypeError
+        As `col2im`.
+
+    See Also
+    --------
+    col2im
+
+    Examples
+    --------
+    >>> import pooling
+    >>> pooling.col2im_output_shape((8, 576, 3136), (56, 56), (3, 3), pads=1)
+    (8, 64, 56, 56)
+    """
     return _plan(shape_tuple(OP, "x_shape", x_shape), image_shape=image_shape, block_shape=block_shape,
                  strides=strides, pads=pads, dilations=dilations, opset=opset).out_shape
 
 
-def col2im(x, image_shape, block_shape, *, strides=None, pads=None, dilations=None, opset=None,
-           n_threads=None, out=None):
-    """ONNX Col2Im: columns (N, C*K, L) back into images (N, C, *image_shape).
+def col2im(x: ArrayLike, image_shape: Shape, block_shape: Shape, *, strides: Ints | None = None,
+           pads: Ints | None = None, dilations: Ints | None = None, opset: Int | None = None,
+           n_threads: Int | None = None, out: NDArray[Any] | None = None) -> NDArray[Any]:
+    """ONNX Col2Im: add columns of blocks back into images (the inverse layout of im2col).
 
-    K = prod(block_shape) and L is the number of blocks (block_shape, dilated,
-    slid with `strides` over the image padded by `pads`).  Every column element
-    is added at its image position; those in the padding are dropped.  bool
-    adds by logical or, integers wrap around, float16 and bfloat16 are summed
-    in float32 and rounded once; each pixel sums its terms in the same order
-    for every n_threads.  ``opset=18`` enforces the operator document (at least
-    2 spatial axes); the default, library mode, also allows 1.
-    docs/behaviour.md section 4 has every rule.
+    Like ``torch.nn.Fold``, for any number of spatial axes: each column of `x` is one block
+    position; its ``C * K`` entries are added at that block's pixels, summing where blocks overlap.
+
+    Parameters
+    ----------
+    x : array_like
+        Columns of shape ``(N, C * K, L)``, ``K = prod(block_shape)``, ``L`` the number of blocks;
+        bool, any integer or float dtype, bfloat16, complex64 or complex128.
+    image_shape : sequence of int or 1-D integer array
+        ``(S_1, ..., S_n)``, each >= 1.
+    block_shape : sequence of int or 1-D integer array
+        ``(b_1, ..., b_n)``, each >= 1, as long as `image_shape`.
+    strides : int or sequence of int, optional
+        Block step per axis, each >= 1. Default None: 1.
+    pads : int or sequence of int, optional
+        ``2n`` values, all begins then all ends, each >= 0. Default None: 0.
+    dilations : int or sequence of int, optional
+        Spacing inside a block per axis, each >= 1. Default None: 1.
+    opset : int, optional
+        ONNX opset number: 18 or later enforces the operator document (at least 2 spatial axes).
+        Default None: library mode (1 axis allowed too).
+    n_threads : int, optional
+        Threads: None (default) OpenMP's maximum for the calling thread, -1 all, -k all but k - 1;
+        0 is a ValueError. Results never depend on it, to the bit.
+    out : numpy.ndarray, optional
+        Buffer for `y`: writeable, aligned, C-contiguous, of exactly `y`'s shape and dtype,
+        overlapping no input. Written and returned. Default None: a new array.
+
+    Returns
+    -------
+    y : numpy.ndarray
+        Shape ``(N, C, S_1, ..., S_n)``, `x`'s dtype in native byte order.
+
+    Raises
+    ------
+    ValueError
+        `x` not of rank 3, ``x.shape[1]`` not a positive multiple of ``K``, ``L`` not the number of
+        blocks, a block that does not fit in the padded image, `image_shape` and `block_shape` of
+        different lengths or empty, fewer than 2 axes under `opset`, invalid attribute values, an
+        unusable `out`, sizes past 2**62.
+    TypeError
+        `x` not an array of numbers (strings, objects), `image_shape` or `block_shape` not a 1-D
+        sequence of integers, a wrongly typed argument.
+
+    See Also
+    --------
+    col2im_output_shape : the output shape, without data.
+
+    Notes
+    -----
+    docs/behaviour.md, section 4, has every rule; in short: the blocks per axis are ``floor((S_i +
+    pb_i + pe_i - ((b_i - 1) * d_i + 1)) / s_i) + 1``, and ``L`` must be their product. Terms that
+    fall in the padding are dropped; pixels no block covers are 0. bool adds by logical or,
+    integers wrap around, float16 and bfloat16 are summed in float32 and rounded once (the ONNX
+    reference rounds after every addition). Each pixel sums its terms in the same order for every
+    `n_threads`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pooling
+    >>> cols = np.ones((1, 4, 9), np.float32)      # 2x2 blocks at 3x3 positions of a 4x4 image
+    >>> pooling.col2im(cols, (4, 4), (2, 2))
+    array([[[[1., 2., 2., 1.],
+             [2., 4., 4., 2.],
+             [2., 4., 4., 2.],
+             [1., 2., 2., 1.]]]], dtype=float32)
+    >>> pooling.col2im([[[1, 2, 3], [4, 5, 6]]], [4], [2]).tolist()   # 1-D: library mode
+    [[[1, 6, 8, 6]]]
     """
-    arr = np.asarray(x)
+    arr = x if type(x) is np.ndarray else as_array(OP, "x", x)
     plan = _plan(arr.shape, image_shape=image_shape, block_shape=block_shape, strides=strides, pads=pads,
                  dilations=dilations, opset=opset)
     xk, kind = as_kernel_array(OP, "x", arr, KINDS)

@@ -1,15 +1,26 @@
 """MaxPool: validation per version, output shape, dispatch to the kernels (behaviour.md §2)."""
-from typing import NamedTuple
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, NamedTuple, overload
 
 import numpy as np
 
 from ._attrs import (INDEX_LIMIT, cached_plan, check_size, choice, flag, int_tuple, kinds_in,
                      past_limit, resolve_version, shape_tuple, split_layout)
-from ._dtypes import as_kernel_array, result_dtype
+from ._dtypes import as_array, as_kernel_array, result_dtype
 from ._maxpool_strategies import launch
 from ._outputs import output_array
 from ._shapes import AUTO_PADS, pool_output
 from ._threads import resolve_n_threads
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any, Literal
+
+    from numpy.typing import ArrayLike, NDArray
+
+    from ._attrs import Activation, AutoPad, Int, Ints, Layout
+    from ._maxpool_strategies import Strategy
 
 OP = "MaxPool"
 
@@ -41,36 +52,235 @@ class _Plan(NamedTuple):
     __hash__ = object.__hash__
 
 
-def max_pool_output_shape(x_shape, kernel_shape, *, strides=None, pads=None, dilations=None,
-                          auto_pad="NOTSET", ceil_mode=False, storage_order=0,
-                          return_indices=False, layout="NCHW", activation=None,
-                          activation_params=None, opset=None):
-    """Output shape of max_pool for an input of shape `x_shape` (same validation, no data)."""
+def max_pool_output_shape(x_shape: Sequence[Int], kernel_shape: Ints, *, strides: Ints | None = None,
+                          pads: Ints | None = None, dilations: Ints | None = None,
+                          auto_pad: AutoPad = "NOTSET", ceil_mode: bool | int = False,
+                          storage_order: int = 0, return_indices: bool = False, layout: Layout = "NCHW",
+                          activation: Activation | None = None,
+                          activation_params: Sequence[float] | NDArray[Any] | None = None,
+                          opset: Int | None = None) -> tuple[int, ...]:
+    """The shape `max_pool` returns for an input of shape `x_shape`, computed without data.
+
+    The attributes are validated exactly as `max_pool` validates them, with the same errors;
+    only the dtype rules need data and are not applied.
+
+    Parameters
+    ----------
+    x_shape : sequence of int
+        Shape of the input, ``(N, C, D_1, ..., D_n)`` with ``n >= 1``, or ``(N, D_1, ..., D_n, C)``
+        with ``layout="NHWC"``.
+    kernel_shape : int or sequence of int
+        Window size per spatial axis, each >= 1 (one int: the same on every axis).
+    strides : int or sequence of int, optional
+        Step per spatial axis, each >= 1. Default None: 1 (ONNX's default, not `kernel_shape`).
+    pads : int or sequence of int, optional
+        ``2n`` values, all begins then all ends, each >= 0. Default None: 0.
+    dilations : int or sequence of int, optional
+        Spacing of the taps per spatial axis, each >= 1. Default None: 1.
+    auto_pad : {"NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"}, default "NOTSET"
+        Automatic padding; other than "NOTSET" only with all-zero `pads`.
+    ceil_mode : bool or {0, 1}, default False
+        Round each output size up (a window may not start in the end padding).
+    storage_order : {0, 1}, default 0
+        Checked as by `max_pool` (1 is NCHW only); does not change the shape.
+    return_indices : bool, default False
+        Checked against `opset` as by `max_pool`; does not change the shape.
+    layout : {"NCHW", "NHWC"}, default "NCHW"
+        Where the channels are in `x_shape` and in the result.
+    activation : {"Relu", "Clip"}, optional
+        Checked as by `max_pool`; does not change the shape. Default None.
+    activation_params : sequence of float, optional
+        ``[min, max]`` for "Clip". Default None.
+    opset : int, optional
+        ONNX opset whose MaxPool version is enforced. Default None: library mode.
+
+    Returns
+    -------
+    tuple of int
+        ``(N, C, O_1, ..., O_n)``, or ``(N, O_1, ..., O_n, C)`` with NHWC.
+
+    Raises
+    ------
+    ValueError
+        As `max_pool`: invalid attribute values, a rank below 3, a negative output size, what the
+        version of `opset` lacks, sizes past 2**62.
+    TypeError
+        As `max_pool`: `x_shape` not a sequence of integers, a wrongly typed attribute.
+
+    See Also
+    --------
+    max_pool
+
+    Notes
+    -----
+    Per spatial axis, with the dilated kernel ``e = (k - 1) * d + 1``: ``O = floor((D + pb + pe - e)
+    / s) + 1``; ``ceil_mode`` takes the ceiling, then drops the last window if it would start in
+    the end padding; "SAME_UPPER" and "SAME_LOWER" give ``ceil(D / s)``. docs/behaviour.md,
+    section 2.3, has every rule.
+
+    Examples
+    --------
+    >>> import pooling
+    >>> pooling.max_pool_output_shape((1, 3, 224, 224), 3, strides=2, pads=1)
+    (1, 3, 112, 112)
+    >>> pooling.max_pool_output_shape((1, 224, 224, 3), 3, strides=2, auto_pad="SAME_UPPER", layout="NHWC")
+    (1, 112, 112, 3)
+    >>> pooling.max_pool_output_shape((1, 1, 4), 2, strides=2, pads=(0, 1), ceil_mode=True)
+    (1, 1, 2)
+    """
     return _plan(shape_tuple(OP, "x_shape", x_shape), kernel_shape=kernel_shape, strides=strides, pads=pads,
                  dilations=dilations, auto_pad=auto_pad, ceil_mode=ceil_mode, storage_order=storage_order,
                  return_indices=return_indices, layout=layout, activation=activation,
                  activation_params=activation_params, opset=opset).out_shape
 
 
-def max_pool(x, kernel_shape, *, strides=None, pads=None, dilations=None, auto_pad="NOTSET",
-             ceil_mode=False, storage_order=0, return_indices=False, layout="NCHW",
-             activation=None, activation_params=None, opset=None, n_threads=None,
-             out=None, indices_out=None, _strategy=None):
-    """ONNX MaxPool over an array of shape (N, C, D_1, ..., D_n), n >= 1.
+# For type checkers, the result follows return_indices: y by default, (y, indices) with True, either
+# for a bool only known at run time (which must then be passed).  indices_out needs return_indices.
+@overload
+def max_pool(x: ArrayLike, kernel_shape: Ints, *, strides: Ints | None = None, pads: Ints | None = None,
+             dilations: Ints | None = None, auto_pad: AutoPad = "NOTSET", ceil_mode: bool | int = False,
+             storage_order: int = 0, return_indices: Literal[False] = False, layout: Layout = "NCHW",
+             activation: Activation | None = None,
+             activation_params: Sequence[float] | NDArray[Any] | None = None, opset: Int | None = None,
+             n_threads: Int | None = None, out: NDArray[Any] | None = None,
+             indices_out: None = None) -> NDArray[Any]: ...
+@overload
+def max_pool(x: ArrayLike, kernel_shape: Ints, *, strides: Ints | None = None, pads: Ints | None = None,
+             dilations: Ints | None = None, auto_pad: AutoPad = "NOTSET", ceil_mode: bool | int = False,
+             storage_order: int = 0, return_indices: Literal[True], layout: Layout = "NCHW",
+             activation: Activation | None = None,
+             activation_params: Sequence[float] | NDArray[Any] | None = None, opset: Int | None = None,
+             n_threads: Int | None = None, out: NDArray[Any] | None = None,
+             indices_out: NDArray[np.int64] | None = None) -> tuple[NDArray[Any], NDArray[np.int64]]: ...
+@overload
+def max_pool(x: ArrayLike, kernel_shape: Ints, *, strides: Ints | None = None, pads: Ints | None = None,
+             dilations: Ints | None = None, auto_pad: AutoPad = "NOTSET", ceil_mode: bool | int = False,
+             storage_order: int = 0, return_indices: bool, layout: Layout = "NCHW",
+             activation: Activation | None = None,
+             activation_params: Sequence[float] | NDArray[Any] | None = None, opset: Int | None = None,
+             n_threads: Int | None = None, out: NDArray[Any] | None = None,
+             indices_out: NDArray[np.int64] | None = None,
+             ) -> NDArray[Any] | tuple[NDArray[Any], NDArray[np.int64]]: ...
 
-    Returns y, or (y, indices) with ``return_indices=True``: indices are int64
-    flat offsets into x (row-major, or column-major within each plane with
-    ``storage_order=1``), -1 for a window that holds no input element.  Ties go
-    to the first maximum in window order; NaN beats every number.  ``opset=K``
-    enforces exactly what version K of the operator allows; the default is
-    library mode (every attribute, dtype and rank).  Indices made with
-    storage_order=1 are column-major encodings, so they do not round-trip
-    through max_unpool.  docs/behaviour.md section 2 has every rule.
+
+def max_pool(x: ArrayLike, kernel_shape: Ints, *, strides: Ints | None = None, pads: Ints | None = None,
+             dilations: Ints | None = None, auto_pad: AutoPad = "NOTSET", ceil_mode: bool | int = False,
+             storage_order: int = 0, return_indices: bool = False, layout: Layout = "NCHW",
+             activation: Activation | None = None,
+             activation_params: Sequence[float] | NDArray[Any] | None = None, opset: Int | None = None,
+             n_threads: Int | None = None, out: NDArray[Any] | None = None,
+             indices_out: NDArray[np.int64] | None = None, _strategy: Strategy | None = None) -> Any:
+    """ONNX MaxPool: the maximum of each window of `x`, and optionally where it is.
+
+    Parameters
+    ----------
+    x : array_like
+        Input of shape ``(N, C, D_1, ..., D_n)`` with ``n >= 1`` spatial axes, or ``(N, D_1, ...,
+        D_n, C)`` with ``layout="NHWC"``; dtype float16, bfloat16, float32, float64, int8 or uint8
+        (fewer under `opset`). Anything ``numpy.asarray`` takes; never modified.
+    kernel_shape : int or sequence of int
+        Window size per spatial axis, each >= 1 (one int: the same on every axis).
+    strides : int or sequence of int, optional
+        Step per spatial axis, each >= 1. Default None: **1 on every axis**, as ONNX defines it,
+        and not `kernel_shape` as in PyTorch's ``max_pool2d``: ``max_pool(x, 2)`` of an 8x8
+        input is 7x7; ``max_pool(x, 2, strides=2)`` is 4x4.
+    pads : int or sequence of int, optional
+        ``2n`` values, all begins then all ends (``[pb_1, ..., pb_n, pe_1, ..., pe_n]``), each >= 0,
+        larger than the kernel allowed; one int pads every begin and end. Default None: 0.
+    dilations : int or sequence of int, optional
+        Spacing of the taps per spatial axis, each >= 1. Default None: 1. Opset 10 and later.
+    auto_pad : {"NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"}, default "NOTSET"
+        Automatic padding (case-sensitive); other than "NOTSET" only with all-zero `pads`.
+    ceil_mode : bool or {0, 1}, default False
+        Round each output size up (a window may not start in the end padding). Opset 10 and later.
+    storage_order : {0, 1}, default 0
+        1: Indices column-major inside each plane; NCHW only. Opset 8 and later.
+    return_indices : bool, default False
+        Also return the Indices output. Opset 8 and later.
+    layout : {"NCHW", "NHWC"}, default "NCHW"
+        "NHWC": channels last, the ``com.ms.internal.nhwc`` operator.
+    activation : {"Relu", "Clip"}, optional
+        Applied to `y` in the same pass; under ``opset=K`` with NHWC only. Default None: none.
+    activation_params : sequence of float, optional
+        ``[min, max]``, ``min <= max``, for "Clip"; ignored for "Relu". Default None.
+    opset : int, optional
+        ONNX opset number: the call must be exactly valid for the MaxPool version in force there.
+        Default None: library mode (every attribute, dtype and rank).
+    n_threads : int, optional
+        Threads: None (default) OpenMP's maximum for the calling thread, -1 all, -k all but k - 1;
+        0 is a ValueError. Results never depend on it.
+    out : numpy.ndarray, optional
+        Buffer for `y`: writeable, aligned, C-contiguous, of exactly `y`'s shape and dtype,
+        overlapping no input. Written and returned. Default None: a new array.
+    indices_out : numpy.ndarray of int64, optional
+        The same for `indices`; needs ``return_indices=True``. Default None.
+
+    Returns
+    -------
+    y : numpy.ndarray
+        ``(N, C, O_1, ..., O_n)``, or ``(N, O_1, ..., O_n, C)`` with NHWC, of `x`'s dtype in native
+        byte order.
+    indices : numpy.ndarray of int64
+        Only with ``return_indices=True``, which returns ``(y, indices)``: shaped like `y`, the flat
+        offset of each maximum in `x` (so ``x.reshape(-1)[indices] == y``), -1 for a window that
+        holds no element of `x`.
+
+    Raises
+    ------
+    ValueError
+        An invalid attribute value (a wrong length, a value below its minimum, an unknown string),
+        `x` of rank below 3, a negative output size, an attribute, output or activation that the
+        version of `opset` lacks, an unusable `out` or `indices_out`, sizes past 2**62.
+    TypeError
+        `x` not an array of numbers; a dtype that the mode or version does not allow (the message
+        says which opset or mode does); a wrongly typed argument, such as a float where an int is
+        needed or an `out` that is not an ndarray.
+
+    See Also
+    --------
+    max_pool_output_shape : the output shape, without data.
+    max_unpool : scatters `y` back to where `indices` point.
+
+    Notes
+    -----
+    docs/behaviour.md, section 2, has every rule; in short:
+
+    - Output size per axis, with the dilated kernel ``e = (k - 1) * d + 1``: ``floor((D + pb + pe
+      - e) / s) + 1``. `ceil_mode` takes the ceiling, then drops the last window if it would start
+      in the end padding. "SAME_UPPER" / "SAME_LOWER" give ``ceil(D / s)``, padded for the dilated
+      kernel, the odd pad at the end / beginning. An input smaller than the kernel can give size 0
+      (an empty result); a negative size is a ValueError.
+    - Padding never takes part in the maximum. Ties go to the first maximum in window order (the
+      last spatial axis innermost). NaN is greater than every number and the first NaN wins;
+      -0.0 equals 0.0. `y` holds the exact bits of the winning element.
+    - A window that holds no element of `x` (large pads or dilations) gives -inf (int8 and uint8:
+      the dtype's minimum) and index -1.
+    - With ``storage_order=1``, indices are ``plane + h + w * H`` (column-major inside each plane):
+      an encoding that does not round-trip through `max_unpool`. With NHWC they are offsets into
+      `x`'s own NHWC memory.
+    - ``opset=K`` applies the newest MaxPool version <= K (1, 8, 10, 11, 12 or 22): Indices and
+      `storage_order` need 8, `dilations` and `ceil_mode` 10, int8 and uint8 12, bfloat16 22.
 
     ``_strategy`` (private, for tests) forces one of the kernels' strategies
     (``pooling._maxpool_strategies.Strategy``) instead of the chosen one.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pooling
+    >>> x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    >>> pooling.max_pool(x, 2).shape       # strides default to 1 (ONNX), not to kernel_shape
+    (1, 1, 3, 3)
+    >>> pooling.max_pool(x, 2, strides=2)
+    array([[[[ 5.,  7.],
+             [13., 15.]]]], dtype=float32)
+    >>> y, indices = pooling.max_pool(x, 2, strides=2, return_indices=True)
+    >>> indices.tolist()
+    [[[[5, 7], [13, 15]]]]
+    >>> pooling.max_pool(np.array([[[3.0, np.nan, 1.0, 5.0]]]), 2)   # NaN wins its windows
+    array([[[nan, nan,  5.]]])
     """
-    arr = x if type(x) is np.ndarray else np.asarray(x)
+    arr = x if type(x) is np.ndarray else as_array(OP, "x", x)
     plan = _plan(arr.shape, kernel_shape=kernel_shape, strides=strides, pads=pads, dilations=dilations,
                  auto_pad=auto_pad, ceil_mode=ceil_mode, storage_order=storage_order,
                  return_indices=return_indices, layout=layout, activation=activation,

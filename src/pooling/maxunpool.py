@@ -1,15 +1,25 @@
 """MaxUnpool: validation per version, output shape, dispatch to the kernel (behaviour.md §3)."""
+from __future__ import annotations
+
 import math
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from ._dispatch import core as _core
 from ._attrs import (INDEX_LIMIT, cached_plan, check_size, int_tuple, kinds_in, past_limit,
                      resolve_version, shape_tuple, split_layout)
-from ._dtypes import C_TYPES, as_kernel_array, result_dtype
+from ._dtypes import C_TYPES, as_array, as_kernel_array, result_dtype
 from ._outputs import output_array
 from ._threads import resolve_n_threads
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from numpy.typing import ArrayLike, NDArray
+
+    from ._attrs import Int, Ints, Layout, Shape
 
 OP = "MaxUnpool"
 
@@ -17,6 +27,8 @@ OP = "MaxUnpool"
 # integer types MaxPool-12 pools [ext], so anything pooled can be unpooled.
 _DTYPE_SINCE = {"float16": 9, "float32": 9, "float64": 9, "bfloat16": 22}
 _LIBRARY_DTYPES = tuple(_DTYPE_SINCE) + ("int8", "uint8")
+# Indices: int64 in every version, any integer type in library mode.
+_INDEX_SINCE = {"int64": 9}
 _INDEX_KINDS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 
 # The kernel only moves bits: unsigned storage of each item size serves every dtype.
@@ -39,37 +51,151 @@ class _Plan(NamedTuple):
     index_kinds: tuple        # dtypes of indices allowed under this version
 
 
-def max_unpool_output_shape(x_shape, kernel_shape, *, strides=None, pads=None, output_shape=None,
-                            layout="NCHW", opset=None):
-    """Output shape of max_unpool for an input of shape `x_shape` (same validation, no data)."""
+def max_unpool_output_shape(x_shape: Sequence[Int], kernel_shape: Ints, *, strides: Ints | None = None,
+                            pads: Ints | None = None, output_shape: Shape | None = None,
+                            layout: Layout = "NCHW", opset: Int | None = None) -> tuple[int, ...]:
+    """The shape `max_unpool` returns for `x` of shape `x_shape`, computed without data.
+
+    Shapes and attributes are validated exactly as `max_unpool` validates them, with the same
+    errors; the dtype rules and the indices' values need data and are not checked.
+
+    Parameters
+    ----------
+    x_shape : sequence of int
+        Shape of the pooled values, ``(N, C, D_1, ..., D_n)`` with ``n >= 1``, or ``(N, D_1, ...,
+        D_n, C)`` with ``layout="NHWC"``.
+    kernel_shape : int or sequence of int
+        Window size per spatial axis, each >= 1 (one int: the same on every axis).
+    strides : int or sequence of int, optional
+        Step per spatial axis, each >= 1. Default None: 1.
+    pads : int or sequence of int, optional
+        ``2n`` values, all begins then all ends, each >= 0. Default None: 0. Ignored (but
+        checked) when `output_shape` is given.
+    output_shape : sequence of int or 1-D integer array, optional
+        The full output shape, with the N and C of `x_shape`. Default None: inferred.
+    layout : {"NCHW", "NHWC"}, default "NCHW"
+        Where the channels are in `x_shape` and in the result.
+    opset : int, optional
+        ONNX opset whose MaxUnpool version is enforced. Default None: library mode.
+
+    Returns
+    -------
+    tuple of int
+        `output_shape`, or ``(N, C, O_1, ..., O_n)`` with ``O_i = (D_i - 1) * s_i - (pb_i + pe_i)
+        + k_i`` (``(N, O_1, ..., O_n, C)`` with NHWC).
+
+    Raises
+    ------
+    ValueError
+        As `max_unpool`: invalid attribute values, a rank below 3, an inferred size below 1, an
+        `output_shape` of another length or with other N or C, sizes past 2**62.
+    TypeError
+        As `max_unpool`: `x_shape` not a sequence of integers, a wrongly typed attribute.
+
+    See Also
+    --------
+    max_unpool
+
+    Examples
+    --------
+    >>> import pooling
+    >>> pooling.max_unpool_output_shape((1, 1, 4, 4), 2, strides=2)
+    (1, 1, 8, 8)
+    >>> pooling.max_unpool_output_shape((1, 1, 4, 4), 2, strides=2, output_shape=(1, 1, 9, 9))
+    (1, 1, 9, 9)
+    """
     return _plan(shape_tuple(OP, "x_shape", x_shape), kernel_shape=kernel_shape, strides=strides, pads=pads,
                  output_shape=output_shape, layout=layout, opset=opset).out_shape
 
 
-def max_unpool(x, indices, kernel_shape, *, strides=None, pads=None, output_shape=None,
-               layout="NCHW", opset=None, n_threads=None, out=None):
-    """ONNX MaxUnpool: scatter x into zeros of the output shape at `indices`.
+def max_unpool(x: ArrayLike, indices: ArrayLike, kernel_shape: Ints, *, strides: Ints | None = None,
+               pads: Ints | None = None, output_shape: Shape | None = None, layout: Layout = "NCHW",
+               opset: Int | None = None, n_threads: Int | None = None,
+               out: NDArray[Any] | None = None) -> NDArray[Any]:
+    """ONNX MaxUnpool: scatter `x` into zeros of the output shape, at `indices`.
 
-    x and indices have shape (N, C, D_1, ..., D_n), n >= 1, or (N, D_1, ...,
-    D_n, C) with ``layout="NHWC"``.  The output shape is ``(N, C, (D_i -
-    1)*strides_i - (pads_begin_i + pads_end_i) + kernel_i)`` (channels last
-    for NHWC), or ``output_shape`` when given (pads are then ignored).  With
-    NHWC, indices are flat offsets into the NHWC output, as MaxPool's NHWC
-    Indices are into its NHWC input.  Indices are flat
-    row-major offsets into the returned output, as MaxPool's ``return_indices``
-    gives them, so ``max_unpool(*max_pool(x, k, return_indices=True), k,
-    output_shape=x.shape)`` puts every pooled value back where it came from.
-    Indices made with ``storage_order=1`` are column-major encodings, not
-    row-major offsets, and do not round-trip.  When two elements share an
-    index the last one in row-major order of x wins, for every n_threads.  An
-    index outside the output is a ValueError naming the first one (nothing is
-    written outside the output; ``out`` may be partly written).  ``opset=K``
-    enforces exactly what version K allows; the default is library mode
-    (int8/uint8 data, any integer indices, any rank).  docs/behaviour.md
-    section 3 has every rule.
+    ``y.flat[indices.flat[j]] = x.flat[j]`` for every element ``j`` of `x`, so that
+    ``max_unpool(*max_pool(x, k, return_indices=True), k, output_shape=x.shape)`` puts every
+    pooled value back where it came from (with the same strides and pads in both calls).
+
+    Parameters
+    ----------
+    x : array_like
+        Pooled values of shape ``(N, C, D_1, ..., D_n)`` with ``n >= 1``, or ``(N, D_1, ..., D_n,
+        C)`` with ``layout="NHWC"``; dtype float16, bfloat16, float32 or float64, and in library
+        mode int8 and uint8.
+    indices : array_like of int
+        The shape of `x`: flat offsets into the returned output (row-major; NHWC: into its NHWC
+        memory), as `max_pool` returns them. int64 under `opset`; any integer dtype in library mode.
+    kernel_shape : int or sequence of int
+        Window size per spatial axis, each >= 1 (one int: the same on every axis).
+    strides : int or sequence of int, optional
+        Step per spatial axis, each >= 1. Default None: 1 (not `kernel_shape`).
+    pads : int or sequence of int, optional
+        ``2n`` values, all begins then all ends, each >= 0. Default None: 0. Ignored (but checked)
+        when `output_shape` is given.
+    output_shape : sequence of int or 1-D integer array, optional
+        The full output shape, with the N and C of `x`; under `opset` an array must be int64.
+        Default None: inferred (see Returns).
+    layout : {"NCHW", "NHWC"}, default "NCHW"
+        "NHWC": channels last, the ``com.ms.internal.nhwc`` operator.
+    opset : int, optional
+        ONNX opset number: the call must be exactly valid for the MaxUnpool version in force
+        there (9, 11 or 22). Default None: library mode.
+    n_threads : int, optional
+        Threads: None (default) OpenMP's maximum for the calling thread, -1 all, -k all but k - 1;
+        0 is a ValueError. Results never depend on it.
+    out : numpy.ndarray, optional
+        Buffer for `y`: writeable, aligned, C-contiguous, of exactly `y`'s shape and dtype,
+        overlapping no input. Written and returned. Default None: a new array.
+
+    Returns
+    -------
+    y : numpy.ndarray
+        `x`'s dtype (native byte order), shape `output_shape` or ``(N, C, O_1, ..., O_n)`` with
+        ``O_i = (D_i - 1) * s_i - (pb_i + pe_i) + k_i`` (NHWC: ``(N, O_1, ..., O_n, C)``).
+
+    Raises
+    ------
+    ValueError
+        An index outside ``[0, y.size)`` (the message names the first one; nothing is written
+        outside `y`, though `out` may be partly written), `indices` of another shape than `x`,
+        an inferred size below 1, an `output_shape` of another length or with other N or C,
+        invalid attribute values, an unusable `out`, sizes past 2**62.
+    TypeError
+        `x` or `indices` not an array of numbers; a dtype that the mode or version does not allow
+        (the message says which opset or mode does); a wrongly typed argument.
+
+    See Also
+    --------
+    max_pool : makes `x` and `indices`.
+    max_unpool_output_shape : the output shape, without data.
+
+    Notes
+    -----
+    docs/behaviour.md, section 3, has every rule; in short: when two elements share an index, the
+    last one in row-major order of `x` wins, for every `n_threads`. Indices made with
+    ``max_pool(..., storage_order=1)`` are column-major encodings and do not round-trip. The ONNX
+    reference scatters into the inferred shape and then pads it to `output_shape`; this function,
+    like onnxruntime and PyTorch, uses `output_shape`'s own offsets.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pooling
+    >>> x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    >>> y, indices = pooling.max_pool(x, 2, strides=2, return_indices=True)
+    >>> pooling.max_unpool(y, indices, 2, strides=2)
+    array([[[[ 0.,  0.,  0.,  0.],
+             [ 0.,  5.,  0.,  7.],
+             [ 0.,  0.,  0.,  0.],
+             [ 0., 13.,  0., 15.]]]], dtype=float32)
+    >>> pooling.max_unpool(np.array([[[5.0, 7.0]]]), np.array([[[1, 4]]]), 2, strides=2,
+    ...                    output_shape=(1, 1, 5))
+    array([[[0., 5., 0., 0., 7.]]])
     """
-    arr = np.asarray(x)
-    idx = np.asarray(indices)
+    arr = x if type(x) is np.ndarray else as_array(OP, "x", x)
+    idx = indices if type(indices) is np.ndarray else as_array(OP, "indices", indices)
     plan = _plan(arr.shape, kernel_shape=kernel_shape, strides=strides, pads=pads,
                  output_shape=output_shape, layout=layout, opset=opset)
     if idx.shape != arr.shape:
@@ -129,7 +255,7 @@ def _plan(x_shape, kernel_shape, strides, pads, output_shape, layout, opset):
         out_shape = _given_shape(output_shape, x_shape, lead, version, layout)
     check_size(OP, out_shape)
     kinds = kinds_in(_DTYPE_SINCE, version, library=_LIBRARY_DTYPES)
-    index_kinds = _INDEX_KINDS if version is None else ("int64",)
+    index_kinds = kinds_in(_INDEX_SINCE, version, library=_INDEX_KINDS)
     return _Plan(out_shape, blocks, kinds, index_kinds)
 
 

@@ -45,6 +45,24 @@ def run_node(node, inputs, opset=None):
     an operator or domain this library does not implement, or an attribute the
     operator does not have.
     """
+    op = node.op_type
+    layout = _checked_layout(node)
+    attrs = {}
+    for attribute in node.attribute:
+        value = onnx.helper.get_attribute_value(attribute)
+        attrs[attribute.name] = value.decode() if isinstance(value, bytes) else value
+    values = [v if i < len(node.input) and node.input[i] else None for i, v in enumerate(inputs)]
+    values += [None] * (len(node.input) - len(values))
+    if opset is None:
+        opset = VERSIONS[op][-1]
+    outputs = _RUNNERS[op](values, attrs, layout, opset, node)
+    outputs += [None] * (len(node.output) - len(outputs))
+    return [out if name else None for out, name in zip(outputs, node.output)]
+
+
+def _checked_layout(node):
+    """The layout of a node run_node runs (its domain's); a ValueError for an operator or domain
+    this library does not implement, or an attribute the operator does not have."""
     op, domain = node.op_type, node.domain
     if domain not in _LAYOUTS:
         raise ValueError(f"pooling.onnx: domain {domain!r} is not supported "
@@ -55,19 +73,15 @@ def run_node(node, inputs, opset=None):
         raise ValueError(f"pooling.onnx: operator {op!r} in domain {domain!r} is not supported")
     if layout == "NHWC":
         allowed = allowed | _NHWC_EXTRA[op]
-    attrs = {}
     for attribute in node.attribute:
         if attribute.name not in allowed:
             raise ValueError(f"{op}: unknown attribute {attribute.name!r}")
-        value = onnx.helper.get_attribute_value(attribute)
-        attrs[attribute.name] = value.decode() if isinstance(value, bytes) else value
-    values = [v if i < len(node.input) and node.input[i] else None for i, v in enumerate(inputs)]
-    values += [None] * (len(node.input) - len(values))
-    if opset is None:
-        opset = VERSIONS[op][-1]
-    outputs = _RUNNERS[op](values, attrs, layout, opset, node)
-    outputs += [None] * (len(node.output) - len(outputs))
-    return [out if name else None for out, name in zip(outputs, node.output)]
+    return layout
+
+
+def _opsets(model):
+    """{domain: the opset the model imports it at}, the default domain as ''."""
+    return {(imp.domain or ""): imp.version for imp in model.opset_import}
 
 
 def _input(op, values, index, name):
@@ -139,7 +153,7 @@ class PoolingBackendRep(BackendRep):
 
     def __init__(self, model):
         self.graph = model.graph
-        self.opsets = {(imp.domain or ""): imp.version for imp in model.opset_import}
+        self.opsets = _opsets(model)
         self.constants = {t.name: numpy_helper.to_array(t) for t in self.graph.initializer}
 
     def run(self, inputs, **kwargs):
@@ -165,6 +179,24 @@ class PoolingBackend(Backend):
     def prepare(cls, model, device="CPU", **kwargs):
         super().prepare(model, device, **kwargs)  # checks the model
         return PoolingBackendRep(model)
+
+    @classmethod
+    def is_compatible(cls, model, device="CPU", **kwargs):
+        """Whether prepare(model) can run every node of the graph on `device`: each a MaxPool,
+        MaxUnpool or Col2Im that run_node supports (domain, attributes), at an opset the model
+        imports that has the operator.  False, never an error, otherwise."""
+        if not cls.supports_device(device):
+            return False
+        opsets = _opsets(model)
+        for node in model.graph.node:
+            try:
+                _checked_layout(node)
+            except ValueError:
+                return False
+            opset = opsets.get(node.domain)  # as PoolingBackendRep.run reads it
+            if opset is not None and opset < VERSIONS[node.op_type][0]:
+                return False
+        return True
 
     @classmethod
     def run_node(cls, node, inputs, device="CPU", outputs_info=None, **kwargs):
