@@ -444,7 +444,7 @@ def test_bfloat16_dtypes_round_trip_their_own_dtype(rng):
 def test_command_line_check():
     from pooling.__main__ import _same, cases
 
-    (name, fast, ref), = [c for c in cases() if c[0].startswith("MaxUnpool")]
-    assert _same(fast(), ref())
-    assert _same(fast(n_threads=1), ref())
+    case, = [c for c in cases() if c.name.startswith("MaxUnpool")]
+    assert _same(case.fast(), case.ref())
+    assert _same(case.fast(n_threads=1), case.ref())
 

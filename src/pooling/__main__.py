@@ -8,7 +8,6 @@ Exit status 0 only if every check passed.
 """
 import argparse
 import functools
-import io
 import json
 import os
 import statistics
@@ -19,7 +18,8 @@ from typing import Callable
 
 import numpy as np
 
-from . import col2im, max_pool, max_threads, max_unpool, reference, show_config
+from . import col2im, max_pool, max_threads, max_unpool, reference
+from ._config import config_lines
 
 # The ResNet stem MaxPool: 3x3 windows, stride 2, pad 1, on 64 channels of 112x112.
 STEM = dict(kernel_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1))
@@ -77,7 +77,7 @@ def _median_ms(fn, timing=DEFAULT):
     return statistics.median(times)
 
 
-def _cases():
+def cases():
     """Every operator's built-in check, with what the baselines need."""
     rng = np.random.default_rng(0)
     x = rng.standard_normal((1, 64, 112, 112)).astype(np.float32)
@@ -102,11 +102,6 @@ def _cases():
              lambda: reference.col2im(cols, **COL2IM),
              "Col2Im", {"input": cols, **shapes}, {"pads": [1, 1, 1, 1]}, ("output",)),
     ]
-
-
-def cases():
-    """(name, fast call, reference call) for every operator's built-in check."""
-    return [(c.name, c.fast, c.ref) for c in _cases()]
 
 
 def _check(case, want):
@@ -166,14 +161,13 @@ def _onnxruntime_version():
 
 
 def _config():
-    """show_config()'s lines as a dict (a line is a name, two or more spaces, and a value)."""
-    text = io.StringIO()
-    show_config(file=text)
+    """show_config()'s text, and its lines as a dict (a line is a name, spaces, and a value)."""
+    lines = config_lines()
     config = {}
-    for line in text.getvalue().splitlines():
+    for line in lines:
         name, _, value = line.partition("  ") if "  " in line else line.partition(" ")
         config[name] = value.strip()
-    return text.getvalue(), config
+    return "\n".join(lines), config
 
 
 def _cores():
@@ -210,7 +204,7 @@ def main(argv=None):
     say("checks: each result, with one thread and with all threads, compared bit for bit with "
         "pooling.reference,\nthe pure-numpy twin shipped with the package")
 
-    all_cases = _cases()
+    all_cases = cases()
     checks, wanted = [], []
     for case in all_cases:
         want = case.ref()

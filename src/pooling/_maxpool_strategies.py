@@ -326,7 +326,13 @@ def _as_slices(plan):
     if plan.kernel[0] != 1 or plan.pads_begin[0] or out_depth != depth or (plan.strides[0] > 1 and depth > 1):
         return None
     n, c = plan.out_shape[:2]
-    return plan._replace(out_shape=(n, c * depth) + plan.out_shape[3:], spatial=plan.spatial[1:],
+    return _slices_plan(plan, (n, c * depth))
+
+
+def _slices_plan(plan, lead):
+    """The 2-D plan pooling each depth slice of a 3-D NCHW plan by its H and W windows, with
+    output shape lead + (OH, OW) (lead: the slices, as N*C*D planes in any two factors)."""
+    return plan._replace(out_shape=lead + plan.out_shape[3:], spatial=plan.spatial[1:],
                          kernel=plan.kernel[1:], strides=plan.strides[1:],
                          dilations=plan.dilations[1:], pads_begin=plan.pads_begin[1:])
 
@@ -409,9 +415,7 @@ def _depth_slices(plan, kind):
     them a MemoryError for a small result) or the fused kernel cannot take the slices."""
     planes = plan.out_shape[0] * plan.out_shape[1]
     (depth, height, width), (out_h, out_w) = plan.spatial, plan.out_shape[3:]
-    slices = plan._replace(out_shape=(planes * depth, 1, out_h, out_w), spatial=(height, width),
-                           kernel=plan.kernel[1:], strides=plan.strides[1:],
-                           dilations=plan.dilations[1:], pads_begin=plan.pads_begin[1:])
+    slices = _slices_plan(plan, (planes * depth, 1))
     brows = _buffer_rows(*_promote(slices)[:5], KINDS[kind].itemsize)
     between = planes * depth * out_h * out_w
     if brows is None or between > math.prod(plan.out_shape) + planes * depth * height * width:
