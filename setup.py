@@ -9,19 +9,31 @@ OpenMP is probed by compiling and linking a tiny program with the flags of the
 compiler in use.  Without it the extension is built serial (with a warning),
 unless POOLING_REQUIRE_OPENMP=1, which makes a missing OpenMP a build error so
 that no release wheel ships without threads.  POOLING_DEBUG=1 turns Cython's
-bounds and wraparound checks on (for sanitizer and debugging builds).
+bounds and wraparound checks on and builds with -g (for sanitizer and debugging
+builds).
 
-Only -O3 is added to the compiler's own flags (no -march=native): wheels must
-run on any CPU of their platform.  The compiler command, flags and OpenMP
+Only -O3 and -g0 are added to the compiler's own flags (no -march=native):
+wheels must run on any CPU of their platform, and carry no debug information
+(Python's own CFLAGS usually have -g, which made each kernel build 6-7 MB
+instead of about 1 MB).  -g in $CFLAGS keeps debug information without
+POOLING_DEBUG's checks (for profilers).  The compiler command, flags and OpenMP
 settings are written to pooling/_build_info.py (generated, never committed)
 for pooling.show_config().
+
+Builds are reused (see _cythonize and BuildExt.build_extensions): `pip install .`
+builds in a fresh isolated environment each time, but it runs this file in the
+source tree, so the .c files in src/ and the compiled modules in build/ survive
+from one install to the next and are remade only when their inputs changed.
 """
 import glob
+import hashlib
+import json
 import os
 import pprint
 import shlex
 import shutil
 import sys
+import sysconfig
 import tempfile
 import textwrap
 import warnings
@@ -107,6 +119,104 @@ def _probe_openmp(compiler):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _debug_info_flags(compiler):
+    """-g for POOLING_DEBUG=1 builds, -g0 otherwise, unless $CFLAGS chooses (any -g... there)."""
+    if compiler.compiler_type == "msvc":  # its flags carry no debug information
+        return []
+    if debug:
+        return ["-g"]
+    if any(flag.startswith("-g") for flag in shlex.split(os.environ.get("CFLAGS", ""))):
+        return []
+    # Python's own CFLAGS (sysconfig) usually have -g; a later -g0 cancels it.
+    return ["-g0"]
+
+
+# --- Reusing earlier builds ---------------------------------------------------------
+# pip builds every `pip install .` (`".[test]"`, `".[bench]"`) in a new isolated
+# environment, so every file of Cython there is new.  Cython's own check (regenerate
+# a .c file older than any of its dependencies, Cython's bundled .pxd files among
+# them) then regenerated all three .c files, and build_ext, which rebuilds a module
+# older than its sources, recompiled everything: about 100 s per install on 2 cores.
+# Instead:
+#   - a .c file is regenerated only when the digest of what Cython reads (this
+#     Cython's version, the directives, the contents of the .pyx and of every file it
+#     includes or cimports) differs from the one recorded when it was made, or the
+#     file changed since (build/pooling-cython-keys.json);
+#   - a module is rebuilt when build_ext's own check says so (a .c file or a header
+#     newer than it), or when the compiler, its flags or the Python differ from those
+#     recorded when it was built (pooling-compile-keys.json in the build_temp folder).
+CYTHON_KEYS = os.path.join("build", "pooling-cython-keys.json")
+
+
+def _digest(*parts):
+    return hashlib.sha256(repr(parts).encode()).hexdigest()
+
+
+def _read_keys(path):
+    try:
+        with open(path) as f:
+            keys = json.load(f)
+        return keys if isinstance(keys, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _write_keys(path, keys):
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(keys, f, indent=1, sort_keys=True)
+
+
+def _file_stamp(path):
+    st = os.stat(path)
+    return [st.st_size, st.st_mtime_ns]
+
+
+def _cython_input_key(tree, pyx):
+    """Digest of everything Cython reads for `pyx` (contents, not paths or times), or None."""
+    try:
+        contents = []
+        for path in tree.all_dependencies(pyx):
+            with open(path, "rb") as f:
+                contents.append(hashlib.sha256(f.read()).hexdigest())
+    except Exception:  # an unknown Cython: fall back to regenerating
+        return None
+    return _digest(Cython.__version__, sorted(directives.items()), sorted(contents))
+
+
+def _cythonize(extensions):
+    """Point each extension at its generated .c file, regenerating only those whose inputs changed."""
+    try:
+        from Cython.Build.Dependencies import create_dependency_tree
+
+        tree = create_dependency_tree()
+    except Exception:
+        tree = None
+    recorded = _read_keys(CYTHON_KEYS)
+    keys, stale = {}, []
+    for ext in extensions:
+        (pyx,) = ext.sources
+        if not pyx.endswith(".pyx"):  # already done in this process
+            continue
+        c_file = os.path.splitext(pyx)[0] + ".c"
+        keys[ext.name] = key = tree and _cython_input_key(tree, pyx)
+        entry = recorded.get(c_file)
+        if key and os.path.exists(c_file) and entry == {"key": key, "file": _file_stamp(c_file)}:
+            ext.sources = [c_file]  # what cythonize() would have made of it
+        else:
+            stale.append(ext)
+    if stale:
+        made = {ext.name: ext for ext in cythonize(stale, compiler_directives=directives, force=True)}
+        for ext in stale:
+            ext.sources = made[ext.name].sources
+            (c_file,) = ext.sources
+            if keys[ext.name]:
+                recorded[c_file] = {"key": keys[ext.name], "file": _file_stamp(c_file)}
+            else:
+                recorded.pop(c_file, None)
+        _write_keys(CYTHON_KEYS, recorded)
+
+
 class BuildExt(build_ext):
     def finalize_options(self):
         super().finalize_options()
@@ -132,6 +242,9 @@ class BuildExt(build_ext):
         avx2 = _avx2_flags(compiler)
         if avx2 is None:
             self.extensions = [e for e in self.extensions if e.name != "pooling._core_avx2"]
+        # Cython runs here, not when setup.py starts: building an sdist or the metadata needs no .c files.
+        _cythonize(self.extensions)
+        self._debug_info_flags = _debug_info_flags(compiler)
         for ext in self.extensions:
             if ext.name == "pooling._core_avx2":
                 ext.extra_compile_args += avx2
@@ -141,12 +254,35 @@ class BuildExt(build_ext):
                 # Baseline ISA only (wheels must run on any x86-64); faster
                 # instruction sets are a run-time choice, never -march=native.
                 ext.extra_compile_args += ["-O3", "-std=c11"]
+            ext.extra_compile_args += self._debug_info_flags
             if flags is not None:
                 ext.extra_compile_args += flags[0]
                 ext.extra_link_args += flags[1]
 
+        # A module built with other flags, by another compiler or for another Python
+        # is rebuilt (build_ext itself compares only file times).
+        keys_file = os.path.join(self.build_temp, "pooling-compile-keys.json")
+        recorded = _read_keys(keys_file)
+        keys = {ext.name: self._compile_key(ext) for ext in self.extensions}
+        for ext in self.extensions:
+            target = self.get_ext_fullpath(ext.name)
+            if recorded.get(ext.name) != keys[ext.name] and os.path.exists(target):
+                os.remove(target)
+
         super().build_extensions()
+        _write_keys(keys_file, {**recorded, **keys})
         self._build_info_file = self._record_build_info()
+
+    def _compile_key(self, ext):
+        compiler = self.compiler
+        command = [getattr(compiler, attr, None)
+                   for attr in ("compiler_so", "linker_so", "compile_options", "ldflags_shared")]
+        return _digest(
+            sys.version, sysconfig.get_config_var("EXT_SUFFIX"), command,
+            self.include_dirs, self.library_dirs, self.libraries, self.define,
+            ext.sources, ext.include_dirs, ext.define_macros, ext.undef_macros, ext.libraries,
+            ext.library_dirs, ext.extra_compile_args, ext.extra_link_args, ext.extra_objects,
+        )
 
     def run(self):
         super().run()
@@ -176,6 +312,8 @@ class BuildExt(build_ext):
             "extra_link_args": list(ext.extra_link_args),
             "cython": Cython.__version__,
             "debug": debug,
+            # Whether the modules carry debug information (-g): POOLING_DEBUG=1 or -g in $CFLAGS.
+            "debug_info": compiler.compiler_type != "msvc" and self._debug_info_flags != ["-g0"],
         }
         path = os.path.join(os.path.dirname(self.get_ext_fullpath(ext.name)), "_build_info.py")
         with open(path, "w") as f:
@@ -214,6 +352,6 @@ extensions = [
 ]
 
 setup(
-    ext_modules=cythonize(extensions, compiler_directives=directives),
+    ext_modules=extensions,
     cmdclass={"build_ext": BuildExt},
 )

@@ -1,17 +1,21 @@
 """Packaging checks that run with the normal suite: the version comes from one place,
 show_config() reports the build, the sdist holds the sources and not the generated
-files, and the license files travel with the package.
+files, the license files travel with the package, the metadata has PyPI's short
+description, project URLs and classifiers, and the built modules carry no debug
+information.
 
 The heavier release check (auditwheel, a virtual environment without a compiler) is
 tools/check_wheel.sh. Tests marked `needs_source` read the source tree, so they do
 not run when cibuildwheel copies only tests/ next to an installed wheel.
 """
+import email
 import importlib.metadata
 import io
 import os
 import platform
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import sysconfig
@@ -33,6 +37,21 @@ needs_source = pytest.mark.skipif(
 # Build output that must never reach an sdist (or version control).
 GENERATED = ("src/_core.c", "src/_runtime.c", "src/pooling/_build_info.py")
 
+# PyPI's page is docs/pypi.md, not README.md (the developers' page, release notes included).
+PYPI_DESCRIPTION = "docs/pypi.md"
+REPOSITORY = "https://github.com/pooling-kernels/pooling-kernels"
+URL_LABELS = {"Homepage", "Documentation", "Repository", "Issues", "Changelog"}
+REQUIRED_CLASSIFIERS = {
+    "Typing :: Typed",
+    *(f"Programming Language :: Python :: 3.{minor}" for minor in range(11, 15)),
+    "Operating System :: POSIX :: Linux",
+    "Operating System :: MacOS",
+    "Operating System :: Microsoft :: Windows",
+    "Intended Audience :: Science/Research",
+}
+# A release build's extension modules (about 0.6-1 MB each without debug information, ~5 MB with).
+MAX_MODULE_BYTES = 1_500_000
+
 
 def _installed_distribution():
     """The installed distribution that `pooling` was imported from, or None (imported from src/)."""
@@ -53,6 +72,48 @@ def _config_fields():
     lines = out.getvalue().splitlines()
     assert all(len(line) > 16 and line[15] == " " for line in lines), lines
     return {line[:16].strip(): line[16:] for line in lines}
+
+
+def _check_core_metadata(text):
+    """Checks on a PKG-INFO or METADATA file: URLs, authors, classifiers, PyPI's description."""
+    message = email.message_from_string(text)
+    urls = dict(entry.split(", ", 1) for entry in message.get_all("Project-URL") or ())
+    assert URL_LABELS <= set(urls), urls
+    assert all(url.startswith(REPOSITORY) for url in urls.values()), urls
+    assert message["Author"] or message["Author-email"]
+    classifiers = set(message.get_all("Classifier") or ())
+    assert REQUIRED_CLASSIFIERS - classifiers == set()
+    # The SPDX License-Expression says it; a License classifier beside it is an error for setuptools.
+    assert not [c for c in classifiers if c.startswith("License ::")]
+    assert message["Description-Content-Type"].startswith("text/markdown")
+    description = message.get_payload()
+    assert "pip install pooling-kernels" in description and "import pooling" in description
+    # Not the README: no release process, benchmark tables or internal notes.
+    for heading in ("## Packaging and releases", "## Performance", "## Set-up", "## Layout"):
+        assert heading not in description
+    assert len(description) < 6000
+    if (ROOT / PYPI_DESCRIPTION).is_file():
+        assert description.strip() == (ROOT / PYPI_DESCRIPTION).read_text(encoding="utf-8").strip()
+
+
+def _elf_section_names(path):
+    """Section names of an ELF file, or None if `path` is not ELF (a tiny reader: no readelf needed)."""
+    data = Path(path).read_bytes()
+    if data[:4] != b"\x7fELF":
+        return None
+    wide, order = data[4] == 2, "<" if data[5] == 1 else ">"
+    if wide:
+        (shoff,) = struct.unpack_from(order + "Q", data, 0x28)
+        shentsize, shnum, shstrndx = struct.unpack_from(order + "HHH", data, 0x3A)
+        header = order + "IIQQQQ"
+    else:
+        (shoff,) = struct.unpack_from(order + "I", data, 0x20)
+        shentsize, shnum, shstrndx = struct.unpack_from(order + "HHH", data, 0x2E)
+        header = order + "IIIIII"
+    sections = [struct.unpack_from(header, data, shoff + i * shentsize) for i in range(shnum)]
+    table_offset, table_size = sections[shstrndx][4:6]
+    table = data[table_offset:table_offset + table_size]
+    return [table[s[0]:table.index(b"\0", s[0])].decode() for s in sections]
 
 
 def _version_in(path):
@@ -78,6 +139,57 @@ def test_installed_metadata_has_the_version_and_the_license_files():
     assert dist.metadata["License-Expression"] == "MIT"
     shipped = {Path(str(f)).name for f in dist.files or ()}
     assert {"LICENSE", "THIRD_PARTY_NOTICES.md", "GPL-3.0.txt", "GCC-exception-3.1.txt"} <= shipped
+
+
+def test_installed_metadata_has_urls_classifiers_and_the_short_description():
+    dist = _installed_distribution()
+    if dist is None:
+        pytest.skip("pooling is imported from the source tree, not from an installed distribution")
+    _check_core_metadata(dist.read_text("METADATA"))
+
+
+@needs_source
+def test_pyproject_gives_pypi_a_short_page_with_absolute_links():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["readme"] == PYPI_DESCRIPTION
+    text = (ROOT / PYPI_DESCRIPTION).read_text(encoding="utf-8")
+    # PyPI shows the page away from the repository: relative links would be broken there.
+    links = re.findall(r"\]\(([^)\s]+)\)", text)
+    assert links and all(link.startswith("https://") for link in links), links
+    assert {label for label in project["urls"]} >= URL_LABELS
+    # MANIFEST.in puts it in the sdist (the sdist test checks that every docs/*.md is there).
+    assert "recursive-include docs *.md" in (ROOT / "MANIFEST.in").read_text()
+
+
+@needs_source
+def test_classifiers_are_known_to_pypi():
+    trove = pytest.importorskip("trove_classifiers", reason="needs trove-classifiers (pip install trove-classifiers)")
+    classifiers = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["classifiers"]
+    assert [c for c in classifiers if c not in trove.classifiers or c in trove.deprecated_classifiers] == []
+    assert REQUIRED_CLASSIFIERS <= set(classifiers)
+
+
+def test_extension_modules_carry_no_debug_information():
+    info = _config.BUILD_INFO
+    if "debug_info" not in info:
+        pytest.skip("built by a setup.py that did not record debug_info")
+    if info["debug_info"]:
+        pytest.skip("built with debug information on request (POOLING_DEBUG=1 or -g in CFLAGS)")
+    from pooling import _core, _runtime
+
+    modules = [Path(_core.__file__), Path(_runtime.__file__)]
+    modules += Path(_core.__file__).parent.glob("_core_avx2*" + sysconfig.get_config_var("EXT_SUFFIX"))
+    checked = 0
+    for module in modules:
+        sections = _elf_section_names(module)
+        if sections is None:
+            continue  # Mach-O keeps DWARF out of the linked module; MSVC adds none unless asked
+        assert ".text" in sections, (module.name, sections)
+        assert [name for name in sections if name.startswith((".debug_", ".zdebug_"))] == [], module.name
+        assert module.stat().st_size < MAX_MODULE_BYTES, (module.name, module.stat().st_size)
+        checked += 1
+    if not checked:
+        pytest.skip("the extension modules are not ELF files")
 
 
 @needs_source
@@ -207,6 +319,7 @@ def test_sdist_holds_the_sources_tests_and_notices_and_no_build_output(tmp_path)
     assert not [name for name in names if name.endswith((".so", ".pyd", ".dylib", ".dll", ".pyc"))]
     assert f"\nVersion: {pooling.__version__}\n" in pkg_info
     assert "\nLicense-Expression: MIT\n" in pkg_info
+    _check_core_metadata(pkg_info)
 
 
 # --- free-threaded CPython -------------------------------------------------------

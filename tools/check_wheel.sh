@@ -100,6 +100,17 @@ done
 for f in LICENSE THIRD_PARTY_NOTICES.md; do
     compgen -G "$TMP/unpacked/pooling_kernels-*.dist-info/licenses/$f" >/dev/null || fail "the wheel lacks $f"
 done
+# No debug information (setup.py adds -g0): about 1 MB a module, not 5-7 MB. The tests run below
+# against this wheel also read the modules' ELF sections and the metadata (tests/test_packaging.py).
+for ext in "$TMP"/unpacked/pooling/_*.so; do
+    size=$(stat -c %s "$ext")
+    echo "$(basename "$ext"): $size bytes"
+    ((size < 1500000)) || fail "$(basename "$ext") is $size bytes: built with debug information?"
+done
+metadata=$(cat "$TMP"/unpacked/pooling_kernels-*.dist-info/METADATA)
+grep -q '^Classifier: Typing :: Typed$' <<<"$metadata" || fail "the wheel's metadata lacks its classifiers"
+grep -q '^Project-URL: Repository, ' <<<"$metadata" || fail "the wheel's metadata lacks the project URLs"
+if grep -q '^## Packaging and releases' <<<"$metadata"; then fail "the long description is README.md, not docs/pypi.md"; fi
 echo "repaired: $(basename "$repaired"); vendored $(basename "${gomp[0]}"); RPATH $rpath"
 
 step "fresh virtual environment without a compiler"
