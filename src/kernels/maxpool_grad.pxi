@@ -41,35 +41,47 @@ cdef struct _GradJob:
     int status                      # pk_atomic_or: 1 a target outside its part, 2 out of range
 
 
-cdef inline int _grad_part(const grad_t* g, const int64_t* idx, Py_ssize_t n, grad_t* y, float* acc,
-                           const _GradJob* j, int64_t lo) noexcept nogil:
-    """Add one part's terms in order; the status bits of what could not be added."""
+cdef inline int _grad_run(const grad_t* g, const int64_t* idx, Py_ssize_t n, grad_t* y, float* acc,
+                          uint64_t limit, int64_t a, int64_t lo, uint64_t span, Py_ssize_t C,
+                          bint per_channel, bint f16) noexcept nogil:
+    """_grad_part's loop, with the channel term (per_channel) and the 16-bit format (f16: float16,
+    else bfloat16) as constants once inlined."""
     cdef Py_ssize_t k, c = 0
     cdef int64_t v
     cdef uint64_t d
-    cdef uint64_t span = <uint64_t>j.out_block, limit = <uint64_t>j.limit
     cdef int status = 0
     for k in range(n):
         v = idx[k]
         if <uint64_t>v < limit:
-            d = <uint64_t>(v * j.a + c * j.cc - lo)
+            d = <uint64_t>(v * a + c - lo) if per_channel else <uint64_t>(v * a - lo)
             if d < span:
                 if grad_t is uint16_t:
-                    if j.inf_bits == PK_F16_INF:
-                        acc[d] += pk_f16_to_f32(g[k])
-                    else:
-                        acc[d] += pk_bf16_to_f32(g[k])
+                    acc[d] += pk_f16_to_f32(g[k]) if f16 else pk_bf16_to_f32(g[k])
                 else:
                     y[d] += g[k]
             else:
                 status |= 1
         elif v != -1:
             status |= 2
-        if j.cc:
+        if per_channel:
             c += 1
-            if c == j.C:
+            if c == C:
                 c = 0
     return status
+
+
+cdef inline int _grad_part(const grad_t* g, const int64_t* idx, Py_ssize_t n, grad_t* y, float* acc,
+                           const _GradJob* j, int64_t lo) noexcept nogil:
+    """Add one part's terms in order; the status bits of what could not be added."""
+    cdef uint64_t limit = <uint64_t>j.limit, span = <uint64_t>j.out_block
+    cdef bint f16 = grad_t is uint16_t and j.inf_bits == PK_F16_INF
+    if j.cc:  # NHWC "plane": the channel is the term's own (j.cc is 0 or 1)
+        if f16:
+            return _grad_run(g, idx, n, y, acc, limit, j.a, lo, span, j.C, True, True)
+        return _grad_run(g, idx, n, y, acc, limit, j.a, lo, span, j.C, True, False)
+    if f16:
+        return _grad_run(g, idx, n, y, acc, limit, j.a, lo, span, j.C, False, True)
+    return _grad_run(g, idx, n, y, acc, limit, j.a, lo, span, j.C, False, False)
 
 
 cdef void _grad_parts(grad_t* kind, _GradJob* j, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil:
