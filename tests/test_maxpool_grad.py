@@ -218,6 +218,8 @@ def test_empty_and_zero_size():
     with pytest.raises(ValueError, match=r"max_pool_grad: indices\[0, 1, 0\] = 0 is outside \[0, 0\)"):
         pooling.max_pool_grad(g, np.array([[[-1, -1], [0, -1]]]), (1, 2, 0))
     assert pooling.max_pool_grad(np.ones((0, 2, 2)), np.ones((0, 2, 2), np.int8), (0, 2, 9)).shape == (0, 2, 9)
+    with pytest.raises(ValueError, match=r"max_pool_grad: n_threads must be non-zero"):
+        pooling.max_pool_grad(np.ones((0, 2, 2)), np.ones((0, 2, 2), np.int8), (0, 2, 9), n_threads=0)
 
 
 def test_large_plane_count_threads_agree(rng):

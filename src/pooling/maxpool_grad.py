@@ -111,6 +111,7 @@ def max_pool_grad(grad_y: ArrayLike, indices: ArrayLike, x_shape: Sequence[Int],
     ik = as_int64(OP, "indices", idx)
     y = output_array(OP, "out", out, shape, result_dtype(g.dtype), ("the input grad_y", g),
                      ("the input indices", idx))
+    nt = resolve_n_threads(OP, n_threads, gk.size + y.size)
     plane = math.prod(spatial)
     limit = index_range(index_format, lead, plane)
     if layout == "NCHW" and index_format in ("tf", "tf_batch"):
@@ -122,7 +123,6 @@ def max_pool_grad(grad_y: ArrayLike, indices: ArrayLike, x_shape: Sequence[Int],
         if where is not None:
             raise out_of_range(OP, "indices", idx, where, index_format, 0, shape, layout)
         return y
-    nt = resolve_n_threads(OP, n_threads, gk.size + y.size)
     blocks = lead[0] * lead[1] if layout == "NCHW" else lead[0]
     part = y.size // blocks
     channels = lead[1]
