@@ -228,3 +228,28 @@ def test_large_plane_count_threads_agree(rng):
     want = reference.max_pool_grad(g, onnx, x_shape)
     for nt in (1, 2, 5):
         assert_same(pooling.max_pool_grad(g, onnx, x_shape, n_threads=nt), want)
+
+
+@pytest.mark.parametrize("build", ["pooling._core", "pooling._core_avx2"])
+def test_kernel_contract(build):
+    """The kernel refuses arguments that break its contract (-2), writing nothing."""
+    import importlib
+    try:
+        core = importlib.import_module(build)
+    except ImportError:
+        pytest.skip(f"{build} is not built for this CPU")
+    kernel = core.max_pool_grad
+    g, i = np.ones(4, np.float32), np.zeros(4, np.int64)
+    y = np.full(8, 7.0, np.float32)
+    for args in [(g, i[:3], y, None, 2, 1, 4, 1, 0, 4, 0, 1),      # indices not of g's size
+                 (g, i, y[:0], None, 1, 1, 4, 1, 0, 4, 0, 1),       # an empty result
+                 (g, i, y, None, 3, 1, 4, 1, 0, 4, 0, 1),           # parts that do not divide
+                 (g, i, y, None, 2, 1, 4, 1, 0, 4, 0, 0)]:          # no threads
+        assert kernel["float"](*args) == -2
+        assert (y == 7.0).all()
+    h, yh = np.ones(4, np.uint16), np.zeros(8, np.uint16)
+    assert kernel["uint16_t"](h, i, yh, None, 2, 1, 4, 1, 0, 4, 0x7C00, 1) == -2   # no scratch
+    assert kernel["uint16_t"](h, i, yh, np.empty((1, 3), np.float32), 2, 1, 4, 1, 0, 4, 0x7C00, 1) == -2
+    assert kernel["float"](g, i, y, None, 2, 1, 4, 1, 0, 4, 0, 2) == 1      # "onnx": 0 is not in part 1
+    assert kernel["float"](g, i, y, None, 2, 1, 4, 1, 0, 0, 0, 2) == 0      # "plane"
+    assert y.tolist() == [2.0, 0, 0, 0, 2.0, 0, 0, 0]

@@ -130,17 +130,15 @@ def max_pool_grad(const grad_t[::1] g not None, const int64_t[::1] indices not N
     inf_bits: 0, or the +inf pattern of float16 / bfloat16 when g and y hold those bits; then
     acc is float32 scratch of shape (n_threads, y.shape[0] // blocks), else None.
 
-    Returns 0 once y is written; 1 if some index was in range but outside its part (those terms
-    are missing: sum again in order); 2 if some index was out of range (y is partly written).
-    (-2, writing nothing: the arguments break this contract.)
+    Returns 0 once y (not empty) is written; 1 if some index was in range but outside its part
+    (those terms are missing: sum again in order); 2 if some index was out of range (y is partly
+    written).  (-2, writing nothing: the arguments break this contract.)
     """
     cdef Py_ssize_t n = g.shape[0], size = y.shape[0]
-    if (indices.shape[0] != n or blocks < 1 or n % blocks or size % blocks or n_threads < 1
-            or C < 1 or (grad_t is uint16_t and (acc is None or acc.shape[0] < n_threads
-                                               or acc.shape[1] < size // blocks))):
+    if (indices.shape[0] != n or size == 0 or blocks < 1 or n % blocks or size % blocks
+            or n_threads < 1 or C < 1 or (grad_t is uint16_t and (
+                acc is None or acc.shape[0] < n_threads or acc.shape[1] < size // blocks))):
         return -2
-    if size == 0:
-        return 0 if n == 0 else (2 if limit == 0 else 1)
     cdef _GradJob j
     j.g, j.idx, j.y = <const char*>&g[0] if n else NULL, &indices[0] if n else NULL, <char*>&y[0]
     j.acc = NULL
