@@ -222,6 +222,19 @@ def test_empty_and_zero_size():
         pooling.max_pool_grad(np.ones((0, 2, 2)), np.ones((0, 2, 2), np.int8), (0, 2, 9), n_threads=0)
 
 
+def test_large_fresh_results_come_zeroed(rng):
+    """Results of 32 MiB and more come from calloc and are not zeroed again by the kernel; the
+    ordered pass (an index into another plane) still starts from zeros."""
+    x_shape = (1, 2, 2048, 2048)                              # 32 MiB of float32
+    g = rng.standard_normal((1, 2, 1024, 1024)).astype(np.float32)
+    idx = (np.arange(2).reshape(1, 2, 1, 1) * 2048 * 2048
+           + rng.integers(0, 2048 * 2048, size=g.shape))
+    want = reference.max_pool_grad(g, idx, x_shape)
+    assert_same(pooling.max_pool_grad(g, idx, x_shape, n_threads=2), want)
+    idx[0, 0, 0, 0] = 2048 * 2048 + 5                         # into plane 1
+    assert_same(pooling.max_pool_grad(g, idx, x_shape, n_threads=2), reference.max_pool_grad(g, idx, x_shape))
+
+
 def test_large_plane_count_threads_agree(rng):
     """Many planes over several threads, float16: each plane's float32 scratch is per thread."""
     g, onnx, x_shape = _case(rng, "float16", "NCHW", 2, shape=(4, 40, 9, 9))
@@ -241,15 +254,16 @@ def test_kernel_contract(build):
     kernel = core.max_pool_grad
     g, i = np.ones(4, np.float32), np.zeros(4, np.int64)
     y = np.full(8, 7.0, np.float32)
-    for args in [(g, i[:3], y, None, 2, 1, 4, 1, 0, 4, 0, 1),      # indices not of g's size
-                 (g, i, y[:0], None, 1, 1, 4, 1, 0, 4, 0, 1),       # an empty result
-                 (g, i, y, None, 3, 1, 4, 1, 0, 4, 0, 1),           # parts that do not divide
-                 (g, i, y, None, 2, 1, 4, 1, 0, 4, 0, 0)]:          # no threads
+    for args in [(g, i[:3], y, None, 2, 1, 4, 1, 0, 4, 0, False, 1),      # indices not of g's size
+                 (g, i, y[:0], None, 1, 1, 4, 1, 0, 4, 0, False, 1),       # an empty result
+                 (g, i, y, None, 3, 1, 4, 1, 0, 4, 0, False, 1),           # parts that do not divide
+                 (g, i, y, None, 2, 1, 4, 1, 0, 4, 0, False, 0)]:          # no threads
         assert kernel["float"](*args) == -2
         assert (y == 7.0).all()
     h, yh = np.ones(4, np.uint16), np.zeros(8, np.uint16)
-    assert kernel["uint16_t"](h, i, yh, None, 2, 1, 4, 1, 0, 4, 0x7C00, 1) == -2   # no scratch
-    assert kernel["uint16_t"](h, i, yh, np.empty((1, 3), np.float32), 2, 1, 4, 1, 0, 4, 0x7C00, 1) == -2
-    assert kernel["float"](g, i, y, None, 2, 1, 4, 1, 0, 4, 0, 2) == 1      # "onnx": 0 is not in part 1
-    assert kernel["float"](g, i, y, None, 2, 1, 4, 1, 0, 0, 0, 2) == 0      # "plane"
+    assert kernel["uint16_t"](h, i, yh, None, 2, 1, 4, 1, 0, 4, 0x7C00, False, 1) == -2   # no scratch
+    assert kernel["uint16_t"](h, i, yh, np.empty((1, 3), np.float32), 2, 1, 4, 1, 0, 4, 0x7C00, False,
+                              1) == -2
+    assert kernel["float"](g, i, y, None, 2, 1, 4, 1, 0, 4, 0, False, 2) == 1      # "onnx": 0 is not in part 1
+    assert kernel["float"](g, i, y, None, 2, 1, 4, 1, 0, 0, 0, False, 2) == 0      # "plane"
     assert y.tolist() == [2.0, 0, 0, 0, 2.0, 0, 0, 0]

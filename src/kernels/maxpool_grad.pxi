@@ -37,6 +37,7 @@ cdef struct _GradJob:
     Py_ssize_t in_block, out_block, C
     int64_t limit, a, cc, base
     uint16_t inf_bits
+    bint zeroed                     # y holds zeros already (a fresh calloc'd result)
     int kind                        # 0 float, 1 double, 2 16-bit
     int status                      # pk_atomic_or: 1 a target outside its part, 2 out of range
 
@@ -94,7 +95,7 @@ cdef void _grad_parts(grad_t* kind, _GradJob* j, Py_ssize_t begin, Py_ssize_t en
         if grad_t is uint16_t:
             acc = j.acc + tid * ob
             memset(acc, 0, ob * sizeof(float))
-        else:
+        elif not j.zeroed:
             memset(y + b * ob, 0, ob * sizeof(grad_t))
         status |= _grad_part(g + b * ib, j.idx + b * ib, ib, y + b * ob, acc, j, b * j.base)
         if grad_t is uint16_t:
@@ -122,13 +123,15 @@ cdef void _grad_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noexc
 def max_pool_grad(const grad_t[::1] g not None, const int64_t[::1] indices not None,
                   grad_t[::1] y not None, float[:, ::1] acc, Py_ssize_t blocks, Py_ssize_t C,
                   int64_t limit, int64_t a, int64_t cc, int64_t base, uint16_t inf_bits,
-                  int n_threads):
+                  bint zeroed, int n_threads):
     """dx = zeros, then dx[target] += dy in order of dy, part by part (all arrays flat).
 
     blocks (>= 1): the equal parts g and y are cut into.  C: channels (the period of j % C,
     used where cc is 1).  limit: the encoding's range; a, cc, base: the target formula above.
     inf_bits: 0, or the +inf pattern of float16 / bfloat16 when g and y hold those bits; then
-    acc is float32 scratch of shape (n_threads, y.shape[0] // blocks), else None.
+    acc is float32 scratch of shape (n_threads, y.shape[0] // blocks), else None.  zeroed: y
+    holds zeros already (a fresh result from calloc), so float and double parts are not zeroed
+    again.
 
     Returns 0 once y (not empty) is written; 1 if some index was in range but outside its part
     (those terms are missing: sum again in order); 2 if some index was out of range (y is partly
@@ -151,6 +154,7 @@ def max_pool_grad(const grad_t[::1] g not None, const int64_t[::1] indices not N
         j.kind = 1
     j.in_block, j.out_block, j.C = n // blocks, size // blocks, C
     j.limit, j.a, j.cc, j.base, j.inf_bits, j.status = limit, a, cc, base, inf_bits, 0
+    j.zeroed = zeroed
     with nogil:
         # Chunks of 1/16 of a thread's share (as pooling._threads.chunk_size): the smallest claim.
         pk_parallel(_grad_body, &j, blocks, max(1, blocks // (16 * n_threads)), n_threads)
