@@ -267,3 +267,53 @@ def test_kernel_contract(build):
     assert kernel["float"](g, i, y, None, 2, 1, 4, 1, 0, 4, 0, False, 2) == 1      # "onnx": 0 is not in part 1
     assert kernel["float"](g, i, y, None, 2, 1, 4, 1, 0, 0, 0, False, 2) == 0      # "plane"
     assert y.tolist() == [2.0, 0, 0, 0, 2.0, 0, 0, 0]
+
+
+def test_fuzz_against_the_twin():
+    """hypothesis: shapes (empty ones included), layouts, formats, dtypes, thread counts, indices from
+    max_pool or anywhere in x (other planes, duplicates, -1) and now and then one out of range: the
+    twin's bits, or the same ValueError naming max_pool_grad."""
+    pytest.importorskip("hypothesis")
+    from hypothesis import given, strategies as st
+    from conftest import fuzz_settings
+
+    @st.composite
+    def calls(draw):
+        rank = draw(st.integers(1, 3))
+        layout = draw(st.sampled_from(["NCHW", "NHWC"]))
+        kind = draw(st.sampled_from(FLOAT_KINDS))
+        fmt = draw(st.sampled_from(FORMATS))
+        nchw = (draw(st.integers(0, 3)), draw(st.integers(0, 4))) + tuple(
+            draw(st.integers(0, 7)) for _ in range(rank))
+        rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+        x = make_array(rng, nchw, kind)
+        if layout == "NHWC":
+            x = to_nhwc(x)
+        k, s, p = draw(st.integers(1, 3)), draw(st.integers(1, 3)), draw(st.integers(0, 2))
+        try:
+            y, idx = pooling.max_pool(x, k, strides=s, pads=p, layout=layout, return_indices=True,
+                                      index_format=fmt)
+        except ValueError:  # (an output size below 0)
+            y, idx = pooling.max_pool(x, 1, layout=layout, return_indices=True, index_format=fmt)
+        if draw(st.booleans()) and x.size:  # indices made elsewhere: anywhere in their format's range
+            limit = {"onnx": x.size, "tf_batch": x.size, "plane": int(np.prod(nchw[2:])),
+                     "tf": int(np.prod(nchw[2:])) * nchw[1]}[fmt]
+            idx = rng.integers(-1, limit, size=idx.shape) if limit else np.full(idx.shape, -1)
+        if draw(st.integers(0, 9)) == 0 and idx.size:
+            idx.flat[draw(st.integers(0, idx.size - 1))] = draw(st.sampled_from([-2, x.size + 1, 2**62]))
+        g = to_dtype(rng.standard_normal(y.shape) * 8, kind)
+        return g, idx, x.shape, dict(index_format=fmt, layout=layout), draw(st.integers(1, 4))
+
+    @fuzz_settings(150)
+    @given(calls())
+    def check(call):
+        g, idx, x_shape, kw, nt = call
+        try:
+            want = reference.max_pool_grad(g, idx, x_shape, **kw)
+        except ValueError:
+            with pytest.raises(ValueError, match=r"^max_pool_grad: indices\["):
+                pooling.max_pool_grad(g, idx, x_shape, n_threads=nt, **kw)
+            return
+        assert_same(pooling.max_pool_grad(g, idx, x_shape, n_threads=nt, **kw), want)
+
+    check()
