@@ -12,6 +12,7 @@ class MaxPool3d:
         kernel: tuple[int, int, int], strides: tuple[int, int, int], dilations: tuple[int, int, int],
         pads_begin: tuple[int, int, int], taps: npt.NDArray[np.intp], brows: int, rows_per_unit: int,
         depth_first: bool, act: int, lo: float, hi: float, inf_bits: int, n_threads: int, chunk: int,
+        index: tuple[int, int, int, int, int, int],
     ) -> None: ...
     def __call__(
         self, x: npt.NDArray[np.generic], y: npt.NDArray[np.generic], indices: npt.NDArray[np.int64] | None,
@@ -62,6 +63,7 @@ class MaxPoolNHWC:
         kernel: tuple[int, int, int], strides: tuple[int, int, int], dilations: tuple[int, int, int],
         pads_begin: tuple[int, int, int], taps: npt.NDArray[np.intp],
         act: int, lo: float, hi: float, inf_bits: int, n_threads: int, chunk: int,
+        index: tuple[int, int, int, int, int, int],
     ) -> None: ...
     def __call__(
         self, x: npt.NDArray[np.generic], y: npt.NDArray[np.generic], indices: npt.NDArray[np.int64] | None,
@@ -73,9 +75,14 @@ def max_pool_axis(
 ) -> None: ...
 def max_unpool(
     x: npt.NDArray[np.unsignedinteger], indices: npt.NDArray[np.int64], y: npt.NDArray[np.unsignedinteger],
-    blocks: int, fused: bool, zeroed: bool, n_threads: int,
+    blocks: int, fused: bool, zeroed: bool, n_threads: int, relative: int = 0, C: int = 1,
 ) -> int: ...
 def col2im(
     x: npt.NDArray[np.generic], y: npt.NDArray[np.generic], acc: npt.NDArray[np.float32] | None,
     geom: npt.NDArray[np.intp], rows_per_item: int, inf_bits: int, n_threads: int,
 ) -> None: ...
+def max_pool_grad(
+    g: npt.NDArray[np.generic], indices: npt.NDArray[np.int64], y: npt.NDArray[np.generic],
+    acc: npt.NDArray[np.float32] | None, blocks: int, C: int, limit: int, a: int, cc: int, base: int,
+    inf_bits: int, zeroed: bool, n_threads: int,
+) -> int: ...
