@@ -5,8 +5,10 @@ dtype, both layouts, ranks 1-3 and every attribute; errors; the graph's size; th
 (process) cluster.
 """
 import doctest
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -393,3 +395,48 @@ def test_on_a_local_cluster_of_processes(rng):
     assert_same(got_y, y_mem)
     assert_same(got_i, i_mem)
     assert_same(got_back, pooling.max_unpool(y_mem, i_mem, 3, strides=2, pads=1, output_shape=x.shape))
+
+
+def test_docs_examples_run():
+    """Every ```python block of docs/dask.md runs as written (where the source tree is here)."""
+    page = Path(__file__).resolve().parents[1] / "docs" / "dask.md"
+    if not page.is_file():
+        pytest.skip("needs the source tree")
+    blocks = [b.split("```", 1)[0] for b in page.read_text(encoding="utf-8").split("```python\n")[1:]]
+    assert len(blocks) >= 2
+    for block in blocks:
+        exec(compile(block, str(page), "exec"), {"__name__": "__docs__"})  # noqa: S102 - our own examples
+
+
+TYPED_USE = '''
+from typing import assert_type
+
+import dask.array as da
+import numpy as np
+
+import pooling.dask
+
+x: da.Array = da.zeros((1, 1, 8, 8), dtype=np.float32, chunks=4)
+assert_type(pooling.dask.max_pool(x, 2, strides=2, n_threads=None), da.Array)
+y, i = pooling.dask.max_pool(x, (2, 2), strides=2, ceil_mode=True, return_indices=True)
+assert_type(i, da.Array)
+assert_type(pooling.dask.max_unpool(y, i, 2, strides=2, chunks=x.chunks), da.Array)
+assert_type(pooling.dask.col2im(x[0], (4, 4), (2, 2), strides=1, pads=0), da.Array)
+'''
+
+
+def test_types_under_mypy_strict(tmp_path):
+    """A user's script type-checks under mypy --strict (precise results), and a wrong layout does not."""
+    pytest.importorskip("mypy")
+    (tmp_path / "good.py").write_text(TYPED_USE)
+    bad = TYPED_USE + 'pooling.dask.max_pool(x, 2, layout="nhwc")\n'
+    (tmp_path / "bad.py").write_text(bad)
+    (tmp_path / "mypy.ini").write_text("[mypy]\n")
+    root = str(Path(pooling.__file__).resolve().parents[1])
+    env = {k: v for k, v in os.environ.items() if k != "MYPYPATH"}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    run = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--config-file", "mypy.ini", "--cache-dir",
+                          str(tmp_path / ".cache"), "--no-error-summary", "good.py", "bad.py"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    errors = [line for line in run.stdout.splitlines() if ": error:" in line]
+    assert len(errors) == 1 and errors[0].startswith(f"bad.py:{bad.count(chr(10))}: error: No overload variant"), run.stdout

@@ -569,9 +569,10 @@ def _slab(arr, spans):
         first = min(bisect.bisect_right(bounds, lo) - 1, len(chunks) - 1)
         last = max(bisect.bisect_left(bounds, hi), first + 1)
         picks.append(range(first, last))
-        cuts.append(slice(lo - bounds[first], hi - bounds[first]))
-    keys = _nested(arr.name, picks, ())
-    return (_cut_slab, keys, cuts)
+        # The part of each of those blocks inside [lo, hi).
+        cuts.append([slice(max(lo - bounds[b], 0), min(hi, bounds[b + 1]) - bounds[b]) if hi > lo
+                     else slice(lo - bounds[b], lo - bounds[b]) for b in range(first, last)])
+    return (functools.partial(_joined, cuts=cuts), _nested(arr.name, picks, ()))
 
 
 def _nested(name, picks, prefix):
@@ -580,16 +581,12 @@ def _nested(name, picks, prefix):
     return [_nested(name, picks[1:], prefix + (i,)) for i in picks[0]]
 
 
-def _cut_slab(blocks, cuts):
-    """Concatenate a nested list of blocks (axis 0 outermost), then cut it."""
-    return _concat(blocks, 0)[tuple(cuts)]
-
-
-def _concat(nested, axis):
-    if not isinstance(nested, list):
-        return nested
-    parts = [_concat(p, axis + 1) for p in nested]
-    return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=axis)
+def _joined(blocks, cuts, where=()):
+    """The nested list of blocks (axis 0 outermost), each cut to its part, joined into one array."""
+    if not isinstance(blocks, list):
+        return blocks[tuple(axis[i] for axis, i in zip(cuts, where))]
+    parts = [_joined(b, cuts, where + (i,)) for i, b in enumerate(blocks)]
+    return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=len(where))
 
 
 def _array(name, chunks, inputs, task, dtype):
