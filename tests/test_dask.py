@@ -440,3 +440,21 @@ def test_types_under_mypy_strict(tmp_path):
                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     errors = [line for line in run.stdout.splitlines() if ": error:" in line]
     assert len(errors) == 1 and errors[0].startswith(f"bad.py:{bad.count(chr(10))}: error: No overload variant"), run.stdout
+
+
+@pytest.mark.parametrize("function", [pd.max_pool, pd.max_unpool, pd.col2im], ids=lambda f: f.__name__)
+def test_numpydoc_documents_every_parameter_with_its_default(function):
+    """As tests/test_docstrings.py asks of pooling's own functions."""
+    import inspect
+    import re
+
+    doc = inspect.getdoc(function)
+    sections = re.findall(r"^(\w[\w ]*)\n-+$", doc, re.M)
+    assert sections == ["Parameters", "Returns", "Raises", "See Also", "Notes", "Examples"], sections
+    for p in inspect.signature(function).parameters.values():
+        entry = re.search(rf"^{p.name} : (.+)$", doc, re.M)
+        assert entry, f"{function.__name__}: parameter {p.name} is not documented"
+        if p.default is None:
+            assert entry.group(1).endswith("optional"), entry.group(0)
+        elif p.default is not inspect.Parameter.empty:
+            assert entry.group(1).endswith(f"default {p.default!r}".replace("'", '"')), entry.group(0)

@@ -107,7 +107,7 @@ def max_pool(x: da.Array, kernel_shape: Ints, *, strides: Ints | None = None, pa
         ``[min, max]`` for "Clip". Default None.
     opset : int, optional
         ONNX opset whose MaxPool version is enforced. Default None: library mode.
-    n_threads : int, optional
+    n_threads : int or None, default 1
         Threads of each task's kernel call, as `pooling.max_pool` takes them. Default 1: Dask's
         own workers are the parallelism (see Notes); None: OpenMP's maximum in every task.
 
@@ -270,7 +270,7 @@ def max_unpool(x: da.Array, indices: da.Array, kernel_shape: Ints, *, strides: I
         Chunks of the output, in any form ``dask.array`` takes (such as the ``chunks`` of the
         array that was pooled). Default None: `x`'s chunks along N and C, and along a spatial axis
         a chunk boundary ``o`` of `x` becomes ``o * stride - pad_begin``.
-    n_threads : int, optional
+    n_threads : int or None, default 1
         Threads of each task's kernel call. Default 1 (see `pooling.dask.max_pool`).
 
     Returns
@@ -433,7 +433,7 @@ def col2im(x: da.Array, image_shape: Shape, block_shape: Shape, *, strides: Ints
         Spacing inside a block per axis, each >= 1. Default None: 1.
     opset : int, optional
         ONNX opset (18 or later: at least 2 spatial axes). Default None: library mode.
-    n_threads : int, optional
+    n_threads : int or None, default 1
         Threads of each task's kernel call. Default 1 (see `pooling.dask.max_pool`).
 
     Returns
