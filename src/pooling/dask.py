@@ -186,13 +186,13 @@ def max_pool(x: da.Array, kernel_shape: Ints, *, strides: Ints | None = None, pa
                  n_threads=n_threads, return_indices=return_indices)
     column_major = plan.storage_order == 1 and len(plan.spatial) > 1
 
-    def task(index):
+    def task(index, slab):
         axes = [spans[a][b] for a, b in enumerate(index)]
         pads = tuple(p[2] for p in axes[first:first + len(plan.spatial)])
         pads += tuple(p[3] for p in axes[first:first + len(plan.spatial)])
         call = functools.partial(_pool_block, pads=pads, local=local, offsets=[p[0] for p in axes],
                                  shape=arr.shape, column_major=column_major, first=first)
-        return (call, _slab(arr, [p[:2] for p in axes]))
+        return (call, slab(arr, [p[:2] for p in axes]))
 
     dtype = result_dtype(arr.dtype)
     token = tokenize(arr, plan.out_shape, plan.kernel, plan.strides, plan.dilations, plan.pads_begin,
@@ -344,12 +344,12 @@ def max_unpool(x: da.Array, indices: da.Array, kernel_shape: Ints, *, strides: I
               for a0, a1 in _ranges(out_chunks[a])]
              for a, size in enumerate(out_shape)]
 
-    def task(index):
+    def task(index, slab):
         axes = [spans[a][b] for a, b in enumerate(index)]
         call = functools.partial(_unpool_block, starts=[p[0] for p in axes], owned=[p[2:4] for p in axes],
                                  block=[p[4:] for p in axes], geometry=geometry, shape=out_shape,
                                  n_threads=n_threads)
-        return (call, _slab(arr, [p[:2] for p in axes]), _slab(idx, [p[:2] for p in axes]))
+        return (call, slab(arr, [p[:2] for p in axes]), slab(idx, [p[:2] for p in axes]))
 
     token = tokenize(arr, idx, out_shape, geometry, out_chunks, n_threads)
     return _array(f"max-unpool-{token}", out_chunks, [arr, idx], task, dtype)
@@ -495,12 +495,12 @@ def col2im(x: da.Array, image_shape: Shape, block_shape: Shape, *, strides: Ints
                  pads=(0,) + all_pads[1:n] + (0,) + all_pads[n + 1:])
     dtype = result_dtype(arr.dtype)
 
-    def task(index):
+    def task(index, slab):
         r0, r1 = r_spans[index[2]]
         rows_at = _ranges(out_chunks[2])[index[2]]
         call = functools.partial(_col2im_block, rows=(r0, r1), at=rows_at, image=image, s=s, pb=pb, e=e,
                                  local=local, dtype=dtype)
-        return (call, _slab(arr, [n_spans[index[0]], c_spans[index[1]], (r0 * rows, r1 * rows)]))
+        return (call, slab(arr, [n_spans[index[0]], c_spans[index[1]], (r0 * rows, r1 * rows)]))
 
     token = tokenize(arr, plan.out_shape, block, steps, dil, all_pads, n_threads)
     return _array(f"col2im-{token}", out_chunks, [arr], task, dtype)
@@ -560,38 +560,75 @@ def _cut(in_chunks, boundary, size):
     return tuple(hi - lo for lo, hi in zip(cuts[:-1], cuts[1:])) or (0,)
 
 
-def _slab(arr, spans):
-    """A task making arr[lo:hi, ...] (one (lo, hi) per axis) from the blocks that hold it."""
-    picks, cuts = [], []
+def _slab(arr, spans, dsk, name):
+    """A task making arr[lo:hi, ...] (one (lo, hi) per axis) from the blocks that hold it.
+
+    Each block that is only partly needed is cut by a task of its own, added to `dsk` (a copy when
+    it is a small part, such as a halo), so that the block can be released once its own task and
+    its neighbours' cuts have run, instead of staying in memory until the neighbours' tasks run."""
+    picks = []
     for chunks, (lo, hi) in zip(arr.chunks, spans):
         bounds = [0, *itertools.accumulate(chunks)]
         # Blocks meeting [lo, hi); an empty range takes the block at lo, cut to nothing.
         first = min(bisect.bisect_right(bounds, lo) - 1, len(chunks) - 1)
         last = max(bisect.bisect_left(bounds, hi), first + 1)
-        picks.append(range(first, last))
         # The part of each of those blocks inside [lo, hi).
-        cuts.append([slice(max(lo - bounds[b], 0), min(hi, bounds[b + 1]) - bounds[b]) if hi > lo
-                     else slice(lo - bounds[b], lo - bounds[b]) for b in range(first, last)])
-    return (functools.partial(_joined, cuts=cuts), _nested(arr.name, picks, ()))
+        picks.append([(b, max(lo - bounds[b], 0), max(min(hi, bounds[b + 1]) - bounds[b], lo - bounds[b]))
+                      for b in range(first, last)])
+
+    def nested(axis, prefix):
+        if axis < arr.ndim:
+            return [nested(axis + 1, prefix + (pick,)) for pick in picks[axis]]
+        key = (arr.name, *(b for b, _, _ in prefix))
+        if all(start == 0 and stop == chunks[b] for (b, start, stop), chunks in zip(prefix, arr.chunks)):
+            return key
+        piece = (f"{name}-cut-{arr.name}", *(v for pick in prefix for v in pick))
+        dsk[piece] = (functools.partial(_piece, cuts=tuple(slice(start, stop) for _, start, stop in prefix)), key)
+        return piece
+
+    return (_joined, nested(0, ()))
 
 
-def _nested(name, picks, prefix):
-    if not picks:
-        return (name, *prefix)
-    return [_nested(name, picks[1:], prefix + (i,)) for i in picks[0]]
+def _piece(block, cuts):
+    """The part `cuts` of a block: a copy when small, so the block itself can be freed."""
+    part = block[cuts]
+    return part.copy() if 2 * part.size < block.size else part
 
 
-def _joined(blocks, cuts, where=()):
-    """The nested list of blocks (axis 0 outermost), each cut to its part, joined into one array."""
-    if not isinstance(blocks, list):
-        return blocks[tuple(axis[i] for axis, i in zip(cuts, where))]
-    parts = [_joined(b, cuts, where + (i,)) for i, b in enumerate(blocks)]
-    return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=len(where))
+def _joined(blocks):
+    """A nested list of arrays (axis 0 outermost) joined into one, with one copy."""
+    sizes, level = [], blocks
+    while isinstance(level, list):   # the sizes along each axis, from the first row of each level
+        sizes.append([_first(b).shape[len(sizes)] for b in level])
+        level = level[0]
+    if all(len(s) == 1 for s in sizes):
+        return _first(blocks)
+    shape = tuple(sum(s) for s in sizes) + level.shape[len(sizes):]
+    out = np.empty(shape, level.dtype)
+    starts = [[0, *itertools.accumulate(s)] for s in sizes]
+    for where in itertools.product(*(range(len(s)) for s in sizes)):
+        leaf = blocks
+        for i in where:
+            leaf = leaf[i]
+        out[tuple(slice(st[i], st[i + 1]) for st, i in zip(starts, where))] = leaf
+    return out
+
+
+def _first(blocks):
+    while isinstance(blocks, list):
+        blocks = blocks[0]
+    return blocks
 
 
 def _array(name, chunks, inputs, task, dtype):
-    """A Dask array whose block at each index is task(index)."""
-    dsk = {(name, *index): task(index) for index in itertools.product(*(range(len(c)) for c in chunks))}
+    """A Dask array whose block at each index is task(index, slab), `slab` making the input slabs."""
+    dsk = {}
+
+    def slab(arr, spans):
+        return _slab(arr, spans, dsk, name)
+
+    for index in itertools.product(*(range(len(c)) for c in chunks)):
+        dsk[(name, *index)] = task(index, slab)
     graph = HighLevelGraph.from_collections(name, dsk, dependencies=inputs)
     return da.Array(graph, name, tuple(chunks), meta=np.empty((0,) * len(chunks), dtype))
 
