@@ -105,7 +105,7 @@ def main(argv=None):
     total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     print(f"volume {tuple(args.shape)} uint8 ({gib:.1f} GiB; this machine: {total:.1f} GiB of memory, "
           f"{os.cpu_count()} cores), chunks {tuple(args.chunks)}, threaded scheduler\n")
-    print("| case | output shape | time (s) | CPU time (s) | GiB/s in | peak RSS (MiB) | tasks | checksum |")
+    print("| case | output shape | time (s) | CPU time (s) | GiB/s in | peak RSS (MiB) | tasks in graph | checksum |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")
     rows = []
     for case in args.cases:

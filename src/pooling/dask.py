@@ -140,7 +140,9 @@ def max_pool(x: da.Array, kernel_shape: Ints, *, strides: Ints | None = None, pa
     pb + (k-1)*d + 1)``: one task reads the input blocks that meet it (several, where chunks are
     smaller than the window), and pools the slab with the part of the global padding that falls
     in it (ceil_mode and auto_pad are resolved for the whole array first). Each output chunk is
-    one task (with `return_indices`, plus one selection task per output).
+    one task (with `return_indices`, plus one selection task per output), and each part of an
+    input block it reads that is not the whole block (such as a halo) one more, which lets Dask
+    free the block early.
 
     With Dask's threaded scheduler every worker thread runs one task, so each kernel call uses
     one thread by default; with one thread per Dask worker process, ``n_threads=None`` lets each
