@@ -19,7 +19,6 @@ bench/test_dask_volume.py runs a small version against the in-memory call.
 """
 import argparse
 import os
-import resource
 import subprocess
 import sys
 import time
