@@ -15,7 +15,8 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCUMENTS = ["README.md", "docs/pypi.md"]
 
 # Imports a block may make that the test extra does not guarantee, and the package each needs.
-OPTIONAL = {"onnx": "onnx", "onnxruntime": "onnxruntime", "torch": "torch", "pooling.onnx": "onnx"}
+OPTIONAL = {"onnx": "onnx", "onnxruntime": "onnxruntime", "torch": "torch", "pooling.onnx": "onnx", "dask": "dask",
+            "pooling.dask": "dask"}
 
 FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```[ \t]*$", re.M | re.S)
 
