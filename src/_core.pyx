@@ -39,3 +39,4 @@ include "kernels/maxpool_nhwc.pxi"      # MaxPoolNHWC and its channels-last loop
 include "kernels/maxpool_separable.pxi" # max_pool_axis
 include "kernels/maxunpool.pxi"         # max_unpool
 include "kernels/col2im.pxi"            # col2im
+include "kernels/maxpool_grad.pxi"     # max_pool_grad

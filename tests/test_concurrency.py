@@ -165,7 +165,8 @@ def test_cached_plans_are_immutable():
                           dilations=None, opset=None),
              maxpool._plan((1, 1, 4, 4), kernel_shape=2, strides=None, pads=None, dilations=None,
                            auto_pad="NOTSET", ceil_mode=False, storage_order=0, return_indices=False,
-                           layout="NCHW", activation=None, activation_params=None, opset=None),
+                           layout="NCHW", activation=None, activation_params=None, opset=None,
+                           index_format="onnx"),
              maxunpool._plan((1, 1, 2), kernel_shape=2, strides=None, pads=None, output_shape=None,
                              layout="NCHW", opset=None)]
     for plan in plans:

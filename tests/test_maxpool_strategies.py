@@ -75,7 +75,7 @@ def _plan(x_shape, kernel_shape, strides=None, pads=None, layout="NCHW", return_
     return maxpool._plan(x_shape, kernel_shape=kernel_shape, strides=strides, pads=pads, layout=layout,
                          return_indices=return_indices, **dict(dict(
                              dilations=None, auto_pad="NOTSET", ceil_mode=False, storage_order=0,
-                             activation=None, activation_params=None, opset=None), **attrs))
+                             activation=None, activation_params=None, opset=None, index_format="onnx"), **attrs))
 
 
 CHOOSER_CASES = [

@@ -122,7 +122,8 @@ def test_launches_come_from_the_build_the_rules_name(monkeypatch):
     from pooling._maxpool_strategies import launch
     plan = maxpool._plan((1, 8, 14, 14), kernel_shape=(2, 2), strides=(2, 2), pads=None, dilations=None,
                          auto_pad="NOTSET", ceil_mode=False, storage_order=0, return_indices=False,
-                         layout="NCHW", activation=None, activation_params=None, opset=None)
+                         layout="NCHW", activation=None, activation_params=None, opset=None,
+                         index_format="onnx")
     avx2 = _dispatch._load_avx2()
     for rules, module in [((("tiles", 2, (4,)),), _dispatch._baseline), ((), avx2)]:
         monkeypatch.setattr(_dispatch, "rules", rules)

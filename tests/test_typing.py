@@ -82,6 +82,13 @@ image = pooling.col2im(cols, np.array([56, 56]), [3, 3], strides=1, pads=1, dila
                        n_threads=None, out=None)
 assert_type(image, npt.NDArray[Any])
 shape = pooling.col2im_output_shape(cols.shape, [56, 56], (3, 3), pads=(1, 1, 1, 1))
+yp, ip = pooling.max_pool(x, 3, strides=2, pads=1, return_indices=True, index_format="plane")
+back = pooling.max_unpool(yp, ip, 3, strides=2, pads=1, output_shape=x.shape, index_format="plane")
+tf_indices = pooling.convert_indices(ip, x.shape, from_format="plane", to_format="tf", layout="NCHW")
+assert_type(tf_indices, npt.NDArray[np.int64])
+dx = pooling.max_pool_grad(np.ones_like(yp), ip, x.shape, index_format="plane", layout="NCHW",
+                           n_threads=1, out=None)
+assert_type(dx, npt.NDArray[Any])
 threads: int = pooling.max_threads()
 openmp: bool = pooling.openmp_enabled()
 report = io.StringIO()
@@ -118,6 +125,10 @@ BAD = {
     "max_threads_is_int": "name: str = pooling.max_threads()",
     "show_config_file": "pooling.show_config(file=3)",
     "typo": "pooling.max_pol(x, 2)",
+    "index_format_unknown": 'pooling.max_pool(x, 2, return_indices=True, index_format="torch")',
+    "unpool_index_format_unknown": 'pooling.max_unpool(x, i, 2, index_format="Plane")',
+    "convert_positional_formats": 'pooling.convert_indices(i, x.shape, "onnx", "plane")',
+    "grad_layout_lower_case": 'pooling.max_pool_grad(x, i, x.shape, layout="nchw")',
 }
 
 

@@ -5,13 +5,17 @@ from ._config import max_threads, openmp_enabled, show_config
 from ._version import __version__
 from .col2im import col2im, col2im_output_shape
 from .maxpool import max_pool, max_pool_output_shape
+from .indices import convert_indices
+from .maxpool_grad import max_pool_grad
 from .maxunpool import max_unpool, max_unpool_output_shape
 
 __all__ = [
     "__version__",
     "col2im",
     "col2im_output_shape",
+    "convert_indices",
     "max_pool",
+    "max_pool_grad",
     "max_pool_output_shape",
     "max_unpool",
     "max_unpool_output_shape",

@@ -79,3 +79,8 @@ def col2im(
     x: npt.NDArray[np.generic], y: npt.NDArray[np.generic], acc: npt.NDArray[np.float32] | None,
     geom: npt.NDArray[np.intp], rows_per_item: int, inf_bits: int, n_threads: int,
 ) -> None: ...
+def max_pool_grad(
+    g: npt.NDArray[np.generic], indices: npt.NDArray[np.int64], y: npt.NDArray[np.generic],
+    acc: npt.NDArray[np.float32] | None, blocks: int, C: int, limit: int, a: int, cc: int, base: int,
+    inf_bits: int, n_threads: int,
+) -> int: ...

@@ -12,6 +12,7 @@ from ._maxpool_strategies import launch
 from ._outputs import output_array
 from ._shapes import AUTO_PADS, pool_output
 from ._threads import resolve_n_threads
+from .indices import check_format, from_onnx
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
 
     from ._attrs import Activation, AutoPad, Int, Ints, Layout
+    from .indices import IndexFormat
     from ._maxpool_strategies import Strategy
 
 OP = "MaxPool"
@@ -47,6 +49,7 @@ class _Plan(NamedTuple):
     storage_order: int
     activation: object        # None, "Relu" or "Clip"
     activation_params: tuple
+    index_format: str         # Indices' encoding (indices.py)
 
     __eq__ = object.__eq__
     __hash__ = object.__hash__
@@ -131,7 +134,7 @@ def max_pool_output_shape(x_shape: Sequence[Int], kernel_shape: Ints, *, strides
     return _plan(shape_tuple(OP, "x_shape", x_shape), kernel_shape=kernel_shape, strides=strides, pads=pads,
                  dilations=dilations, auto_pad=auto_pad, ceil_mode=ceil_mode, storage_order=storage_order,
                  return_indices=return_indices, layout=layout, activation=activation,
-                 activation_params=activation_params, opset=opset).out_shape
+                 activation_params=activation_params, opset=opset, index_format="onnx").out_shape
 
 
 # For type checkers, the result follows return_indices: y by default, (y, indices) with True, either
@@ -143,7 +146,7 @@ def max_pool(x: ArrayLike, kernel_shape: Ints, *, strides: Ints | None = None, p
              activation: Activation | None = None,
              activation_params: Sequence[float] | NDArray[Any] | None = None, opset: Int | None = None,
              n_threads: Int | None = None, out: NDArray[Any] | None = None,
-             indices_out: None = None) -> NDArray[Any]: ...
+             indices_out: None = None, index_format: IndexFormat = "onnx") -> NDArray[Any]: ...
 @overload
 def max_pool(x: ArrayLike, kernel_shape: Ints, *, strides: Ints | None = None, pads: Ints | None = None,
              dilations: Ints | None = None, auto_pad: AutoPad = "NOTSET", ceil_mode: bool | int = False,
@@ -151,7 +154,8 @@ def max_pool(x: ArrayLike, kernel_shape: Ints, *, strides: Ints | None = None, p
              activation: Activation | None = None,
              activation_params: Sequence[float] | NDArray[Any] | None = None, opset: Int | None = None,
              n_threads: Int | None = None, out: NDArray[Any] | None = None,
-             indices_out: NDArray[np.int64] | None = None) -> tuple[NDArray[Any], NDArray[np.int64]]: ...
+             indices_out: NDArray[np.int64] | None = None,
+             index_format: IndexFormat = "onnx") -> tuple[NDArray[Any], NDArray[np.int64]]: ...
 @overload
 def max_pool(x: ArrayLike, kernel_shape: Ints, *, strides: Ints | None = None, pads: Ints | None = None,
              dilations: Ints | None = None, auto_pad: AutoPad = "NOTSET", ceil_mode: bool | int = False,
@@ -159,7 +163,7 @@ def max_pool(x: ArrayLike, kernel_shape: Ints, *, strides: Ints | None = None, p
              activation: Activation | None = None,
              activation_params: Sequence[float] | NDArray[Any] | None = None, opset: Int | None = None,
              n_threads: Int | None = None, out: NDArray[Any] | None = None,
-             indices_out: NDArray[np.int64] | None = None,
+             indices_out: NDArray[np.int64] | None = None, index_format: IndexFormat = "onnx",
              ) -> NDArray[Any] | tuple[NDArray[Any], NDArray[np.int64]]: ...
 
 
@@ -169,7 +173,8 @@ def max_pool(x: ArrayLike, kernel_shape: Ints, *, strides: Ints | None = None, p
              activation: Activation | None = None,
              activation_params: Sequence[float] | NDArray[Any] | None = None, opset: Int | None = None,
              n_threads: Int | None = None, out: NDArray[Any] | None = None,
-             indices_out: NDArray[np.int64] | None = None, _strategy: Strategy | None = None) -> Any:
+             indices_out: NDArray[np.int64] | None = None, index_format: IndexFormat = "onnx",
+             _strategy: Strategy | None = None) -> Any:
     """ONNX MaxPool: the maximum of each window of `x`, and optionally where it is.
 
     Parameters
@@ -214,6 +219,12 @@ def max_pool(x: ArrayLike, kernel_shape: Ints, *, strides: Ints | None = None, p
         overlapping no input. Written and returned. Default None: a new array.
     indices_out : numpy.ndarray of int64, optional
         The same for `indices`; needs ``return_indices=True``. Default None.
+    index_format : {"onnx", "plane", "tf", "tf_batch"}, default "onnx"
+        The encoding of `indices`: "onnx" flat offsets into `x`; "plane" offsets inside each
+        ``(n, c)`` plane (PyTorch's and Paddle's); "tf" ``p*C + c`` and "tf_batch" ``(n*P + p)*C
+        + c`` (TensorFlow's ``max_pool_with_argmax``, without and with the batch; see
+        `convert_indices`). Checked always, used only with ``return_indices=True``. With
+        ``storage_order=1``, "plane" is column-major inside the plane and "tf", "tf_batch" raise.
 
     Returns
     -------
@@ -222,15 +233,16 @@ def max_pool(x: ArrayLike, kernel_shape: Ints, *, strides: Ints | None = None, p
         byte order.
     indices : numpy.ndarray of int64
         Only with ``return_indices=True``, which returns ``(y, indices)``: shaped like `y`, the flat
-        offset of each maximum in `x` (so ``x.reshape(-1)[indices] == y``), -1 for a window that
-        holds no element of `x`.
+        offset of each maximum in `x` (so ``x.reshape(-1)[indices] == y``), or its position in
+        `index_format`; -1 for a window that holds no element of `x`.
 
     Raises
     ------
     ValueError
         An invalid attribute value (a wrong length, a value below its minimum, an unknown string),
         `x` of rank below 3, a negative output size, an attribute, output or activation that the
-        version of `opset` lacks, an unusable `out` or `indices_out`, sizes past 2**62.
+        version of `opset` lacks, an unusable `out` or `indices_out`, an unknown `index_format`
+        or "tf" / "tf_batch" with ``storage_order=1``, sizes past 2**62.
     TypeError
         `x` not an array of numbers; a dtype that the mode or version does not allow (the message
         says which opset or mode does); a wrongly typed argument, such as a float where an int is
@@ -240,6 +252,8 @@ def max_pool(x: ArrayLike, kernel_shape: Ints, *, strides: Ints | None = None, p
     --------
     max_pool_output_shape : the output shape, without data.
     max_unpool : scatters `y` back to where `indices` point.
+    max_pool_grad : the gradient, from `indices`.
+    convert_indices : the index formats.
 
     Notes
     -----
@@ -277,6 +291,9 @@ def max_pool(x: ArrayLike, kernel_shape: Ints, *, strides: Ints | None = None, p
     >>> y, indices = pooling.max_pool(x, 2, strides=2, return_indices=True)
     >>> indices.tolist()
     [[[[5, 7], [13, 15]]]]
+    >>> x2 = np.arange(32, dtype=np.float32).reshape(1, 2, 4, 4)
+    >>> pooling.max_pool(x2, 2, strides=2, return_indices=True, index_format="plane")[1].tolist()
+    [[[[5, 7], [13, 15]], [[5, 7], [13, 15]]]]
     >>> pooling.max_pool(np.array([[[3.0, np.nan, 1.0, 5.0]]]), 2)   # NaN wins its windows
     array([[[nan, nan,  5.]]])
     """
@@ -284,7 +301,7 @@ def max_pool(x: ArrayLike, kernel_shape: Ints, *, strides: Ints | None = None, p
     plan = _plan(arr.shape, kernel_shape=kernel_shape, strides=strides, pads=pads, dilations=dilations,
                  auto_pad=auto_pad, ceil_mode=ceil_mode, storage_order=storage_order,
                  return_indices=return_indices, layout=layout, activation=activation,
-                 activation_params=activation_params, opset=opset)
+                 activation_params=activation_params, opset=opset, index_format=index_format)
     xk, kind = as_kernel_array(OP, "x", arr, plan.kinds)
     nt = resolve_n_threads(OP, n_threads, xk.size)
     y = output_array(OP, "out", out, plan.out_shape, result_dtype(arr.dtype), ("the input x", arr))
@@ -298,12 +315,14 @@ def max_pool(x: ArrayLike, kernel_shape: Ints, *, strides: Ints | None = None, p
         launch(plan, kind, nt, return_indices, _strategy)(xk, yk, indices)
         if indices is not None and plan.storage_order == 1 and len(plan.spatial) > 1:
             _to_column_major(indices, plan.spatial)
+        if indices is not None:
+            from_onnx(indices, arr.shape, plan.layout, plan.index_format)
     return (y, indices) if return_indices else y
 
 
 @cached_plan(OP)
 def _plan(x_shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode, storage_order,
-          return_indices, layout, activation, activation_params, opset):
+          return_indices, layout, activation, activation_params, opset, index_format):
     version = resolve_version(OP, opset)
     spatial = split_layout(OP, x_shape, layout)[1]
     n = len(spatial)
@@ -321,6 +340,7 @@ def _plan(x_shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode, 
     if storage_order == 1 and layout == "NHWC":
         raise ValueError(f"{OP}: storage_order=1 is not defined for layout 'NHWC' (Indices are NHWC offsets)")
     activation, act_params = _activation(activation, activation_params)
+    check_format(OP, "index_format", index_format, layout, storage_order)
 
     kinds = kinds_in(_DTYPE_SINCE, version)
     if version is not None:
@@ -356,7 +376,7 @@ def _plan(x_shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode, 
             raise past_limit(OP, f"the reach of strides, dilations and pads on axis {i} "
                                  f"({spatial[i] + reach})")
     return _Plan(out_shape, layout, spatial, kernel, strides, dilations, begin, kinds, storage_order,
-                 activation, act_params)
+                 activation, act_params, index_format)
 
 
 def _activation(activation, params):

@@ -12,6 +12,7 @@ from ._attrs import (INDEX_LIMIT, cached_plan, check_size, int_tuple, kinds_in, 
 from ._dtypes import C_TYPES, as_array, as_kernel_array, result_dtype
 from ._outputs import output_array
 from ._threads import resolve_n_threads
+from .indices import as_int64, check_format, recode
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
 
     from ._attrs import Int, Ints, Layout, Shape
+    from .indices import IndexFormat
 
 OP = "MaxUnpool"
 
@@ -111,7 +113,7 @@ def max_unpool_output_shape(x_shape: Sequence[Int], kernel_shape: Ints, *, strid
 def max_unpool(x: ArrayLike, indices: ArrayLike, kernel_shape: Ints, *, strides: Ints | None = None,
                pads: Ints | None = None, output_shape: Shape | None = None, layout: Layout = "NCHW",
                opset: Int | None = None, n_threads: Int | None = None,
-               out: NDArray[Any] | None = None) -> NDArray[Any]:
+               out: NDArray[Any] | None = None, index_format: IndexFormat = "onnx") -> NDArray[Any]:
     """ONNX MaxUnpool: scatter `x` into zeros of the output shape, at `indices`.
 
     ``y.flat[indices.flat[j]] = x.flat[j]`` for every element ``j`` of `x`, so that
@@ -148,6 +150,9 @@ def max_unpool(x: ArrayLike, indices: ArrayLike, kernel_shape: Ints, *, strides:
     out : numpy.ndarray, optional
         Buffer for `y`: writeable, aligned, C-contiguous, of exactly `y`'s shape and dtype,
         overlapping no input. Written and returned. Default None: a new array.
+    index_format : {"onnx", "plane", "tf", "tf_batch"}, default "onnx"
+        The encoding of `indices`, relative to the output (see `convert_indices`): "plane" reads
+        offsets inside each ``(n, c)`` plane of the output, as PyTorch's ``max_unpool2d`` does.
 
     Returns
     -------
@@ -158,7 +163,8 @@ def max_unpool(x: ArrayLike, indices: ArrayLike, kernel_shape: Ints, *, strides:
     Raises
     ------
     ValueError
-        An index outside ``[0, y.size)`` (the message names the first one; nothing is written
+        An index outside ``[0, y.size)``, or outside the range of `index_format` (the message
+        names the first one, -1 included; nothing is written
         outside `y`, though `out` may be partly written), `indices` of another shape than `x`,
         an inferred size below 1, an `output_shape` of another length or with other N or C,
         invalid attribute values, an unusable `out`, sizes past 2**62.
@@ -190,6 +196,10 @@ def max_unpool(x: ArrayLike, indices: ArrayLike, kernel_shape: Ints, *, strides:
              [ 0.,  5.,  0.,  7.],
              [ 0.,  0.,  0.,  0.],
              [ 0., 13.,  0., 15.]]]], dtype=float32)
+    >>> x2 = np.arange(32, dtype=np.float32).reshape(1, 2, 4, 4)
+    >>> y2, plane = pooling.max_pool(x2, 2, strides=2, return_indices=True, index_format="plane")
+    >>> pooling.max_unpool(y2, plane, 2, strides=2, index_format="plane")[0, 1, 1].tolist()
+    [0.0, 21.0, 0.0, 23.0]
     >>> pooling.max_unpool(np.array([[[5.0, 7.0]]]), np.array([[[1, 4]]]), 2, strides=2,
     ...                    output_shape=(1, 1, 5))
     array([[[0., 5., 0., 0., 7.]]])
@@ -202,6 +212,11 @@ def max_unpool(x: ArrayLike, indices: ArrayLike, kernel_shape: Ints, *, strides:
         raise ValueError(f"{OP}: indices must have the shape of x {list(arr.shape)}, got {list(idx.shape)}")
     xk, _ = as_kernel_array(OP, "x", arr, plan.kinds)
     ik, _ = as_kernel_array(OP, "indices", idx, plan.index_kinds)
+    if check_format(OP, "index_format", index_format, layout) != "onnx":
+        # Read relative to the output, as flat offsets ("onnx") for the kernel; -1 stays -1,
+        # which the kernel rejects like any index outside the output.
+        ik = recode(OP, "indices", as_int64(OP, "indices", ik), plan.out_shape, layout, index_format, "onnx",
+                    "the output")
     # uint64 values >= 2**63 wrap to negative here, which the kernel rejects like any bad index.
     ik = ik.astype(np.int64, copy=False)
     dtype = result_dtype(arr.dtype)

@@ -36,12 +36,13 @@ from ._attrs import int_tuple, shape_tuple
 from ._dtypes import checked_kind, result_dtype
 from ._outputs import output_array
 from ._threads import resolve_n_threads
+from .indices import check_format
 from .col2im import _plan as _col2im_plan
 from .maxpool import _plan as _max_pool_plan
 from .maxunpool import _plan as _max_unpool_plan
 
-__all__ = ["bfloat16_bits", "col2im", "col2im_output_shape", "float16_bits", "max_pool",
-           "max_pool_output_shape", "max_unpool", "max_unpool_output_shape"]
+__all__ = ["bfloat16_bits", "col2im", "col2im_output_shape", "convert_indices", "float16_bits", "max_pool",
+           "max_pool_grad", "max_pool_output_shape", "max_unpool", "max_unpool_output_shape"]
 
 _FLOATS = ("float16", "bfloat16", "float32", "float64")
 
@@ -164,7 +165,7 @@ def max_pool_output_shape(x_shape, kernel_shape, *, strides=None, pads=None, dil
     _max_pool_plan(x_shape, kernel_shape=kernel_shape, strides=strides, pads=pads, dilations=dilations,
                    auto_pad=auto_pad, ceil_mode=ceil_mode, storage_order=storage_order,
                    return_indices=return_indices, layout=layout, activation=activation,
-                   activation_params=activation_params, opset=opset)
+                   activation_params=activation_params, opset=opset, index_format="onnx")
     if geometry is None:  # (not reached: the validation above rejects what the formulas cannot take)
         geometry = _pool_geometry(x_shape, kernel_shape, strides, pads, dilations, auto_pad,
                                   bool(ceil_mode), layout)
@@ -175,7 +176,7 @@ def max_pool_output_shape(x_shape, kernel_shape, *, strides=None, pads=None, dil
 def max_pool(x, kernel_shape, *, strides=None, pads=None, dilations=None, auto_pad="NOTSET",
              ceil_mode=False, storage_order=0, return_indices=False, layout="NCHW",
              activation=None, activation_params=None, opset=None, n_threads=None,
-             out=None, indices_out=None):
+             out=None, indices_out=None, index_format="onnx"):
     """Twin of pooling.max_pool: y, or (y, indices) with return_indices (behaviour.md §2).
 
     Every window's taps are scanned in lexicographic order and the winner is
@@ -189,7 +190,7 @@ def max_pool(x, kernel_shape, *, strides=None, pads=None, dilations=None, auto_p
     plan = _max_pool_plan(arr.shape, kernel_shape=kernel_shape, strides=strides, pads=pads, dilations=dilations,
                           auto_pad=auto_pad, ceil_mode=ceil_mode, storage_order=storage_order,
                           return_indices=return_indices, layout=layout, activation=activation,
-                          activation_params=activation_params, opset=opset)
+                          activation_params=activation_params, opset=opset, index_format=index_format)
     kind = checked_kind("MaxPool", "x", arr.dtype, plan.kinds)
     resolve_n_threads("MaxPool", n_threads, arr.size)  # validated, then ignored
     y_out = output_array("MaxPool", "out", out, out_shape, result_dtype(arr.dtype), ("the input x", arr))
@@ -250,23 +251,25 @@ def max_pool(x, kernel_shape, *, strides=None, pads=None, dilations=None, auto_p
     if not return_indices:
         return y_out
 
-    # behaviour.md §2.5: the winner's flat offset in X as stored (plane-major, or NHWC).
+    # behaviour.md §2.5 and §6: the winner's flat offset in X as stored (plane-major, or NHWC),
+    # or its position in another index format.
     image = np.arange(batch).reshape(batch, 1, 1)
     channel = np.arange(channels).reshape(1, channels, 1)
-    if layout == "NHWC":
-        pixel = 0
+    pixel, plane = 0, math.prod(spatial)
+    if storage_order == 1:  # column-major inside the plane: p_i times prod_{j<i} D_j
         for i in range(n):
-            pixel = pixel * spatial[i] + win[i]
-        index = (image * math.prod(spatial) + pixel) * channels + channel
+            pixel = pixel + win[i] * math.prod(spatial[:i])
     else:
-        pixel = 0
-        if storage_order == 1:  # column-major inside the plane: p_i times prod_{j<i} D_j
-            for i in range(n):
-                pixel = pixel + win[i] * math.prod(spatial[:i])
-        else:
-            for i in range(n):
-                pixel = pixel + win[i] * math.prod(spatial[i + 1:])
-        index = (image * channels + channel) * math.prod(spatial) + pixel
+        for i in range(n):
+            pixel = pixel + win[i] * math.prod(spatial[i + 1:])
+    if index_format == "plane":
+        index = pixel + 0 * (image + channel)
+    elif index_format == "tf":
+        index = pixel * channels + channel + 0 * image
+    elif index_format == "tf_batch" or layout == "NHWC":
+        index = (image * plane + pixel) * channels + channel
+    else:
+        index = (image * channels + channel) * plane + pixel
     index = np.where(have, index, -1).reshape((batch, channels) + out_spatial)
     if layout == "NHWC":
         index = np.moveaxis(index, 1, -1)
@@ -319,7 +322,7 @@ def max_unpool_output_shape(x_shape, kernel_shape, *, strides=None, pads=None, o
 
 
 def max_unpool(x, indices, kernel_shape, *, strides=None, pads=None, output_shape=None,
-               layout="NCHW", opset=None, n_threads=None, out=None):
+               layout="NCHW", opset=None, n_threads=None, out=None, index_format="onnx"):
     """Twin of pooling.max_unpool (behaviour.md §3): zeros, then Y.flat[I.flat[j]] = X.flat[j], j in order.
 
     numpy leaves the winner of a repeated fancy-index assignment unspecified,
@@ -339,6 +342,14 @@ def max_unpool(x, indices, kernel_shape, *, strides=None, pads=None, output_shap
     resolve_n_threads("MaxUnpool", n_threads)  # validated, then ignored
     size = math.prod(out_shape)
     flat = np.ascontiguousarray(idx).reshape(-1)
+    check_format("MaxUnpool", "index_format", index_format, layout)
+    if index_format != "onnx":
+        # Read as positions in the output, then as its flat offsets (-1 stays -1: rejected below).
+        targets, bad = _targets(idx.astype(np.int64), out_shape, layout, index_format)
+        if bad is not None:
+            raise ValueError(f"MaxUnpool: indices{list(bad)} = {idx[bad]} is outside the range of "
+                             f"{index_format!r} indices for the output of shape {list(out_shape)}")
+        flat = targets.reshape(-1)
     # Compared exactly: uint64 values past int64 are out of range like negative ones.
     if flat.dtype.kind == "u":
         bad = np.flatnonzero(flat.astype(np.uint64) >= np.uint64(size))
@@ -358,6 +369,117 @@ def max_unpool(x, indices, kernel_shape, *, strides=None, pads=None, output_shap
     result[targets] = raw[flat.size - 1 - last_from_end]
     y[...] = result.reshape(out_shape).view(y.dtype)
     return y
+
+
+# -- Index formats and the MaxPool gradient ------------------------------------------------------
+
+def _targets(idx, x_shape, layout, fmt):
+    """(flat offsets into x as stored, or -1; the first entry out of range or None) of int64
+    `idx` shaped like the pooled output in `layout`, read in format `fmt` (behaviour.md §6).
+
+    Every format is a row-major offset into an array of x's elements laid out as (N, *spatial,
+    C) or a part of it: "tf_batch" the whole of it, "tf" one image's (*spatial, C), "plane" one
+    channel's *spatial (NHWC "onnx" is "tf_batch"; NCHW "onnx" is x's own order).
+    """
+    rank = len(x_shape)
+    nchw = layout == "NCHW"
+    n_axis, c_axis = 0, 1 if nchw else rank - 1
+    spatial = x_shape[2:] if nchw else x_shape[1:-1]
+    batch, channels = x_shape[n_axis], x_shape[c_axis]
+    own = np.indices(idx.shape)
+    own_n, own_c = own[n_axis], own[c_axis]
+    if fmt == "onnx" and nchw:
+        part = tuple(x_shape)
+    elif fmt in ("onnx", "tf_batch"):
+        part = (batch,) + tuple(spatial) + (channels,)
+    elif fmt == "tf":
+        part = tuple(spatial) + (channels,)
+    else:
+        part = tuple(spatial)
+    size = math.prod(part)
+    bad = np.flatnonzero(((idx < 0) & (idx != -1)) | (idx >= size))
+    if bad.size:
+        return None, tuple(int(i) for i in np.unravel_index(bad[0], idx.shape))
+    coords = np.unravel_index(np.where(idx >= 0, idx, 0), part) if size else [np.zeros_like(idx)] * len(part)
+    if fmt == "onnx" and nchw:
+        n, c, pos = coords[0], coords[1], coords[2:]
+    elif fmt in ("onnx", "tf_batch"):
+        n, pos, c = coords[0], coords[1:-1], coords[-1]
+    elif fmt == "tf":
+        n, pos, c = own_n, coords[:-1], coords[-1]
+    else:
+        n, pos, c = own_n, coords, own_c
+    full = (n, c) + tuple(pos) if nchw else (n,) + tuple(pos) + (c,)
+    flat = np.ravel_multi_index(full, x_shape) if size else np.zeros_like(idx)
+    return np.where(idx >= 0, flat, -1), None
+
+
+def convert_indices(indices, x_shape, *, from_format, to_format, layout="NCHW"):
+    """Twin of pooling.convert_indices: each index read as a position in x (`_targets`), then written
+    from that position's coordinates by behaviour.md §6's formulas."""
+    public = _public("convert_indices")
+    idx = np.asarray(indices)
+    public(np.zeros(idx.shape, np.int64) - 1, x_shape, from_format=from_format, to_format=to_format,
+           layout=layout)  # the public validation of everything but the values
+    x_shape = tuple(int(d) for d in x_shape)
+    targets, bad = _targets(idx.astype(np.int64), x_shape, layout, from_format)
+    if bad is not None:
+        raise ValueError(f"convert_indices: indices{list(bad)} = {idx[bad]} is outside the range of "
+                         f"{from_format!r} indices")
+    rank = len(x_shape)
+    coords = np.unravel_index(np.maximum(targets, 0), x_shape)
+    if layout == "NCHW":
+        n, c, pos = coords[0], coords[1], coords[2:]
+        spatial = x_shape[2:]
+    else:
+        n, c, pos = coords[0], coords[rank - 1], coords[1:-1]
+        spatial = x_shape[1:-1]
+    batch, channels, plane = x_shape[0], (x_shape[1] if layout == "NCHW" else x_shape[-1]), math.prod(spatial)
+    p = np.ravel_multi_index(pos, spatial) if plane else np.zeros_like(n)
+    if to_format == "plane":
+        out = p
+    elif to_format == "tf":
+        out = p * channels + c
+    elif to_format == "tf_batch" or layout == "NHWC":
+        out = (n * plane + p) * channels + c
+    else:
+        out = (n * channels + c) * plane + p
+    return np.where(targets >= 0, out, -1).astype(np.int64)
+
+
+def max_pool_grad(grad_y, indices, x_shape, *, index_format="onnx", layout="NCHW", n_threads=None, out=None):
+    """Twin of pooling.max_pool_grad (behaviour.md §6.3): np.add.at of grad_y at the targets, in
+    row-major order of grad_y, in float64 for float64, else float32, rounded once."""
+    g, idx = np.asarray(grad_y), np.asarray(indices)
+    # The public validation: with all-empty indices (nothing to add) it checks every argument but
+    # the index values and the buffer's contents.
+    public = _public("max_pool_grad")
+    checked = public(g, np.full(idx.shape, -1, np.int64), x_shape, index_format=index_format,
+                     layout=layout, n_threads=n_threads, out=out)
+    kind = checked_kind("max_pool_grad", "grad_y", g.dtype, _FLOATS)
+    x_shape = tuple(int(d) for d in x_shape)
+    targets, bad = _targets(idx.astype(np.int64), x_shape, layout, index_format)
+    if bad is not None:
+        raise ValueError(f"max_pool_grad: indices{list(bad)} = {idx[bad]} is outside the range of "
+                         f"{index_format!r} indices")
+    values = _order_values(_bits(g), kind).reshape(-1)
+    acc = np.zeros(math.prod(x_shape), np.float64 if kind == "float64" else np.float32)
+    flat = targets.reshape(-1)
+    valid = flat >= 0
+    np.add.at(acc, flat[valid], values[valid].astype(acc.dtype))
+    if kind == "float16":
+        bits = float16_bits(acc)
+    elif kind == "bfloat16":
+        bits = bfloat16_bits(acc)
+    else:
+        bits = acc
+    checked[...] = np.asarray(bits).reshape(x_shape).view(checked.dtype)
+    return checked
+
+
+def _public(name):
+    import pooling
+    return getattr(pooling, name)
 
 
 # -- Col2Im ---------------------------------------------------------------------------------------

@@ -1,0 +1,147 @@
+# ===========================================================================
+# maxpool_grad.pxi: the MaxPool gradient (behaviour.md §6.3): zeros of x's
+# shape, then dx[target(j)] += dy[j] for every element j of dy in row-major
+# order.
+#
+# The arrays arrive flat, cut into `blocks` equal parts: the N*C planes for
+# NCHW, the N images for NHWC.  Each index names its target inside its own
+# part of dx by one formula for every encoding the kernel takes:
+#
+#     local = idx * a + (j % C) * cc - b * base        (b: the part, j: in the part)
+#
+# "onnx" (and NHWC "tf_batch"): a = 1, cc = 0, base = part size; "plane" in
+# NCHW and "tf" in NHWC: a = 1, cc = 0, base = 0; "plane" in NHWC: a = C,
+# cc = 1, base = 0.  An index is first checked against its encoding's range
+# (`limit`), so the products never overflow; -1 is skipped.  A part is summed
+# by one thread in order of j, so with every target local the result is the
+# ordered one for every thread count.  A target outside its part (an "onnx"
+# index into another plane) is not written: the call returns 1 and the Python
+# layer sums the whole call again in one ordered pass; an index out of range
+# returns 2.
+#
+# 16-bit floats are summed in float32 scratch (one part per thread) and
+# rounded once, as Col2Im does.
+# ===========================================================================
+
+ctypedef fused grad_t:
+    float
+    double
+    uint16_t
+
+
+cdef struct _GradJob:
+    const char* g
+    const int64_t* idx
+    char* y
+    float* acc                      # 16-bit floats: float32 sums, one part per thread; else NULL
+    Py_ssize_t in_block, out_block, C
+    int64_t limit, a, cc, base
+    uint16_t inf_bits
+    int kind                        # 0 float, 1 double, 2 16-bit
+    int status                      # pk_atomic_or: 1 a target outside its part, 2 out of range
+
+
+cdef inline int _grad_part(const grad_t* g, const int64_t* idx, Py_ssize_t n, grad_t* y, float* acc,
+                           const _GradJob* j, int64_t lo) noexcept nogil:
+    """Add one part's terms in order; the status bits of what could not be added."""
+    cdef Py_ssize_t k, c = 0
+    cdef int64_t v
+    cdef uint64_t d
+    cdef uint64_t span = <uint64_t>j.out_block, limit = <uint64_t>j.limit
+    cdef int status = 0
+    for k in range(n):
+        v = idx[k]
+        if <uint64_t>v < limit:
+            d = <uint64_t>(v * j.a + c * j.cc - lo)
+            if d < span:
+                if grad_t is uint16_t:
+                    if j.inf_bits == PK_F16_INF:
+                        acc[d] += pk_f16_to_f32(g[k])
+                    else:
+                        acc[d] += pk_bf16_to_f32(g[k])
+                else:
+                    y[d] += g[k]
+            else:
+                status |= 1
+        elif v != -1:
+            status |= 2
+        if j.cc:
+            c += 1
+            if c == j.C:
+                c = 0
+    return status
+
+
+cdef void _grad_parts(grad_t* kind, _GradJob* j, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil:
+    cdef Py_ssize_t b, i, ib = j.in_block, ob = j.out_block
+    cdef const grad_t* g = <const grad_t*>j.g
+    cdef grad_t* y = <grad_t*>j.y
+    cdef float* acc = NULL
+    cdef int status = 0
+    for b in range(begin, end):
+        if grad_t is uint16_t:
+            acc = j.acc + tid * ob
+            memset(acc, 0, ob * sizeof(float))
+        else:
+            memset(y + b * ob, 0, ob * sizeof(grad_t))
+        status |= _grad_part(g + b * ib, j.idx + b * ib, ib, y + b * ob, acc, j, b * j.base)
+        if grad_t is uint16_t:
+            if j.inf_bits == PK_F16_INF:
+                for i in range(ob):
+                    y[b * ob + i] = pk_f32_to_f16(acc[i])
+            else:
+                for i in range(ob):
+                    y[b * ob + i] = pk_f32_to_bf16(acc[i])
+    if status:
+        pk_atomic_or(&j.status, status)
+
+
+cdef void _grad_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil:
+    """pk_parallel's body: parts [begin, end) of dy added into theirs of dx."""
+    cdef _GradJob* j = <_GradJob*>job
+    if j.kind == 0:
+        _grad_parts(<float*>NULL, j, begin, end, tid)
+    elif j.kind == 1:
+        _grad_parts(<double*>NULL, j, begin, end, tid)
+    else:
+        _grad_parts(<uint16_t*>NULL, j, begin, end, tid)
+
+
+def max_pool_grad(const grad_t[::1] g not None, const int64_t[::1] indices not None,
+                  grad_t[::1] y not None, float[:, ::1] acc, Py_ssize_t blocks, Py_ssize_t C,
+                  int64_t limit, int64_t a, int64_t cc, int64_t base, uint16_t inf_bits,
+                  int n_threads):
+    """dx = zeros, then dx[target] += dy in order of dy, part by part (all arrays flat).
+
+    blocks (>= 1): the equal parts g and y are cut into.  C: channels (the period of j % C,
+    used where cc is 1).  limit: the encoding's range; a, cc, base: the target formula above.
+    inf_bits: 0, or the +inf pattern of float16 / bfloat16 when g and y hold those bits; then
+    acc is float32 scratch of shape (n_threads, y.shape[0] // blocks), else None.
+
+    Returns 0 once y is written; 1 if some index was in range but outside its part (those terms
+    are missing: sum again in order); 2 if some index was out of range (y is partly written).
+    (-2, writing nothing: the arguments break this contract.)
+    """
+    cdef Py_ssize_t n = g.shape[0], size = y.shape[0]
+    if (indices.shape[0] != n or blocks < 1 or n % blocks or size % blocks or n_threads < 1
+            or C < 1 or (grad_t is uint16_t and (acc is None or acc.shape[0] < n_threads
+                                               or acc.shape[1] < size // blocks))):
+        return -2
+    if size == 0:
+        return 0 if n == 0 else (2 if limit == 0 else 1)
+    cdef _GradJob j
+    j.g, j.idx, j.y = <const char*>&g[0] if n else NULL, &indices[0] if n else NULL, <char*>&y[0]
+    j.acc = NULL
+    if grad_t is uint16_t:
+        j.acc = &acc[0, 0]
+        j.kind = 2
+    elif grad_t is float:
+        j.kind = 0
+    else:
+        j.kind = 1
+    j.in_block, j.out_block, j.C = n // blocks, size // blocks, C
+    j.limit, j.a, j.cc, j.base, j.inf_bits, j.status = limit, a, cc, base, inf_bits, 0
+    with nogil:
+        # Chunks of 1/16 of a thread's share (as pooling._threads.chunk_size): the smallest claim.
+        pk_parallel(_grad_body, &j, blocks, max(1, blocks // (16 * n_threads)), n_threads)
+    return 2 if j.status & 2 else j.status

@@ -1,0 +1,153 @@
+"""The MaxPool gradient: scatter-add of dy at MaxPool's Indices (behaviour.md §6.3)."""
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ._attrs import check_size, choice, shape_tuple, split_layout
+from ._dispatch import core as _core
+from ._dtypes import C_TYPES, HALF_INF_BITS, as_array, as_kernel_array, result_dtype
+from ._outputs import output_array
+from ._threads import resolve_n_threads
+from .indices import as_int64, check_format, check_lead, first_bad, index_range, out_of_range, recode
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from numpy.typing import ArrayLike, NDArray
+
+    from ._attrs import Int, Layout
+    from .indices import IndexFormat
+
+OP = "max_pool_grad"
+
+KINDS = ("float16", "bfloat16", "float32", "float64")
+
+
+def max_pool_grad(grad_y: ArrayLike, indices: ArrayLike, x_shape: Sequence[Int], *,
+                  index_format: IndexFormat = "onnx", layout: Layout = "NCHW",
+                  n_threads: Int | None = None, out: NDArray[Any] | None = None) -> NDArray[Any]:
+    """The gradient of MaxPool with respect to x: `grad_y` added into zeros of `x_shape` at `indices`.
+
+    ``dx.flat[target(indices.flat[j])] += grad_y.flat[j]`` for every element ``j`` of `grad_y`, in
+    row-major order, so overlapping windows that share a winner add up; -1 (an empty window)
+    contributes nothing. This is what autograd frameworks compute for max pooling.
+
+    Parameters
+    ----------
+    grad_y : array_like
+        The gradient of the pooled output, shaped like it: ``(N, C, O_1, ..., O_n)``, or ``(N,
+        O_1, ..., O_n, C)`` with ``layout="NHWC"``; float16, bfloat16, float32 or float64.
+    indices : array_like of int
+        The shape of `grad_y`: where each maximum came from, in `index_format`, as
+        ``max_pool(..., return_indices=True, index_format=...)`` returns them. Any integer dtype.
+    x_shape : sequence of int
+        Shape of the pooled input x (and of the result): the rank, N and C of `grad_y`.
+    index_format : {"onnx", "plane", "tf", "tf_batch"}, default "onnx"
+        The encoding of `indices` (see `convert_indices`).
+    layout : {"NCHW", "NHWC"}, default "NCHW"
+        Where the channels are in `grad_y`, `indices` and `x_shape`.
+    n_threads : int, optional
+        Threads: None (default) OpenMP's maximum for the calling thread, -1 all, -k all but k - 1;
+        0 is a ValueError. Results never depend on it, to the bit.
+    out : numpy.ndarray, optional
+        Buffer for the result: writeable, aligned, C-contiguous, of exactly its shape and dtype,
+        overlapping no input. Written and returned. Default None: a new array.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape `x_shape`, `grad_y`'s dtype in native byte order.
+
+    Raises
+    ------
+    ValueError
+        An index outside its encoding's range other than -1 (the message names the first one;
+        `out` may then be partly written), `indices` of another shape than `grad_y`, `x_shape` of
+        another rank or N or C, an unknown format or layout, an unusable `out`, sizes past 2**62.
+    TypeError
+        `grad_y` not a float array of a supported dtype, `indices` not integers, a wrongly typed
+        argument.
+
+    See Also
+    --------
+    max_pool : makes `indices` (``return_indices=True``).
+    convert_indices : the index formats.
+
+    Notes
+    -----
+    Every element of the result sums its terms in row-major order of `grad_y`, for every
+    `n_threads` (each plane, or NHWC image, is summed by one thread; indices that point into
+    another plane than their own are summed in one ordered pass). float16 and bfloat16 are
+    summed in float32 and rounded once. docs/behaviour.md, section 6, has every rule.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pooling
+    >>> x = np.array([[[1.0, 3.0, 2.0, 0.0]]])
+    >>> y, indices = pooling.max_pool(x, 2, return_indices=True)   # windows overlap (stride 1)
+    >>> indices.tolist()
+    [[[1, 1, 2]]]
+    >>> pooling.max_pool_grad(np.ones_like(y), indices, x.shape)
+    array([[[0., 2., 1., 0.]]])
+    """
+    g = grad_y if type(grad_y) is np.ndarray else as_array(OP, "grad_y", grad_y)
+    idx = indices if type(indices) is np.ndarray else as_array(OP, "indices", indices)
+    if idx.dtype.kind not in "iu":
+        raise TypeError(f"{OP}: indices must be an array of integers, got dtype {idx.dtype}")
+    shape = shape_tuple(OP, "x_shape", x_shape)
+    choice(OP, "layout", layout, ("NCHW", "NHWC"))
+    check_format(OP, "index_format", index_format, layout)
+    lead, spatial = split_layout(OP, shape, layout)
+    if idx.shape != g.shape:
+        raise ValueError(f"{OP}: indices must have the shape of grad_y {list(g.shape)}, got {list(idx.shape)}")
+    check_lead(OP, "grad_y", g.shape, shape, layout)
+    check_size(OP, shape)
+    gk, kind = as_kernel_array(OP, "grad_y", g, KINDS)
+    ik = as_int64(OP, "indices", idx)
+    y = output_array(OP, "out", out, shape, result_dtype(g.dtype), ("the input grad_y", g),
+                     ("the input indices", idx))
+    plane = math.prod(spatial)
+    limit = index_range(index_format, lead, plane)
+    if layout == "NCHW" and index_format in ("tf", "tf_batch"):
+        # Channels-last encodings of NCHW planes: read as flat offsets first (a pass of their own).
+        ik = recode(OP, "indices", ik, shape, layout, index_format, "onnx")
+        index_format, limit = "onnx", index_range("onnx", lead, plane)
+    if not y.size:
+        where = first_bad(ik, 0)
+        if where is not None:
+            raise out_of_range(OP, "indices", idx, where, index_format, 0, shape, layout)
+        return y
+    nt = resolve_n_threads(OP, n_threads, gk.size + y.size)
+    blocks = lead[0] * lead[1] if layout == "NCHW" else lead[0]
+    part = y.size // blocks
+    channels = lead[1]
+    a, cc, base = 1, 0, part  # "onnx", and NHWC "tf_batch"
+    if index_format == "plane":
+        a, cc, base = (1, 0, 0) if layout == "NCHW" else (channels, 1, 0)
+    elif index_format == "tf":  # NHWC: the offset inside the image
+        base = 0
+    inf_bits = HALF_INF_BITS.get(kind, 0)
+    status = _run(gk, ik, y.view(gk.dtype), blocks, channels, limit, a, cc, base, inf_bits, min(nt, blocks))
+    if status == 1:
+        # Some "onnx" index points into another plane than its own, which no thread of the
+        # plane's may write: the whole sum again, as one part on one thread, in order.
+        status = _run(gk, ik, y.view(gk.dtype), 1, channels, limit, 1, 0, 0, inf_bits, 1)
+    if status == 2:
+        where = first_bad(ik, limit)
+        raise out_of_range(OP, "indices", idx, where, index_format, limit, shape, layout)
+    return y
+
+
+def _run(gk, ik, yk, blocks, channels, limit, a, cc, base, inf_bits, nt):
+    """The kernel's status (0 written, 1 a target outside its part, 2 an index out of range)."""
+    acc = np.empty((nt, yk.size // blocks), np.float32) if inf_bits else None
+    status = _core.max_pool_grad[C_TYPES[gk.dtype]](gk.reshape(-1), ik.reshape(-1), yk.reshape(-1), acc,
+                                                    blocks, channels, limit, a, cc, base, inf_bits, nt)
+    if status == -2:  # the kernel's contract on its arguments, which the checks above keep
+        raise RuntimeError(f"{OP}: internal error: the kernel rejected its arguments")
+    return status

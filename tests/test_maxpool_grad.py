@@ -1,0 +1,228 @@
+"""max_pool_grad (behaviour.md §6.3): torch autograd's gradient, the twin to the bit for every
+n_threads, every encoding and float dtype, errors and edge cases."""
+import itertools
+
+import numpy as np
+import pytest
+
+import pooling
+from conftest import FLOAT_KINDS, BFLOAT16, assert_same, as_float64, make_array, to_dtype, to_nhwc
+from pooling import reference
+
+FORMATS = ("onnx", "plane", "tf", "tf_batch")
+
+
+def _tie_free(rng, shape, dtype=np.float64):
+    return rng.permutation(int(np.prod(shape))).reshape(shape).astype(dtype)
+
+
+_TORCH_CASES = [(1, dict(kernel_size=3, stride=1, padding=1)), (1, dict(kernel_size=3, stride=2)),
+                (2, dict(kernel_size=3, stride=1, padding=1)), (2, dict(kernel_size=3, stride=2, padding=1)),
+                (2, dict(kernel_size=2, stride=1, dilation=2, ceil_mode=True)),
+                (3, dict(kernel_size=3, stride=1, padding=1)), (3, dict(kernel_size=3, stride=2, padding=1))]
+
+
+def _ours(args, rank):
+    def per_axis(v):
+        return (v,) * rank if isinstance(v, int) else tuple(v)
+    return dict(kernel_shape=per_axis(args["kernel_size"]), strides=per_axis(args["stride"]),
+                pads=per_axis(args.get("padding", 0)) * 2, dilations=per_axis(args.get("dilation", 1)),
+                ceil_mode=args.get("ceil_mode", False))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("rank, args", _TORCH_CASES)
+def test_equals_torch_autograd(rank, args, dtype, rng):
+    torch = pytest.importorskip("torch")
+    x = _tie_free(rng, (2, 3) + (9, 8, 7)[:rank], dtype)
+    t = torch.from_numpy(x).requires_grad_(True)
+    ty = getattr(torch.nn.functional, f"max_pool{rank}d")(t, **args)
+    g = rng.standard_normal(ty.shape).astype(dtype)
+    ty.backward(torch.from_numpy(g))
+    want = t.grad.numpy()
+    attrs = _ours(args, rank)
+    for fmt, layout in itertools.product(FORMATS, ("NCHW", "NHWC")):
+        xl, gl = (x, g) if layout == "NCHW" else (to_nhwc(x), to_nhwc(g))
+        _, idx = pooling.max_pool(xl, return_indices=True, index_format=fmt, layout=layout, **attrs)
+        for nt in (1, 2):
+            got = pooling.max_pool_grad(gl, idx, xl.shape, index_format=fmt, layout=layout, n_threads=nt)
+            assert got.dtype == dtype
+            # torch sums a pixel's terms in another order where windows overlap: to the rounding.
+            np.testing.assert_allclose(got if layout == "NCHW" else np.moveaxis(got, -1, 1), want,
+                                       rtol=1e-6 if dtype == np.float32 else 1e-14, atol=1e-6,
+                                       err_msg=f"{fmt} {layout} nt={nt}")
+
+
+def test_equals_torch_channels_last(rng):
+    torch = pytest.importorskip("torch")
+    x = _tie_free(rng, (2, 5, 9, 8), np.float32)
+    t = torch.from_numpy(x).contiguous(memory_format=torch.channels_last).requires_grad_(True)
+    ty, ti = torch.nn.functional.max_pool2d(t, 3, 2, 1, return_indices=True)
+    g = rng.standard_normal(ty.shape).astype(np.float32)
+    ty.backward(torch.from_numpy(g))
+    got = pooling.max_pool_grad(to_nhwc(g), to_nhwc(ti.numpy()), to_nhwc(x).shape, index_format="plane",
+                                layout="NHWC")
+    np.testing.assert_array_equal(got, to_nhwc(t.grad.numpy()))
+
+
+def _case(rng, kind, layout, rank, shape=None):
+    """(grad_y, onnx indices, x_shape): a pool with overlapping windows and empty ones."""
+    x = make_array(rng, shape or (2, 3) + (7, 6, 5)[:rank], kind)
+    if layout == "NHWC":
+        x = to_nhwc(x)
+    attrs = dict(kernel_shape=3, strides=(1,) + (2,) * (rank - 1), pads=(1,) * rank + (3,) * rank)
+    y, onnx = pooling.max_pool(x, return_indices=True, layout=layout, **attrs)
+    g = to_dtype(np.round(rng.standard_normal(y.shape) * 64) / 16 + rng.standard_normal(y.shape) * 1e-3, kind)
+    return g, onnx, x.shape
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+@pytest.mark.parametrize("rank", [1, 2, 3])
+@pytest.mark.parametrize("kind", FLOAT_KINDS)
+def test_twin_bit_identical_every_format_and_n_threads(kind, rank, layout, rng):
+    g, onnx, x_shape = _case(rng, kind, layout, rank)
+    assert (onnx == -1).any()  # empty windows contribute nothing
+    for fmt in FORMATS:
+        idx = pooling.convert_indices(onnx, x_shape, from_format="onnx", to_format=fmt, layout=layout)
+        want = reference.max_pool_grad(g, idx, x_shape, index_format=fmt, layout=layout)
+        for nt in (1, 2, 3, 4, 7):
+            got = pooling.max_pool_grad(g, idx, x_shape, index_format=fmt, layout=layout, n_threads=nt)
+            assert_same(got, want)
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+@pytest.mark.parametrize("kind", FLOAT_KINDS)
+def test_onnx_indices_into_other_planes_are_summed_in_order(kind, layout, rng):
+    """Indices made elsewhere: every target anywhere in x, many shared; the ordered path."""
+    shape = (3, 4, 6, 5) if layout == "NCHW" else (3, 6, 5, 4)
+    g = to_dtype(rng.standard_normal(shape) * 100, kind)
+    idx = rng.integers(-1, int(np.prod(shape)), size=shape)
+    want = reference.max_pool_grad(g, idx, shape, layout=layout)
+    for fmt in ("onnx", "tf_batch") if layout == "NHWC" else ("onnx",):
+        for nt in (1, 2, 3, 8):
+            assert_same(pooling.max_pool_grad(g, idx, shape, layout=layout, index_format=fmt, n_threads=nt), want)
+    # tf in NCHW can also point into other planes (another channel).
+    tf = pooling.convert_indices(idx, shape, from_format="onnx", to_format="tf_batch", layout=layout)
+    assert_same(pooling.max_pool_grad(g, tf, shape, layout=layout, index_format="tf_batch", n_threads=2), want)
+
+
+@pytest.mark.parametrize("kind", ["float16", "bfloat16"])
+def test_16_bit_sums_in_float32_rounded_once(kind):
+    # 1 + 8 * 2**-11 (float16) or 8 * 2**-8 (bfloat16): each term alone rounds away.
+    eps = 2.0 ** (-11 if kind == "float16" else -8)
+    g = to_dtype(np.array([[[1.0] + [eps] * 8]]), kind)
+    idx = np.zeros((1, 1, 9), np.int64)
+    got = pooling.max_pool_grad(g, idx, (1, 1, 3))
+    assert as_float64(got).ravel().tolist() == [1.0 + 8 * eps, 0.0, 0.0]
+
+
+def test_minus_one_contributes_nothing_and_inputs_are_kept(rng):
+    g = rng.standard_normal((1, 2, 3)).astype(np.float32)
+    idx = np.array([[[0, -1, 3], [-1, -1, -1]]])
+    g0, i0 = g.copy(), idx.copy()
+    got = pooling.max_pool_grad(g, idx, (1, 2, 4))
+    assert got.tolist() == [[[g[0, 0, 0], 0, 0, g[0, 0, 2]], [0, 0, 0, 0]]]
+    np.testing.assert_array_equal(g, g0)
+    np.testing.assert_array_equal(idx, i0)
+
+
+def test_any_integer_indices_and_memory_orders(rng):
+    g, onnx, x_shape = _case(rng, "float32", "NCHW", 2)
+    want = pooling.max_pool_grad(g, onnx, x_shape)
+    for dtype in (np.int32, np.int16, np.uint32, np.uint64):
+        i = np.where(onnx < 0, 0, onnx).astype(dtype)  # (unsigned: no -1)
+        w = reference.max_pool_grad(g, i, x_shape)
+        assert_same(pooling.max_pool_grad(g, i, x_shape), w)
+    assert_same(pooling.max_pool_grad(np.asfortranarray(g), np.asfortranarray(onnx), x_shape), want)
+    assert_same(pooling.max_pool_grad(g[:, ::-1][:, ::-1], onnx, list(x_shape)), want)
+    assert_same(pooling.max_pool_grad(g.astype(">f4"), onnx, x_shape), want)
+
+
+def test_bfloat16_dtypes(rng):
+    g, onnx, x_shape = _case(rng, "bfloat16", "NCHW", 2)
+    got = pooling.max_pool_grad(g, onnx, x_shape)
+    assert got.dtype == BFLOAT16
+    legacy = g.view(np.uint16).view(np.dtype((np.uint16, {"bfloat16": (np.uint16, 0)})))
+    assert_same(pooling.max_pool_grad(legacy, onnx, x_shape).view(np.uint16), got.view(np.uint16))
+
+
+def test_out(rng):
+    g, onnx, x_shape = _case(rng, "float32", "NCHW", 2)
+    want = pooling.max_pool_grad(g, onnx, x_shape)
+    out = np.full(x_shape, np.nan, np.float32)
+    assert pooling.max_pool_grad(g, onnx, x_shape, out=out) is out
+    assert_same(out, want)
+    with pytest.raises(ValueError, match=r"max_pool_grad: out must have shape \[2, 3, 7, 6\] and dtype float32"):
+        pooling.max_pool_grad(g, onnx, x_shape, out=np.empty(x_shape, np.float64))
+    with pytest.raises(ValueError, match=r"max_pool_grad: out must be a writeable, aligned, C-contiguous"):
+        pooling.max_pool_grad(g, onnx, x_shape, out=np.empty(x_shape, np.float32, order="F"))
+    with pytest.raises(TypeError, match=r"max_pool_grad: out must be a numpy array"):
+        pooling.max_pool_grad(g, onnx, x_shape, out=[0.0])
+    big = np.zeros(g.size * 2 + int(np.prod(x_shape)), np.float32)
+    with pytest.raises(ValueError, match=r"max_pool_grad: out must not overlap the input grad_y"):
+        pooling.max_pool_grad(big[:g.size].reshape(g.shape), onnx, x_shape,
+                              out=big[:int(np.prod(x_shape))].reshape(x_shape))
+
+
+@pytest.mark.parametrize("fmt, limit", [("onnx", 2 * 3 * 16), ("plane", 16), ("tf", 48), ("tf_batch", 96)])
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_index_out_of_range(fmt, limit, layout):
+    shape = (2, 3, 2, 2) if layout == "NCHW" else (2, 2, 2, 3)
+    x_shape = (2, 3, 4, 4) if layout == "NCHW" else (2, 4, 4, 3)
+    g = np.ones(shape, np.float32)
+    for bad in (limit, -2, 2**62):
+        idx = np.zeros(shape, np.int64)
+        idx[1, 1, 0, 1] = bad
+        idx[1, 1, 1, 1] = limit + 1
+        for nt in (1, 2):
+            with pytest.raises(ValueError, match=rf"max_pool_grad: indices\[1, 1, 0, 1\] = {bad} is outside "
+                                                 rf"\[0, {limit}\), the range of '{fmt}' indices"):
+                pooling.max_pool_grad(g, idx, x_shape, index_format=fmt, layout=layout, n_threads=nt)
+
+
+def test_errors():
+    g = np.ones((1, 2, 2, 2), np.float32)
+    i = np.zeros((1, 2, 2, 2), np.int64)
+    with pytest.raises(ValueError, match=r"max_pool_grad: indices must have the shape of grad_y \[1, 2, 2, 2\]"):
+        pooling.max_pool_grad(g, i[..., :1], (1, 2, 4, 4))
+    with pytest.raises(ValueError, match=r"max_pool_grad: grad_y of shape \[1, 2, 2, 2\] does not fit x_shape "
+                                         r"\[1, 3, 4, 4\]"):
+        pooling.max_pool_grad(g, i, (1, 3, 4, 4))
+    with pytest.raises(ValueError, match=r"does not fit x_shape \[1, 2, 4, 4, 4\]"):
+        pooling.max_pool_grad(g, i, (1, 2, 4, 4, 4))
+    with pytest.raises(ValueError, match=r"max_pool_grad: index_format must be one of"):
+        pooling.max_pool_grad(g, i, (1, 2, 4, 4), index_format="torch")
+    with pytest.raises(ValueError, match=r"max_pool_grad: layout must be one of"):
+        pooling.max_pool_grad(g, i, (1, 2, 4, 4), layout="nchw")
+    with pytest.raises(ValueError, match=r"max_pool_grad: x must have rank >= 3"):
+        pooling.max_pool_grad(g[0, 0], i[0, 0], (2, 4))
+    with pytest.raises(TypeError, match=r"max_pool_grad: grad_y has dtype int32, which is not supported"):
+        pooling.max_pool_grad(g.astype(np.int32), i, (1, 2, 4, 4))
+    with pytest.raises(TypeError, match=r"max_pool_grad: indices must be an array of integers, got dtype float32"):
+        pooling.max_pool_grad(g, g, (1, 2, 4, 4))
+    with pytest.raises(TypeError, match=r"max_pool_grad: x_shape"):
+        pooling.max_pool_grad(g, i, None)
+    with pytest.raises(ValueError, match=r"max_pool_grad: n_threads must be non-zero"):
+        pooling.max_pool_grad(g, i, (1, 2, 4, 4), n_threads=0)
+    with pytest.raises(ValueError, match=r"max_pool_grad: indices\[0, 0, 0, 0\] = 18446744073709551615 is past"):
+        pooling.max_pool_grad(g, np.full(i.shape, 2**64 - 1, np.uint64), (1, 2, 4, 4))
+
+
+def test_empty_and_zero_size():
+    # No windows: zeros of x's shape.
+    got = pooling.max_pool_grad(np.ones((1, 2, 0, 3), np.float32), np.ones((1, 2, 0, 3), np.int64), (1, 2, 4, 4))
+    assert_same(got, np.zeros((1, 2, 4, 4), np.float32))
+    # An empty x: only -1 (empty windows) can be read.
+    g = np.ones((1, 2, 2), np.float16)
+    assert_same(pooling.max_pool_grad(g, np.full((1, 2, 2), -1), (1, 2, 0)), np.zeros((1, 2, 0), np.float16))
+    with pytest.raises(ValueError, match=r"max_pool_grad: indices\[0, 1, 0\] = 0 is outside \[0, 0\)"):
+        pooling.max_pool_grad(g, np.array([[[-1, -1], [0, -1]]]), (1, 2, 0))
+    assert pooling.max_pool_grad(np.ones((0, 2, 2)), np.ones((0, 2, 2), np.int8), (0, 2, 9)).shape == (0, 2, 9)
+
+
+def test_large_plane_count_threads_agree(rng):
+    """Many planes over several threads, float16: each plane's float32 scratch is per thread."""
+    g, onnx, x_shape = _case(rng, "float16", "NCHW", 2, shape=(4, 40, 9, 9))
+    want = reference.max_pool_grad(g, onnx, x_shape)
+    for nt in (1, 2, 5):
+        assert_same(pooling.max_pool_grad(g, onnx, x_shape, n_threads=nt), want)
