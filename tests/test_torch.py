@@ -124,6 +124,24 @@ def test_several_nans_in_a_window_give_the_last_one_as_torch():
     assert torch.equal(i, want[1]) and torch.equal(bits(y), bits(want[0]))
 
 
+@pytest.mark.parametrize("dtype, payloads", [
+    (torch.float16, [-1, 0x7C01, 0x7E00]),
+    (torch.bfloat16, [-1, 0x7F81, 0x7FC0]),
+    (torch.float32, [-1, 0x7F800001, 0x7FC00000]),
+    (torch.float64, [-1, 0x7FF0000000000001]),
+], ids=str)
+def test_nan_bits_are_torchs(dtype, payloads):
+    """Signalling and negative NaNs: float16 ones come back quiet, bfloat16 ones as 0x7FC0, as torch's
+    kernels (which pass 16-bit floats through float32) give them."""
+    for payload in payloads:
+        x = torch.tensor([[[1.0, 0.0, 2.0, 0.0, 5.0, 0.0]]], dtype=dtype)
+        x.view({2: torch.int16, 4: torch.int32, 8: torch.int64}[x.element_size()])[0, 0, [1, 3]] = payload
+        want = F.max_pool1d(x, 3, return_indices=True)
+        got = pt.max_pool1d(x, 3, return_indices=True)
+        assert_same(got[0], want[0])
+        assert torch.equal(got[1], want[1])
+
+
 def test_an_all_nan_input_gives_torchs_indices():
     x = torch.full((1, 2, 7, 8), float("nan"))
     for kw in (dict(kernel_size=3, stride=2, padding=1), dict(kernel_size=2, dilation=3, ceil_mode=True)):

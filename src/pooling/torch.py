@@ -333,7 +333,7 @@ def _pool_forward(fn, x, args, with_indices):
     if x.dtype.is_floating_point:
         perm = _to_nchw(layout, n)
         _last_nans(arr.transpose(perm), y.transpose(perm), None if indices is None else indices.transpose(perm),
-                   args, _nan_test(x.dtype))
+                   args, _nan_test(x.dtype), _TORCH_NAN.get(x.dtype))
     if upcast is not None:
         y = y.astype(_INT_DTYPES[x.dtype])
     yt = _from_layout(_as_tensor(y, x.dtype), layout, n)
@@ -341,10 +341,11 @@ def _pool_forward(fn, x, args, with_indices):
     return yt, it, layout
 
 
-def _last_nans(x, y, indices, args, isnan):
+def _last_nans(x, y, indices, args, isnan, as_torch):
     """torch's NaN rule, where pooling's kernels differ: in a window with NaN, y is its last NaN (in window
-    order) and `indices` that NaN's plane offset; pooling's kernels took the first.  `x`, `y`, `indices`
-    are (N, C, *spatial) numpy views (`y` and `indices` written), 16-bit floats as their bits."""
+    order), its bits passed through `as_torch` for a 16-bit float, and `indices` that NaN's plane offset;
+    pooling's kernels took the first NaN.  `x`, `y`, `indices` are (N, C, *spatial) numpy views (`y` and
+    `indices` written)."""
     where = np.nonzero(isnan(y))
     if not where[0].size:
         return
@@ -359,8 +360,16 @@ def _last_nans(x, y, indices, args, isnan):
     rows = np.arange(last.size)
     position = tuple(c[rows, last] for c in coords)
     y[where] = x[(where[0], where[1], *position)]
+    if as_torch is not None:
+        bits = y.view(np.uint16)
+        bits[where] = as_torch(bits[where])
     if indices is not None:
         indices[where] = np.ravel_multi_index(position, spatial)
+
+
+# The bits of a NaN that torch's kernels pass through float32 and back: float16 NaNs come back quiet,
+# bfloat16 ones as the one NaN 0x7FC0.
+_TORCH_NAN = {torch.float16: lambda bits: bits | 0x0200, torch.bfloat16: lambda bits: np.full_like(bits, 0x7FC0)}
 
 
 def _nan_test(dtype):
