@@ -3,9 +3,11 @@ gradients (torch.autograd.gradcheck in float64, torch's backward, one training s
 import doctest
 import inspect
 import itertools
+import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -442,3 +444,55 @@ def test_docstring_sections_and_parameters(name):
         assert entry, f"{name}: parameter {p.name} is not documented"
         if p.default is not inspect.Parameter.empty:
             assert ("optional" if p.default is None else f"default {p.default!r}") in entry.group(1), entry.group(0)
+
+
+TYPED_USE = '''
+from typing import assert_type
+
+import torch
+
+import pooling.torch as pt
+
+x = torch.randn(2, 3, 8, 8)
+assert_type(pt.max_pool2d(x, 3, stride=2, padding=1), torch.Tensor)
+pair = pt.max_pool2d(x, 2, return_indices=True)
+assert_type(pair, tuple[torch.Tensor, torch.Tensor])
+y1 = pt.max_pool1d(x[0], (2,), None, 0, 1, False)
+y3, i3 = pt.max_pool3d(x[None], [2, 2, 2], return_indices=True)
+assert_type(pt.max_unpool3d(y3, i3, 2), torch.Tensor)
+assert_type(pt.max_unpool2d(*pair, 2, output_size=[8, 8]), torch.Tensor)
+assert_type(pt.max_unpool1d(y1, y1.long(), 2, stride=None, padding=0, output_size=None), torch.Tensor)
+assert_type(pt.fold(torch.ones(1, 4, 9), (4, 4), 2, dilation=1, padding=0, stride=1), torch.Tensor)
+either = pt.max_pool2d(x, 2, return_indices=x.sum().item() > 0)
+assert_type(either, torch.Tensor | tuple[torch.Tensor, torch.Tensor])
+try:
+    pt.max_pool2d(x, 0)
+except pt.ArgumentError as e:
+    assert_type(e, pt.ArgumentError)
+'''
+
+WRONG_USE = {  # each an error under mypy
+    "pair_has_no_ndim": "pt.max_pool2d(x, 2, return_indices=True).ndim",
+    "kernel_str": 'pt.max_pool2d(x, "2")',
+    "stride_float": "pt.max_pool1d(x, 2, stride=1.5)",
+    "fold_size_missing": "pt.fold(x, kernel_size=2)",
+}
+
+
+def test_types_under_mypy_strict(tmp_path):
+    """A user's script type-checks under mypy --strict with precise results; wrong calls are errors."""
+    pytest.importorskip("mypy", reason="mypy is not installed")
+    (tmp_path / "good.py").write_text(TYPED_USE)
+    for name, line in WRONG_USE.items():
+        (tmp_path / f"bad_{name}.py").write_text("import torch\nimport pooling.torch as pt\nx = torch.ones(1, 1, 4)\n"
+                                                 + line + "\n")
+    (tmp_path / "mypy.ini").write_text("[mypy]\n")
+    src = str(Path(pt.__file__).resolve().parents[1])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH")) if p))
+    files = ["good.py"] + [f"bad_{name}.py" for name in WRONG_USE]
+    run = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--config-file", "mypy.ini", "--no-error-summary",
+                          "--cache-dir", str(tmp_path / ".cache"), *files],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    errors = re.findall(r"^(\S+\.py):(\d+): error", run.stdout, re.M)
+    assert not [e for e in errors if e[0] == "good.py"], run.stdout
+    assert {e[0] for e in errors} == {f"bad_{name}.py" for name in WRONG_USE}, run.stdout + run.stderr
