@@ -791,8 +791,9 @@ def test_max_pool_launch_checks_every_array(build, layout):
     def make(n):  # a launch over n planes (NCHW) or n one-channel images (NHWC)
         if layout == "NCHW":
             return _core.MaxPool3d("float", (n, 1, 4, 4), (n, 1, 2, 2), *geometry, 2, 2, False,
-                                   0, 0.0, 0.0, 0, 2, 1)
-        return _core.MaxPoolNHWC("float", (n, 1, 4, 4, 1), (n, 1, 2, 2, 1), *geometry, 0, 0.0, 0.0, 0, 2, 1)
+                                   0, 0.0, 0.0, 0, 2, 1, (1, 0, 1, 1, 16, 16))  # "onnx" Indices
+        return _core.MaxPoolNHWC("float", (n, 1, 4, 4, 1), (n, 1, 2, 2, 1), *geometry, 0, 0.0, 0.0, 0, 2, 1,
+                                 (1, 1, 1, 1, 16, 0))
 
     launch = make(2)  # one channel: NHWC has the same offsets
     make(0)(np.empty(0, np.float32), np.empty(0, np.float32), np.empty(0, np.int64))  # no work items

@@ -286,3 +286,35 @@ def test_plane_is_torch_indices_contiguous_and_channels_last(rank, args, rng):
         back = pooling.max_unpool(yh, ih, k, output_shape=to_nhwc(x).shape, index_format="plane",
                                   layout="NHWC")
         np.testing.assert_array_equal(back, to_nhwc(want.numpy()))
+
+
+@pytest.mark.parametrize("kind", ["float32", "uint8", "float16"])
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+@pytest.mark.parametrize("attrs", [dict(kernel_shape=(1, 3, 3), pads=(0, 1, 1, 0, 1, 1)),     # as 2-D slices
+                                   dict(kernel_shape=(3, 3, 3), strides=2, pads=1),          # DEPTH_SPLIT / FUSED
+                                   dict(kernel_shape=(2, 1, 2), strides=(1, 1, 2))])
+def test_the_chosen_strategies_against_the_formula(attrs, layout, kind, rng):
+    x = make_array(rng, (2, 3, 5, 6, 7), kind)
+    if layout == "NHWC":
+        x = to_nhwc(x)
+    _, onnx = pooling.max_pool(x, return_indices=True, layout=layout, **attrs)
+    for fmt in FORMATS:
+        _, got = pooling.max_pool(x, return_indices=True, layout=layout, index_format=fmt, **attrs)
+        np.testing.assert_array_equal(got, formula(onnx, x.shape, layout, fmt), err_msg=fmt)
+
+
+@pytest.mark.parametrize("layout, strategy, rank", [(lay, s, r) for lay, s, r in CASES
+                                                    if s in (S.FUSED, S.DEPTH_SPLIT, S.NHWC)])
+def test_common_strategies_encode_in_the_kernel(layout, strategy, rank):
+    """No second pass over Indices: the kernels of the common strategies write every format."""
+    from pooling import maxpool
+    from pooling._maxpool_strategies import _recoded, launch
+    shape = (2, 3) + (7, 6, 5)[:rank]
+    if layout == "NHWC":
+        shape = shape[:1] + shape[2:] + shape[1:2]
+    for fmt in FORMATS:
+        plan = maxpool._plan(shape, kernel_shape=3, strides=2, pads=1, dilations=None, auto_pad="NOTSET",
+                             ceil_mode=False, storage_order=0, return_indices=True, layout=layout,
+                             activation=None, activation_params=None, opset=None, index_format=fmt)
+        run = launch(plan, "float32", 1, True, strategy)
+        assert getattr(run, "func", None) is not _recoded, (fmt, strategy)

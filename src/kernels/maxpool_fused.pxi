@@ -386,7 +386,7 @@ cdef void _pool_rows(const pool_t* xp, pool_t* yp, int64_t* ip, int64_t xoff, co
     """Output rows [oh0, oh1) of depth slice od of one plane.
 
     xp, yp, ip: the plane in X, Y and Indices (ip NULL without Indices); xoff is
-    the plane's flat offset in X.  hval/hpos/nan: this thread's row buffer,
+    the plane's base in the Indices' encoding (its flat offset in X for "onnx"; Geom).  hval/hpos/nan: this thread's row buffer,
     g.brows rows per depth tap (hpos NULL without Indices; after the buffer it
     holds the running winner's position and depth, 2 * OW int32).
     """
@@ -503,7 +503,7 @@ cdef void _pool_rows(const pool_t* xp, pool_t* yp, int64_t* ip, int64_t xoff, co
                     for ow in range(OW):
                         if wdep != NULL:
                             d = wdep[ow]
-                        irow[ow] = (xoff + (<int64_t>d * g.H + hu) * W + wpos[ow]
+                        irow[ow] = (xoff + ((<int64_t>d * g.H + hu) * W + wpos[ow]) * g.imul
                                     if wpos[ow] >= 0 else -1)
             if act:
                 for ow in range(OW):
@@ -554,7 +554,8 @@ cdef class MaxPool3d(_Launch):
     depth_first: reduce depth first (_depth_first) where the data allows; only
     without indices and with rows_per_unit == OH.
     chunk: the pool's smallest claim, in work items (pooling._threads.chunk_size;
-    include/pooling_pool.h).
+    include/pooling_pool.h).  index: the Indices' encoding, (imul, icmul, islices,
+    ichannels, inbase, icbase) (Geom).
     """
     cdef Geom flat_g
     cdef Py_ssize_t one_tap[2]
@@ -564,9 +565,11 @@ cdef class MaxPool3d(_Launch):
     def __init__(self, str ctype, tuple x_shape, tuple y_shape, tuple kernel, tuple strides,
                  tuple dilations, tuple pads_begin, const Py_ssize_t[:, ::1] taps not None,
                  Py_ssize_t brows, Py_ssize_t rows_per_unit, bint depth_first, int act,
-                 double lo, double hi, uint16_t inf_bits, int n_threads, Py_ssize_t chunk):
+                 double lo, double hi, uint16_t inf_bits, int n_threads, Py_ssize_t chunk,
+                 tuple index):
         self._setup(ctype, x_shape[1:], y_shape[1:], kernel, strides, dilations, pads_begin,
                     taps, act, lo, hi, inf_bits)
+        self._set_index(index)
         cdef Geom* g = &self.g
         cdef Py_ssize_t planes = x_shape[0]
         g.brows = brows
@@ -664,11 +667,17 @@ cdef void _pool_unit(const pool_t* xb, pool_t* yb, int64_t* ib, const Geom* g,
     cdef Py_ssize_t r = u - plane * (g.OD * nblk)
     cdef Py_ssize_t od = r // nblk
     cdef Py_ssize_t oh0 = (r - od * nblk) * rows_per_unit
+    cdef int64_t q, n, base = 0
+    if ib != NULL:  # the plane's base in the Indices' encoding (Geom)
+        q = plane // g.islices
+        n = q // g.ichannels
+        base = ((plane - q * g.islices) * xplane * g.imul + n * g.inbase
+                + (q - n * g.ichannels) * g.icbase)
     if m != NULL and _depth_first(xb + plane * xplane, m, g, od):
         _pool_rows(m, yb + plane * yplane + od * g.OH * g.OW, NULL, 0, flat_g, 0, 0, g.OH,
                    hval, NULL, nan, act, lo, hi)
     else:
         _pool_rows(xb + plane * xplane, yb + plane * yplane,
                    ib + plane * yplane if ib != NULL else NULL,
-                   plane * xplane, g, od, oh0, min(oh0 + rows_per_unit, g.OH),
+                   base, g, od, oh0, min(oh0 + rows_per_unit, g.OH),
                    hval, hpos, nan, act, lo, hi)

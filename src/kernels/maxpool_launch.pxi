@@ -25,6 +25,11 @@ cdef struct Geom:
                                             # one output row's window, or H)
     bint flat                               # W == OW * sw with interior columns (maxpool_fused.pxi)
     uint16_t inf_bits
+    # Indices' encoding (pooling.indices; _Launch._set_index): a winner at position pos of its
+    # kernel plane b (NCHW) is  (b % islices) * (D*H*W) * imul + n * inbase + c * icbase + pos * imul,
+    # with (n, c) = divmod(b // islices, ichannels); at pixel pix of image n (NHWC) it is
+    # n * inbase + pix * imul + c * icmul.
+    int64_t imul, icmul, islices, ichannels, inbase, icbase
 
 
 cdef void _set_geom(Geom* g, Py_ssize_t D, Py_ssize_t H, Py_ssize_t W,
@@ -77,6 +82,11 @@ cdef class _Launch:
                   kernel, strides, dilations, pads_begin, taps, inf_bits)
         self.act, self.lo, self.hi = act, lo, hi
         self.spare = []
+        self.g.imul, self.g.icmul, self.g.islices, self.g.ichannels, self.g.inbase, self.g.icbase = 1, 0, 1, 1, 0, 0
+
+    cdef void _set_index(self, tuple index):
+        """The Indices' encoding: (imul, icmul, islices, ichannels, inbase, icbase), see Geom."""
+        self.g.imul, self.g.icmul, self.g.islices, self.g.ichannels, self.g.inbase, self.g.icbase = index
 
     cdef Py_ssize_t _scratch_bytes(self, bint with_pos):
         """Bytes of one call's scratch (with positions, or without)."""

@@ -15,15 +15,17 @@
 
 cdef class MaxPoolNHWC(_Launch):
     """Channels-last MaxPool: x (N, D, H, W, C) -> y (N, OD, OH, OW, C); see _Launch.
-    Indices are flat offsets into x's own NHWC memory (pixels per image must be
-    fewer than 2**31).  Work items are output rows; `chunk` is the pool's smallest claim."""
+    Indices are in the encoding `index` gives (Geom; "onnx": flat offsets into x's own NHWC memory;
+    pixels per image must be fewer than 2**31).  Work items are output rows; `chunk` is the pool's smallest claim."""
     cdef Py_ssize_t C, wscratch             # channels; int32 winners per thread
 
     def __init__(self, str ctype, tuple x_shape, tuple y_shape, tuple kernel, tuple strides,
                  tuple dilations, tuple pads_begin, const Py_ssize_t[:, ::1] taps not None,
-                 int act, double lo, double hi, uint16_t inf_bits, int n_threads, Py_ssize_t chunk):
+                 int act, double lo, double hi, uint16_t inf_bits, int n_threads, Py_ssize_t chunk,
+                 tuple index):
         self._setup(ctype, x_shape[1:4], y_shape[1:4], kernel, strides, dilations, pads_begin,
                     taps, act, lo, hi, inf_bits)
+        self._set_index(index)
         cdef Py_ssize_t N = x_shape[0]
         self.C = x_shape[4]
         self.wscratch = _padded(self.C, 4)
@@ -109,7 +111,7 @@ cdef void _nhwc_row(const pool_t* xp, pool_t* yrow, int64_t* irow, int64_t xoff,
                     int act, pool_t lo, pool_t hi) noexcept nogil:
     """Output row (od, oh) of one image: yrow/irow hold OW pixels of C channels.
 
-    xp: the image in X; xoff: its first pixel's number in the batch; wpix: this
+    xp: the image in X; xoff: its base in the Indices' encoding (Geom); wpix: this
     thread's C int32 winners (NULL without Indices).  For 16-bit floats the
     input rows the output row reads are checked once for NaN and -0.0, so
     the cheap key of _keep serves nearly every row.  float and double keep the
@@ -162,7 +164,7 @@ cdef void _nhwc_row(const pool_t* xp, pool_t* yrow, int64_t* irow, int64_t xoff,
                         _nhwc_tap(xv, yv, wpix, pix, C, g.inf_bits, False)
         if irow != NULL:
             for c in range(C):
-                irow[ow * C + c] = (xoff + wpix[c]) * C + c if wpix[c] >= 0 else -1
+                irow[ow * C + c] = xoff + wpix[c] * g.imul + c * g.icmul if wpix[c] >= 0 else -1
         if act:
             for c in range(C):
                 yv[c] = _clamp(yv[c], lo, hi, act, g.inf_bits)
@@ -174,4 +176,4 @@ cdef inline void _nhwc_unit(const pool_t* xb, pool_t* yb, int64_t* ib, Py_ssize_
     cdef Py_ssize_t n = u // (g.OD * g.OH), yrow = g.OW * C
     cdef Py_ssize_t r = u - n * (g.OD * g.OH)
     _nhwc_row(xb + n * g.D * g.H * g.W * C, yb + u * yrow, ib + u * yrow if ib != NULL else NULL,
-              n * g.D * g.H * g.W, C, g, r // g.OH, r % g.OH, wpix, act, lo, hi)
+              n * g.inbase, C, g, r // g.OH, r % g.OH, wpix, act, lo, hi)

@@ -12,6 +12,7 @@ class MaxPool3d:
         kernel: tuple[int, int, int], strides: tuple[int, int, int], dilations: tuple[int, int, int],
         pads_begin: tuple[int, int, int], taps: npt.NDArray[np.intp], brows: int, rows_per_unit: int,
         depth_first: bool, act: int, lo: float, hi: float, inf_bits: int, n_threads: int, chunk: int,
+        index: tuple[int, int, int, int, int, int],
     ) -> None: ...
     def __call__(
         self, x: npt.NDArray[np.generic], y: npt.NDArray[np.generic], indices: npt.NDArray[np.int64] | None,
@@ -62,6 +63,7 @@ class MaxPoolNHWC:
         kernel: tuple[int, int, int], strides: tuple[int, int, int], dilations: tuple[int, int, int],
         pads_begin: tuple[int, int, int], taps: npt.NDArray[np.intp],
         act: int, lo: float, hi: float, inf_bits: int, n_threads: int, chunk: int,
+        index: tuple[int, int, int, int, int, int],
     ) -> None: ...
     def __call__(
         self, x: npt.NDArray[np.generic], y: npt.NDArray[np.generic], indices: npt.NDArray[np.int64] | None,

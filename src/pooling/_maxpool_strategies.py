@@ -22,6 +22,7 @@ from . import _dispatch
 from ._dispatch import core as _core
 from ._dtypes import KINDS, float_to_half_bits
 from ._threads import SMALL_INPUT, chunk_size, split_rows
+from .indices import from_onnx
 
 OP = "MaxPool"
 
@@ -249,7 +250,42 @@ def launch(plan, kind, nt, with_indices, strategy=None):
                              f"(layout {plan.layout}, rank {len(plan.spatial)}, "
                              f"return_indices={with_indices})")
     act = _activation_bounds(plan.activation, plan.activation_params, kind)
-    return _BUILDERS[strategy](plan, kind, nt, act, KINDS[kind].inf_bits, with_indices)
+    run = _BUILDERS[strategy](plan, kind, nt, act, KINDS[kind].inf_bits, with_indices)
+    if with_indices and plan.index_format != "onnx" and strategy not in _ENCODES:
+        return functools.partial(_recoded, run, plan)
+    return run
+
+
+# The strategies whose kernels write every index format themselves (the index pass's Geom.imul ...;
+# _index_code); the others write "onnx" Indices, re-encoded after (_recoded).
+_ENCODES = frozenset({Strategy.FUSED, Strategy.DEPTH_SPLIT, Strategy.NHWC})
+
+
+def _recoded(run, plan, xk, y, indices):
+    """run(xk, y, indices), then its "onnx" Indices re-encoded in plan.index_format."""
+    run(xk, y, indices)
+    from_onnx(indices, plan.index_geometry, plan.layout, plan.index_format)
+
+
+def _index_code(plan, planes=None):
+    """The kernels' Indices encoding (imul, icmul, islices, ichannels, inbase, icbase) for
+    plan.index_format (pooling.indices; the Geom struct of maxpool_launch.pxi says how the kernels
+    apply it).  planes: the NCHW kernel's planes, each one (n, c) plane or a depth slice of one
+    (DEPTH_SPLIT, _as_slices), as N*C*islices planes."""
+    batch, channels, plane = plan.index_geometry
+    fmt = plan.index_format
+    if plan.layout == "NHWC":  # index = n * inbase + pixel * imul + c * icmul
+        return {"onnx": (channels, 1, 1, 1, plane * channels, 0),
+                "tf_batch": (channels, 1, 1, 1, plane * channels, 0),
+                "tf": (channels, 1, 1, 1, 0, 0),
+                "plane": (1, 0, 1, 1, 0, 0)}[fmt]
+    slices = max(1, planes // (batch * channels)) if batch * channels else 1
+    channels = max(channels, 1)
+    # index = slice * (plane / slices) * imul + n * inbase + c * icbase + position * imul
+    return {"onnx": (1, 0, slices, channels, channels * plane, plane),
+            "plane": (1, 0, slices, channels, 0, 0),
+            "tf": (channels, 0, slices, channels, 0, 1),
+            "tf_batch": (channels, 0, slices, channels, plane * channels, 1)}[fmt]
 
 
 @functools.lru_cache(maxsize=64)
@@ -308,7 +344,7 @@ def _launch_3d(plan, kind, nt, brows, act, inf_bits, depth_first=False, core=_co
     taps = _tap_ranges(spatial, out, kernel, strides, dilations, pads_begin)
     return core.MaxPool3d(KINDS[kind].ctype, x_shape, y_shape, kernel, strides, dilations, pads_begin,
                            taps, brows, rows, depth_first, *act, inf_bits, nt,
-                           chunk_size(units, nt))
+                           chunk_size(units, nt), _index_code(plan, planes))
 
 
 @functools.lru_cache(maxsize=64)
@@ -562,7 +598,7 @@ def _build_nhwc(plan, kind, nt, act, inf_bits, with_indices):
     taps = _tap_ranges(spatial, out, kernel, strides, dilations, pads_begin)
     rows = n * out[0] * out[1] if out[2] * c else 0  # the work items
     return _core.MaxPoolNHWC(KINDS[kind].ctype, x_shape, y_shape, kernel, strides, dilations, pads_begin,
-                             taps, *act, inf_bits, nt, chunk_size(rows, nt))
+                             taps, *act, inf_bits, nt, chunk_size(rows, nt), _index_code(plan))
 
 
 def _run_nhwc_transposed(plan, kind, xk, y, indices, act, inf_bits, nt):

@@ -133,15 +133,18 @@ def recode(op, name, idx, x_shape, layout, from_format, to_format, of="x"):
     return np.where(valid, coded, -1).astype(np.int64, copy=False)
 
 
-def from_onnx(indices, x_shape, layout, fmt):
-    """Re-encode MaxPool's own "onnx" `indices` (int64, in place) in format `fmt`."""
+def from_onnx(indices, geometry, layout, fmt):
+    """Re-encode "onnx" `indices` (MaxPool's, int64, C-contiguous) in format `fmt`, in place, for x
+    with (N, C, P) = geometry (where the kernels did not write `fmt` themselves)."""
     if fmt == "onnx" or (fmt == "tf_batch" and layout == "NHWC"):
         return
-    lead, spatial = split_layout("MaxPool", x_shape, layout)
-    plane = math.prod(spatial)
-    valid = indices >= 0
-    coded = encode(fmt, *decode("onnx", np.where(valid, indices, 0), lead, plane, layout), lead, plane, layout)
-    np.copyto(indices, coded, where=valid)
+    batch, channels, plane = geometry
+    # (The kernels may see the array with other leading dims, N*C*D planes say: these are x's.)
+    view = indices.reshape((batch, channels, -1) if layout == "NCHW" else (batch, -1, channels))
+    valid = view >= 0
+    coded = encode(fmt, *decode("onnx", np.where(valid, view, 0), (batch, channels), plane, layout),
+                   (batch, channels), plane, layout)
+    np.copyto(view, coded, where=valid)
 
 
 def convert_indices(indices: ArrayLike, x_shape: Sequence[Int], *, from_format: IndexFormat,

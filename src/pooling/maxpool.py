@@ -1,6 +1,7 @@
 """MaxPool: validation per version, output shape, dispatch to the kernels (behaviour.md §2)."""
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, NamedTuple, overload
 
 import numpy as np
@@ -12,7 +13,7 @@ from ._maxpool_strategies import launch
 from ._outputs import output_array
 from ._shapes import AUTO_PADS, pool_output
 from ._threads import resolve_n_threads
-from .indices import check_format, from_onnx
+from .indices import check_format
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -50,6 +51,7 @@ class _Plan(NamedTuple):
     activation: object        # None, "Relu" or "Clip"
     activation_params: tuple
     index_format: str         # Indices' encoding (indices.py)
+    index_geometry: tuple     # (N, C, P) of x, which the encodings count in
 
     __eq__ = object.__eq__
     __hash__ = object.__hash__
@@ -314,9 +316,7 @@ def max_pool(x: ArrayLike, kernel_shape: Ints, *, strides: Ints | None = None, p
         yk = y if y.dtype is xk.dtype else y.view(xk.dtype)  # 16-bit floats: as their bits
         launch(plan, kind, nt, return_indices, _strategy)(xk, yk, indices)
         if indices is not None and plan.storage_order == 1 and len(plan.spatial) > 1:
-            _to_column_major(indices, plan.spatial)
-        if indices is not None:
-            from_onnx(indices, arr.shape, plan.layout, plan.index_format)
+            _to_column_major(indices, plan.spatial)  # (of "onnx" or "plane" Indices alike)
     return (y, indices) if return_indices else y
 
 
@@ -375,8 +375,9 @@ def _plan(x_shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode, 
         if spatial[i] + reach >= INDEX_LIMIT:
             raise past_limit(OP, f"the reach of strides, dilations and pads on axis {i} "
                                  f"({spatial[i] + reach})")
+    lead = split_layout(OP, x_shape, layout)[0]
     return _Plan(out_shape, layout, spatial, kernel, strides, dilations, begin, kinds, storage_order,
-                 activation, act_params, index_format)
+                 activation, act_params, index_format, lead + (math.prod(spatial),))
 
 
 def _activation(activation, params):
