@@ -330,7 +330,7 @@ def _pool_forward(fn, x, args, with_indices):
         y, indices = _call(fn, _pooling.max_pool, arr, kernel, return_indices=True, index_format="plane", **kw)
     else:
         y, indices = _call(fn, _pooling.max_pool, arr, kernel, **kw), None
-    if x.dtype.is_floating_point:
+    if x.dtype.is_floating_point and _has_nan(y, x.dtype):
         perm = _to_nchw(layout, n)
         _last_nans(arr.transpose(perm), y.transpose(perm), None if indices is None else indices.transpose(perm),
                    args, _nan_test(x.dtype), _TORCH_NAN.get(x.dtype))
@@ -370,6 +370,16 @@ def _last_nans(x, y, indices, args, isnan, as_torch):
 # The bits of a NaN that torch's kernels pass through float32 and back: float16 NaNs come back quiet,
 # bfloat16 ones as the one NaN 0x7FC0.
 _TORCH_NAN = {torch.float16: lambda bits: bits | 0x0200, torch.bfloat16: lambda bits: np.full_like(bits, 0x7FC0)}
+
+
+def _has_nan(y, dtype):
+    """Whether pooled `y` (a numpy array of float `dtype`) holds a NaN: a max, which NaN propagates to, is
+    faster than testing every element."""
+    if not y.size:
+        return False
+    if dtype == torch.bfloat16:
+        return bool(_nan_test(dtype)(y).any())
+    return bool(np.isnan(y.max()))
 
 
 def _nan_test(dtype):
