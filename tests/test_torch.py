@@ -5,6 +5,7 @@ import inspect
 import itertools
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -479,20 +480,30 @@ WRONG_USE = {  # each an error under mypy
 }
 
 
-def test_types_under_mypy_strict(tmp_path):
-    """A user's script type-checks under mypy --strict with precise results; wrong calls are errors."""
-    pytest.importorskip("mypy", reason="mypy is not installed")
+@pytest.mark.parametrize("checker", ["mypy", "pyright"])
+def test_types_under_strict_checkers(tmp_path, checker):
+    """A user's script type-checks under mypy --strict and pyright's strict mode with precise results;
+    wrong calls are errors."""
+    if checker == "mypy":
+        pytest.importorskip("mypy", reason="mypy is not installed")
+        command = [sys.executable, "-m", "mypy", "--strict", "--config-file", "mypy.ini", "--no-error-summary",
+                   "--cache-dir", str(tmp_path / ".cache")]
+        (tmp_path / "mypy.ini").write_text("[mypy]\n")
+        pattern = r"^(\S+\.py):\d+: error"
+    else:
+        if shutil.which("pyright") is None:
+            pytest.skip("pyright is not installed")
+        command = ["pyright", "--pythonpath", sys.executable]
+        (tmp_path / "pyrightconfig.json").write_text('{"typeCheckingMode": "strict"}')
+        pattern = r"^\s*\S*?([^/\\\s]+\.py):\d+:\d+ - error"
     (tmp_path / "good.py").write_text(TYPED_USE)
     for name, line in WRONG_USE.items():
         (tmp_path / f"bad_{name}.py").write_text("import torch\nimport pooling.torch as pt\nx = torch.ones(1, 1, 4)\n"
                                                  + line + "\n")
-    (tmp_path / "mypy.ini").write_text("[mypy]\n")
     src = str(Path(pt.__file__).resolve().parents[1])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH")) if p))
     files = ["good.py"] + [f"bad_{name}.py" for name in WRONG_USE]
-    run = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--config-file", "mypy.ini", "--no-error-summary",
-                          "--cache-dir", str(tmp_path / ".cache"), *files],
-                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
-    errors = re.findall(r"^(\S+\.py):(\d+): error", run.stdout, re.M)
-    assert not [e for e in errors if e[0] == "good.py"], run.stdout
-    assert {e[0] for e in errors} == {f"bad_{name}.py" for name in WRONG_USE}, run.stdout + run.stderr
+    run = subprocess.run(command + files, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    errors = set(re.findall(pattern, run.stdout, re.M))
+    assert "good.py" not in errors, run.stdout
+    assert errors == {f"bad_{name}.py" for name in WRONG_USE}, run.stdout + run.stderr
