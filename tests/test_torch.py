@@ -3,6 +3,7 @@ gradients (torch.autograd.gradcheck in float64, torch's backward, one training s
 import doctest
 import inspect
 import itertools
+import math
 import os
 import re
 import shutil
@@ -148,7 +149,8 @@ def test_nan_bits_are_torchs(dtype, payloads):
 def test_an_all_nan_input_gives_torchs_indices():
     x = torch.full((1, 2, 7, 8), float("nan"))
     for kw in (dict(kernel_size=3, stride=2, padding=1), dict(kernel_size=2, dilation=3, ceil_mode=True)):
-        assert torch.equal(pt.max_pool2d(x, **kw, return_indices=True)[1], F.max_pool2d(x, **kw, return_indices=True)[1])
+        got, want = pt.max_pool2d(x, **kw, return_indices=True), F.max_pool2d(x, **kw, return_indices=True)
+        assert torch.equal(got[1], want[1])
 
 
 def test_int64_beyond_float64_precision_is_exact():
@@ -229,6 +231,15 @@ def test_max_unpool_matches_torch(n, dtype, kernel, stride, padding):
                 assert got.is_contiguous(memory_format=MEMORY_FORMATS[n])
 
 
+def test_max_unpool_channels_last_input_with_contiguous_indices():
+    x = random_tensor((2, 3, 8, 8), torch.float32)
+    y, i = F.max_pool2d(x, 2, return_indices=True)
+    yl = y.to(memory_format=torch.channels_last)
+    got, want = pt.max_unpool2d(yl, i, 2), F.max_unpool2d(yl, i, 2)
+    assert_same(got, want)
+    assert got.is_contiguous(memory_format=torch.channels_last) == want.is_contiguous(memory_format=torch.channels_last)
+
+
 def test_max_unpool_default_output_size():
     x = random_tensor((2, 3, 8, 6), torch.float32)
     y, i = F.max_pool2d(x, 2, return_indices=True)
@@ -277,26 +288,14 @@ FOLD_ATTRS = [
 ]
 
 
-def _columns(attrs, channels, dtype, batch=(2,)):
-    """Random columns of small integers (exact sums in every dtype) for the blocks of `attrs`."""
-    out = F.fold(torch.zeros(1, channels * _k(attrs), _blocks(attrs)), **attrs)  # torch checks attrs
-    del out
-    values = torch.randint(-3, 4, batch + (channels * _k(attrs), _blocks(attrs)), generator=torch.Generator().manual_seed(5))
-    return values.to(dtype) if dtype != torch.bool else values > 0
-
-
-def _k(attrs):
-    k = attrs["kernel_size"]
-    return k * k if isinstance(k, int) else int(np.prod(k))
-
-
-def _blocks(attrs):
+def _columns(attrs, channels, dtype):
+    """Random columns of small integers (exact sums in every dtype) for 2 images of the blocks of `attrs`,
+    shaped as torch's unfold makes them."""
     size = attrs["output_size"]
-    n = 2
-    pair = lambda v: (v, v) if isinstance(v, int) else v  # noqa: E731
-    size, k, d, p, s = (pair(attrs.get(key, default)) for key, default in
-                        (("output_size", size), ("kernel_size", 1), ("dilation", 1), ("padding", 0), ("stride", 1)))
-    return int(np.prod([(size[i] + 2 * p[i] - d[i] * (k[i] - 1) - 1) // s[i] + 1 for i in range(n)]))
+    image = torch.zeros((2, channels) + ((size, size) if isinstance(size, int) else size))
+    shape = F.unfold(image, **{k: v for k, v in attrs.items() if k != "output_size"}).shape
+    values = torch.randint(-3, 4, shape, generator=torch.Generator().manual_seed(5))
+    return values.to(dtype) if dtype != torch.bool else values > 0
 
 
 @pytest.mark.parametrize("dtype", FLOATS + (torch.bool, torch.complex64, torch.complex128), ids=str)
@@ -320,11 +319,10 @@ def test_fold_errors_where_torch_raises():
 def test_fold_of_other_ranks_is_the_adjoint_of_unfold():
     """Folding 1-D and 3-D blocks (an extension: torch folds 2-D only) is what col2im computes, and its
     gradient, the unfold, passes gradcheck."""
-    for image, kernel in (((7,), 3), ((4, 5, 3), (2, 3, 1))):
+    for image, kernel in (((7,), (3,)), ((4, 5, 3), (2, 3, 1))):
         attrs = dict(output_size=image, kernel_size=kernel, padding=1, stride=2)
-        k = int(np.prod(pt._ints("fold", "k", kernel, len(image), 1)))
-        blocks = int(np.prod([(s + 2 - kk) // 2 + 1 for s, kk in zip(image, pt._ints("fold", "k", kernel, len(image), 1))]))
-        x = torch.randn(2, 2 * k, blocks, dtype=torch.float64, requires_grad=True)
+        blocks = math.prod((s + 2 - k) // 2 + 1 for s, k in zip(image, kernel))
+        x = torch.randn(2, 2 * math.prod(kernel), blocks, dtype=torch.float64, requires_grad=True)
         assert torch.autograd.gradcheck(lambda t: pt.fold(t, **attrs), (x,))
 
 
@@ -354,7 +352,7 @@ def test_max_unpool_gradcheck(n):
 
 
 def test_fold_gradcheck():
-    x = torch.randn(2, 3 * 6, _blocks(FOLD_ATTRS[1]), dtype=torch.float64, requires_grad=True)
+    x = _columns(FOLD_ATTRS[1], 3, torch.float64).requires_grad_()
     assert torch.autograd.gradcheck(lambda t: pt.fold(t, **FOLD_ATTRS[1]), (x,))
 
 

@@ -481,7 +481,7 @@ def max_unpool2d(input: Tensor, indices: Tensor, kernel_size: Size, stride: Size
     ----------
     input : torch.Tensor
         Pooled values ``(N, C, H, W)`` or unbatched ``(C, H, W)``, on the CPU (channels_last read in
-        place when `indices` is too); float16, bfloat16, float32, float64 (and int8, uint8). May
+        place); float16, bfloat16, float32, float64 (and int8, uint8). May
         require grad.
     indices : torch.Tensor of int
         `input`'s shape: offsets ``h * W_out + w`` within each ``(n, c)`` plane of the output, as
@@ -625,9 +625,7 @@ def _unpool_forward(fn, x, indices, plan):
     kernel, stride, size = plan
     n = len(kernel)
     layout, xl = _layout(x, n)
-    il = _to_layout(indices, layout, n)
-    if layout == "NHWC" and not il.is_contiguous():
-        layout, xl, il = "NCHW", x.contiguous(), indices.contiguous()
+    il = _to_layout(indices, layout, n)  # pooling copies indices of other strides
     shape = (x.shape[0], *size, x.shape[1]) if layout == "NHWC" else (*x.shape[:2], *size)
     y = _call(fn, _pooling.max_unpool, _as_numpy(xl), _as_numpy(il), kernel, strides=stride, output_shape=shape,
               index_format="plane", layout=layout, n_threads=torch.get_num_threads())
@@ -718,8 +716,10 @@ def fold(input: Tensor, output_size: Size, kernel_size: Size, dilation: Size = 1
         raise TypeError(f"{fn}: input must be a torch.Tensor, got {type(input).__name__}")
     if input.dim() not in (2, 3):
         raise ArgumentError(f"{fn}: input must be 2-D (unbatched) or 3-D (batch mode), got shape {list(input.shape)}")
-    axes = 2 if isinstance(output_size, (int, np.integer)) else len(output_size) if hasattr(output_size, "__len__") else 0
-    image = _ints(fn, "output_size", output_size, axes, 1)
+    if isinstance(output_size, (int, np.integer)):
+        image = _ints(fn, "output_size", output_size, 2, 1)  # torch's: one int for both axes
+    else:
+        image = _ints(fn, "output_size", output_size, len(output_size) if hasattr(output_size, "__len__") else 0, 1)
     n = len(image)
     plan = (image, _ints(fn, "kernel_size", kernel_size, n, 1), _ints(fn, "dilation", dilation, n, 1),
             _ints(fn, "padding", padding, n, 0), _ints(fn, "stride", stride, n, 1))
@@ -744,7 +744,8 @@ def _unfold(grad, plan):
     image, kernel, dilation, padding, stride = plan
     n = len(image)
     padded = torch.nn.functional.pad(grad, [p for p in reversed(padding) for _ in range(2)])
-    blocks = [(s + 2 * p - d * (k - 1) - 1) // st + 1 for s, k, d, p, st in zip(image, kernel, dilation, padding, stride)]
+    blocks = [(size + 2 * p - d * (k - 1) - 1) // s + 1
+              for size, k, d, p, s in zip(image, kernel, dilation, padding, stride)]
     taps = []
     for tap in itertools.product(*map(range, kernel)):
         index = tuple(slice(t * d, t * d + (b - 1) * st + 1, st) for t, d, b, st in zip(tap, dilation, blocks, stride))
