@@ -165,6 +165,15 @@ def test_other_strides_are_copied_and_pooled():
     assert_same(pt.max_pool2d(x, 2), F.max_pool2d(x, 2))
 
 
+def test_argument_spellings_torch_accepts():
+    x = random_tensor((2, 3, 9, 10), torch.float32)
+    want = F.max_pool2d(x, (3, 2), stride=[], padding=(1, 0))
+    for kw in (dict(kernel_size=(3, 2), stride=[], padding=(1, 0)),
+               dict(kernel_size=[3, 2], stride=None, padding=[1, 0]),
+               dict(kernel_size=(np.int64(3), 2), stride=(3, 2), padding=(1, 0), dilation=(1,))):
+        assert_same(pt.max_pool2d(x, **kw), want)
+
+
 def test_empty_batch():
     x = torch.ones(0, 3, 8, 8)
     y, i = pt.max_pool2d(x, 2, return_indices=True)

@@ -281,7 +281,7 @@ def _max_pool(fn, n, input, kernel_size, stride, padding, dilation, ceil_mode, r
     x, batched = _batch(fn, input, n, "input")
     _check_dtype(fn, x, _POOL_DTYPES)
     kernel = _ints(fn, "kernel_size", kernel_size, n, 1)
-    stride = kernel if stride is None or stride == [] else _ints(fn, "stride", stride, n, 1)
+    stride = _stride(fn, stride, kernel)
     padding = _ints(fn, "padding", padding, n, 0)
     dilation = _ints(fn, "dilation", dilation, n, 1)
     if any(p > k // 2 for k, p in zip(kernel, padding)):  # torch's rule: half the kernel, dilated or not
@@ -409,7 +409,8 @@ class _MaxPool(torch.autograd.Function):
         layout = ctx.layout
         g = _to_layout(grad_y, layout, n).contiguous()
         i = _to_layout(indices, layout, n).contiguous()
-        x_shape = tuple(_to_layout(torch.empty(ctx.x_shape, device="meta"), layout, n).shape)
+        shape = ctx.x_shape
+        x_shape = (shape[0], *shape[2:], shape[1]) if layout == "NHWC" else tuple(shape)
         grad_x = _call(ctx.fn, _pooling.max_pool_grad, _as_numpy(g), _as_numpy(i), x_shape, index_format="plane",
                        layout=layout, n_threads=torch.get_num_threads())
         return _from_layout(_as_tensor(grad_x, grad_y.dtype), layout, n), None, None
@@ -597,7 +598,7 @@ def _max_unpool(fn, n, input, indices, kernel_size, stride, padding, output_size
     if i.dtype.is_floating_point or i.dtype.is_complex or i.dtype == torch.bool:
         raise TypeError(f"{fn}: indices must be an integer tensor (torch: int64), got {i.dtype}")
     kernel = _ints(fn, "kernel_size", kernel_size, n, 1)
-    stride = kernel if stride is None or stride == [] else _ints(fn, "stride", stride, n, 1)
+    stride = _stride(fn, stride, kernel)
     padding = _ints(fn, "padding", padding, n, 0)
     default = [(d - 1) * s - 2 * p + k for d, k, s, p in zip(x.shape[2:], kernel, stride, padding)]
     if output_size is None:
@@ -811,6 +812,13 @@ def _ints(fn, name, value, n, minimum):
     if min(values) < minimum:
         raise ArgumentError(f"{fn}: {name} must be >= {minimum} on every axis, got {value!r}")
     return tuple(int(v) for v in values)
+
+
+def _stride(fn, stride, kernel):
+    """torch's stride argument: None or an empty list mean `kernel`."""
+    if stride is None or (isinstance(stride, (list, tuple)) and not stride):
+        return kernel
+    return _ints(fn, "stride", stride, len(kernel), 1)
 
 
 def _layout(x, n):
