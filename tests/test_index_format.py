@@ -148,6 +148,38 @@ def test_max_unpool_index_out_of_its_format_range(fmt, bad, limit):
         pooling.max_unpool(y, idx, 2, strides=2, index_format=fmt)
 
 
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_max_unpool_duplicates_and_indices_made_elsewhere(layout, rng):
+    """Random targets with many duplicates, in each format: the last write wins for every n_threads,
+    as in the twin (the kernel reads "plane" and NHWC "tf" in place)."""
+    shape, out_shape = ((3, 4, 5, 6), (3, 4, 7, 8)) if layout == "NCHW" else ((3, 5, 6, 4), (3, 7, 8, 4))
+    x = rng.standard_normal(shape).astype(np.float32)
+    onnx = rng.integers(0, int(np.prod(out_shape)), size=shape)
+    if layout == "NCHW":  # (kept inside each plane, so every format can say it)
+        onnx = (np.arange(12).reshape(3, 4, 1, 1) * 56 + onnx % 56)
+    else:
+        onnx = np.arange(3).reshape(3, 1, 1, 1) * 224 + (onnx % 56) * 4 + np.arange(4)
+    for fmt in FORMATS:
+        idx = pooling.convert_indices(onnx, out_shape, from_format="onnx", to_format=fmt, layout=layout)
+        want = reference.max_unpool(x, idx, 2, output_shape=out_shape, layout=layout, index_format=fmt)
+        for nt in (1, 2, 3):
+            got = pooling.max_unpool(x, idx, 2, output_shape=out_shape, layout=layout, index_format=fmt,
+                                     n_threads=nt)
+            assert_same(got, want)
+
+
+@pytest.mark.parametrize("fmt, bad, limit", [("plane", 16, 16), ("tf", 48, 48), ("plane", -1, 16),
+                                              ("tf", 2**64 - 1, 48)])
+def test_max_unpool_nhwc_index_out_of_its_format_range(fmt, bad, limit):
+    y = np.ones((2, 2, 2, 3), np.float32)
+    idx = np.zeros((2, 2, 2, 3), np.uint64 if bad > 2**63 else np.int64)
+    idx[1, 0, 1, 2] = bad
+    for nt in (1, 2):
+        with pytest.raises(ValueError, match=rf"MaxUnpool: indices\[1, 0, 1, 2\] = {bad} is outside "
+                                             rf"\[0, {limit}\), the range of '{fmt}' indices for the output"):
+            pooling.max_unpool(y, idx, 2, strides=2, index_format=fmt, layout="NHWC", n_threads=nt)
+
+
 def test_max_unpool_rejects_minus_one_in_every_format():
     y = np.ones((1, 1, 2, 2), np.float32)
     idx = np.array([[[[0, 2], [8, -1]]]])

@@ -218,6 +218,21 @@ def test_empty_and_zero_size():
     with pytest.raises(ValueError, match=r"max_pool_grad: indices\[0, 1, 0\] = 0 is outside \[0, 0\)"):
         pooling.max_pool_grad(g, np.array([[[-1, -1], [0, -1]]]), (1, 2, 0))
     assert pooling.max_pool_grad(np.ones((0, 2, 2)), np.ones((0, 2, 2), np.int8), (0, 2, 9)).shape == (0, 2, 9)
+    with pytest.raises(ValueError, match=r"max_pool_grad: n_threads must be non-zero"):
+        pooling.max_pool_grad(np.ones((0, 2, 2)), np.ones((0, 2, 2), np.int8), (0, 2, 9), n_threads=0)
+
+
+def test_large_fresh_results_come_zeroed(rng):
+    """Results of 32 MiB and more come from calloc and are not zeroed again by the kernel; the
+    ordered pass (an index into another plane) still starts from zeros."""
+    x_shape = (1, 2, 2048, 2048)                              # 32 MiB of float32
+    g = rng.standard_normal((1, 2, 1024, 1024)).astype(np.float32)
+    idx = (np.arange(2).reshape(1, 2, 1, 1) * 2048 * 2048
+           + rng.integers(0, 2048 * 2048, size=g.shape))
+    want = reference.max_pool_grad(g, idx, x_shape)
+    assert_same(pooling.max_pool_grad(g, idx, x_shape, n_threads=2), want)
+    idx[0, 0, 0, 0] = 2048 * 2048 + 5                         # into plane 1
+    assert_same(pooling.max_pool_grad(g, idx, x_shape, n_threads=2), reference.max_pool_grad(g, idx, x_shape))
 
 
 def test_large_plane_count_threads_agree(rng):
@@ -226,3 +241,79 @@ def test_large_plane_count_threads_agree(rng):
     want = reference.max_pool_grad(g, onnx, x_shape)
     for nt in (1, 2, 5):
         assert_same(pooling.max_pool_grad(g, onnx, x_shape, n_threads=nt), want)
+
+
+@pytest.mark.parametrize("build", ["pooling._core", "pooling._core_avx2"])
+def test_kernel_contract(build):
+    """The kernel refuses arguments that break its contract (-2), writing nothing."""
+    import importlib
+    try:
+        core = importlib.import_module(build)
+    except ImportError:
+        pytest.skip(f"{build} is not built for this CPU")
+    kernel = core.max_pool_grad
+    g, i = np.ones(4, np.float32), np.zeros(4, np.int64)
+    y = np.full(8, 7.0, np.float32)
+    for args in [(g, i[:3], y, None, 2, 1, 4, 1, 0, 4, 0, False, 1),      # indices not of g's size
+                 (g, i, y[:0], None, 1, 1, 4, 1, 0, 4, 0, False, 1),       # an empty result
+                 (g, i, y, None, 3, 1, 4, 1, 0, 4, 0, False, 1),           # parts that do not divide
+                 (g, i, y, None, 2, 1, 4, 1, 0, 4, 0, False, 0)]:          # no threads
+        assert kernel["float"](*args) == -2
+        assert (y == 7.0).all()
+    h, yh = np.ones(4, np.uint16), np.zeros(8, np.uint16)
+    assert kernel["uint16_t"](h, i, yh, None, 2, 1, 4, 1, 0, 4, 0x7C00, False, 1) == -2   # no scratch
+    assert kernel["uint16_t"](h, i, yh, np.empty((1, 3), np.float32), 2, 1, 4, 1, 0, 4, 0x7C00, False,
+                              1) == -2
+    assert kernel["float"](g, i, y, None, 2, 1, 4, 1, 0, 4, 0, False, 2) == 1      # "onnx": 0 is not in part 1
+    assert kernel["float"](g, i, y, None, 2, 1, 4, 1, 0, 0, 0, False, 2) == 0      # "plane"
+    assert y.tolist() == [2.0, 0, 0, 0, 2.0, 0, 0, 0]
+
+
+def test_fuzz_against_the_twin():
+    """hypothesis: shapes (empty ones included), layouts, formats, dtypes, thread counts, indices from
+    max_pool or anywhere in x (other planes, duplicates, -1) and now and then one out of range: the
+    twin's bits, or the same ValueError naming max_pool_grad."""
+    pytest.importorskip("hypothesis")
+    from hypothesis import given, strategies as st
+    from conftest import fuzz_settings
+
+    @st.composite
+    def calls(draw):
+        rank = draw(st.integers(1, 3))
+        layout = draw(st.sampled_from(["NCHW", "NHWC"]))
+        kind = draw(st.sampled_from(FLOAT_KINDS))
+        fmt = draw(st.sampled_from(FORMATS))
+        nchw = (draw(st.integers(0, 3)), draw(st.integers(0, 4))) + tuple(
+            draw(st.integers(0, 7)) for _ in range(rank))
+        rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+        x = make_array(rng, nchw, kind)
+        if layout == "NHWC":
+            x = to_nhwc(x)
+        k, s, p = draw(st.integers(1, 3)), draw(st.integers(1, 3)), draw(st.integers(0, 2))
+        try:
+            y, idx = pooling.max_pool(x, k, strides=s, pads=p, layout=layout, return_indices=True,
+                                      index_format=fmt)
+        except ValueError:  # (an output size below 0)
+            y, idx = pooling.max_pool(x, 1, layout=layout, return_indices=True, index_format=fmt)
+        if draw(st.booleans()) and x.size:  # indices made elsewhere: anywhere in their format's range
+            limit = {"onnx": x.size, "tf_batch": x.size, "plane": int(np.prod(nchw[2:])),
+                     "tf": int(np.prod(nchw[2:])) * nchw[1]}[fmt]
+            idx = rng.integers(-1, limit, size=idx.shape) if limit else np.full(idx.shape, -1)
+        if draw(st.integers(0, 9)) == 0 and idx.size:
+            idx.flat[draw(st.integers(0, idx.size - 1))] = draw(st.sampled_from([-2, x.size + 1, 2**62]))
+        g = to_dtype(rng.standard_normal(y.shape) * 8, kind)
+        return g, idx, x.shape, dict(index_format=fmt, layout=layout), draw(st.integers(1, 4))
+
+    @fuzz_settings(150)
+    @given(calls())
+    def check(call):
+        g, idx, x_shape, kw, nt = call
+        try:
+            want = reference.max_pool_grad(g, idx, x_shape, **kw)
+        except ValueError:
+            with pytest.raises(ValueError, match=r"^max_pool_grad: indices\["):
+                pooling.max_pool_grad(g, idx, x_shape, n_threads=nt, **kw)
+            return
+        assert_same(pooling.max_pool_grad(g, idx, x_shape, n_threads=nt, **kw), want)
+
+    check()

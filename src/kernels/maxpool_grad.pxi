@@ -37,39 +37,52 @@ cdef struct _GradJob:
     Py_ssize_t in_block, out_block, C
     int64_t limit, a, cc, base
     uint16_t inf_bits
+    bint zeroed                     # y holds zeros already (a fresh calloc'd result)
     int kind                        # 0 float, 1 double, 2 16-bit
     int status                      # pk_atomic_or: 1 a target outside its part, 2 out of range
 
 
-cdef inline int _grad_part(const grad_t* g, const int64_t* idx, Py_ssize_t n, grad_t* y, float* acc,
-                           const _GradJob* j, int64_t lo) noexcept nogil:
-    """Add one part's terms in order; the status bits of what could not be added."""
+cdef inline int _grad_run(const grad_t* g, const int64_t* idx, Py_ssize_t n, grad_t* y, float* acc,
+                          uint64_t limit, int64_t a, int64_t lo, uint64_t span, Py_ssize_t C,
+                          bint per_channel, bint f16) noexcept nogil:
+    """_grad_part's loop, with the channel term (per_channel) and the 16-bit format (f16: float16,
+    else bfloat16) as constants once inlined."""
     cdef Py_ssize_t k, c = 0
     cdef int64_t v
     cdef uint64_t d
-    cdef uint64_t span = <uint64_t>j.out_block, limit = <uint64_t>j.limit
     cdef int status = 0
     for k in range(n):
         v = idx[k]
         if <uint64_t>v < limit:
-            d = <uint64_t>(v * j.a + c * j.cc - lo)
+            d = <uint64_t>(v * a + c - lo) if per_channel else <uint64_t>(v * a - lo)
             if d < span:
                 if grad_t is uint16_t:
-                    if j.inf_bits == PK_F16_INF:
-                        acc[d] += pk_f16_to_f32(g[k])
-                    else:
-                        acc[d] += pk_bf16_to_f32(g[k])
+                    acc[d] += pk_f16_to_f32(g[k]) if f16 else pk_bf16_to_f32(g[k])
                 else:
                     y[d] += g[k]
             else:
                 status |= 1
         elif v != -1:
             status |= 2
-        if j.cc:
+        if per_channel:
             c += 1
-            if c == j.C:
+            if c == C:
                 c = 0
     return status
+
+
+cdef inline int _grad_part(const grad_t* g, const int64_t* idx, Py_ssize_t n, grad_t* y, float* acc,
+                           const _GradJob* j, int64_t lo) noexcept nogil:
+    """Add one part's terms in order; the status bits of what could not be added."""
+    cdef uint64_t limit = <uint64_t>j.limit, span = <uint64_t>j.out_block
+    cdef bint f16 = grad_t is uint16_t and j.inf_bits == PK_F16_INF
+    if j.cc:  # NHWC "plane": the channel is the term's own (j.cc is 0 or 1)
+        if f16:
+            return _grad_run(g, idx, n, y, acc, limit, j.a, lo, span, j.C, True, True)
+        return _grad_run(g, idx, n, y, acc, limit, j.a, lo, span, j.C, True, False)
+    if f16:
+        return _grad_run(g, idx, n, y, acc, limit, j.a, lo, span, j.C, False, True)
+    return _grad_run(g, idx, n, y, acc, limit, j.a, lo, span, j.C, False, False)
 
 
 cdef void _grad_parts(grad_t* kind, _GradJob* j, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil:
@@ -82,7 +95,7 @@ cdef void _grad_parts(grad_t* kind, _GradJob* j, Py_ssize_t begin, Py_ssize_t en
         if grad_t is uint16_t:
             acc = j.acc + tid * ob
             memset(acc, 0, ob * sizeof(float))
-        else:
+        elif not j.zeroed:
             memset(y + b * ob, 0, ob * sizeof(grad_t))
         status |= _grad_part(g + b * ib, j.idx + b * ib, ib, y + b * ob, acc, j, b * j.base)
         if grad_t is uint16_t:
@@ -110,25 +123,25 @@ cdef void _grad_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noexc
 def max_pool_grad(const grad_t[::1] g not None, const int64_t[::1] indices not None,
                   grad_t[::1] y not None, float[:, ::1] acc, Py_ssize_t blocks, Py_ssize_t C,
                   int64_t limit, int64_t a, int64_t cc, int64_t base, uint16_t inf_bits,
-                  int n_threads):
+                  bint zeroed, int n_threads):
     """dx = zeros, then dx[target] += dy in order of dy, part by part (all arrays flat).
 
     blocks (>= 1): the equal parts g and y are cut into.  C: channels (the period of j % C,
     used where cc is 1).  limit: the encoding's range; a, cc, base: the target formula above.
     inf_bits: 0, or the +inf pattern of float16 / bfloat16 when g and y hold those bits; then
-    acc is float32 scratch of shape (n_threads, y.shape[0] // blocks), else None.
+    acc is float32 scratch of shape (n_threads, y.shape[0] // blocks), else None.  zeroed: y
+    holds zeros already (a fresh result from calloc), so float and double parts are not zeroed
+    again.
 
-    Returns 0 once y is written; 1 if some index was in range but outside its part (those terms
-    are missing: sum again in order); 2 if some index was out of range (y is partly written).
-    (-2, writing nothing: the arguments break this contract.)
+    Returns 0 once y (not empty) is written; 1 if some index was in range but outside its part
+    (those terms are missing: sum again in order); 2 if some index was out of range (y is partly
+    written).  (-2, writing nothing: the arguments break this contract.)
     """
     cdef Py_ssize_t n = g.shape[0], size = y.shape[0]
-    if (indices.shape[0] != n or blocks < 1 or n % blocks or size % blocks or n_threads < 1
-            or C < 1 or (grad_t is uint16_t and (acc is None or acc.shape[0] < n_threads
-                                               or acc.shape[1] < size // blocks))):
+    if (indices.shape[0] != n or size == 0 or blocks < 1 or n % blocks or size % blocks
+            or n_threads < 1 or C < 1 or (grad_t is uint16_t and (
+                acc is None or acc.shape[0] < n_threads or acc.shape[1] < size // blocks))):
         return -2
-    if size == 0:
-        return 0 if n == 0 else (2 if limit == 0 else 1)
     cdef _GradJob j
     j.g, j.idx, j.y = <const char*>&g[0] if n else NULL, &indices[0] if n else NULL, <char*>&y[0]
     j.acc = NULL
@@ -141,6 +154,7 @@ def max_pool_grad(const grad_t[::1] g not None, const int64_t[::1] indices not N
         j.kind = 1
     j.in_block, j.out_block, j.C = n // blocks, size // blocks, C
     j.limit, j.a, j.cc, j.base, j.inf_bits, j.status = limit, a, cc, base, inf_bits, 0
+    j.zeroed = zeroed
     with nogil:
         # Chunks of 1/16 of a thread's share (as pooling._threads.chunk_size): the smallest claim.
         pk_parallel(_grad_body, &j, blocks, max(1, blocks // (16 * n_threads)), n_threads)

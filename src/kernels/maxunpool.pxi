@@ -16,6 +16,11 @@
 # returned) and then all are written again in one serial pass in input
 # order: the last write in row-major order of x wins, for every n_threads.
 #
+# Indices in another format than "onnx" (pooling.indices) are read in
+# place where they are offsets inside the part ("relative" 1: NCHW "plane",
+# NHWC "tf") or pixels of it with the element's own channel (2: NHWC
+# "plane"); there any index outside its part is out of range.
+#
 # The job's body switches on the element width (itemsize), which is all a
 # kind would say here (bits_t has one type per width).
 # ===========================================================================
@@ -46,11 +51,29 @@ cdef inline int _unpool_part(const bits_t* x, const int64_t* idx, Py_ssize_t n, 
     return outside
 
 
+cdef inline int _unpool_pixels(const bits_t* x, const int64_t* idx, Py_ssize_t n, bits_t* y,
+                               uint64_t pixels, Py_ssize_t C) noexcept nogil:
+    """y[idx[j] * C + j % C] = x[j] for the indices in [0, pixels) (NHWC "plane"); 1 if some
+    index was not."""
+    cdef Py_ssize_t j, c = 0
+    cdef int outside = 0
+    for j in range(n):
+        if <uint64_t>idx[j] < pixels:
+            y[idx[j] * C + c] = x[j]
+        else:
+            outside = 1
+        c += 1
+        if c == C:
+            c = 0
+    return outside
+
+
 cdef struct _UnpoolJob:
     const char* x
     const int64_t* idx
     char* y
-    Py_ssize_t itemsize, in_block, out_block
+    Py_ssize_t itemsize, in_block, out_block, C
+    int relative                    # 0: flat offsets; 1: offsets in the part; 2: pixels (+ channel)
     bint fused
     int outside                     # set (pk_atomic_or) when some index left its part
 
@@ -85,23 +108,35 @@ cdef int _unpool_parts(bits_t* kind, const _UnpoolJob* j, Py_ssize_t begin, Py_s
     for b in range(begin, end):
         if j.fused:  # zero the part just before scattering into it, while it is in cache
             memset(y + b * ob, 0, ob * sizeof(bits_t))
-        outside |= _unpool_part(x + b * ib, j.idx + b * ib, ib, y + b * ob, b * ob, ob)
+        if j.relative == 2:
+            outside |= _unpool_pixels(x + b * ib, j.idx + b * ib, ib, y + b * ob, ob // j.C, j.C)
+        else:
+            outside |= _unpool_part(x + b * ib, j.idx + b * ib, ib, y + b * ob,
+                                    0 if j.relative else b * ob, ob)
     return outside
 
 
 cdef Py_ssize_t _max_unpool(const bits_t* x, const int64_t* idx, Py_ssize_t n, bits_t* y,
                             Py_ssize_t size, Py_ssize_t blocks, bint fused, bint zeroed,
-                            int n_threads) noexcept nogil:
+                            int relative, Py_ssize_t C, int n_threads) noexcept nogil:
     cdef Py_ssize_t j
+    cdef uint64_t limit
     cdef _UnpoolJob job
     job.x, job.idx, job.y, job.itemsize = <const char*>x, idx, <char*>y, sizeof(bits_t)
     job.in_block, job.out_block, job.fused, job.outside = n // blocks, size // blocks, fused and not zeroed, 0
+    job.relative, job.C = relative, C
     # Chunks of 1/16 of a thread's share (as pooling._threads.chunk_size): the smallest claim.
     if not fused and not zeroed:
         pk_parallel(_zero_body, &job, size, max(1, size // (16 * n_threads)), n_threads)
     pk_parallel(_unpool_body, &job, blocks, max(1, blocks // (16 * n_threads)), n_threads)
     if not job.outside:
         return -1
+    if relative:  # an index outside its part is out of range: the first one
+        limit = <uint64_t>(job.out_block // C if relative == 2 else job.out_block)
+        for j in range(n):
+            if <uint64_t>idx[j] >= limit:
+                return j
+        return -1  # (not reached)
     for j in range(n):
         if <uint64_t>idx[j] >= <uint64_t>size:
             return j
@@ -112,7 +147,8 @@ cdef Py_ssize_t _max_unpool(const bits_t* x, const int64_t* idx, Py_ssize_t n, b
 
 
 def max_unpool(const bits_t[::1] x not None, const int64_t[::1] indices not None,
-               bits_t[::1] y not None, Py_ssize_t blocks, bint fused, bint zeroed, int n_threads):
+               bits_t[::1] y not None, Py_ssize_t blocks, bint fused, bint zeroed, int n_threads,
+               int relative=0, Py_ssize_t C=1):
     """Zero y, then y[indices[j]] = x[j] for j in order (all arrays flat).
 
     blocks (>= 1): the equal parts x and y are cut into (planes).  fused: zero
@@ -120,12 +156,18 @@ def max_unpool(const bits_t[::1] x not None, const int64_t[::1] indices not None
     to keep every thread busy); otherwise y is zeroed in one slice per thread
     first.  zeroed: y holds zeros already (a fresh calloc'd result), so it is not zeroed again.
 
+    relative: 0, indices are flat offsets into y; 1, offsets into their own part of y; 2 (C
+    channels interleaved in each part), pixels of their own part, at the element's own channel
+    j % C.
+
     Returns -1 once y is written, or the position in `indices` of the first
-    index outside [0, y.shape[0]); y is then partly written, but never outside
-    its bounds.  (-2, writing nothing: the arguments break this contract.)
+    index outside [0, y.shape[0]) (relative: outside its part's range); y is then partly
+    written, but never outside its bounds.  (-2, writing nothing: the arguments break this
+    contract.)
     """
     cdef Py_ssize_t n = x.shape[0], size = y.shape[0], r
-    if indices.shape[0] != n or blocks < 1 or n % blocks or size % blocks or n_threads < 1:
+    if (indices.shape[0] != n or blocks < 1 or n % blocks or size % blocks or n_threads < 1
+            or not 0 <= relative <= 2 or C < 1 or (relative == 2 and (size // blocks) % C)):
         return -2
     if n == 0 and size == 0:
         return -1
@@ -133,5 +175,5 @@ def max_unpool(const bits_t[::1] x not None, const int64_t[::1] indices not None
         return 0
     with nogil:
         r = _max_unpool(&x[0] if n else NULL, &indices[0] if n else NULL, n,
-                        &y[0] if size else NULL, size, blocks, fused, zeroed, n_threads)
+                        &y[0] if size else NULL, size, blocks, fused, zeroed, relative, C, n_threads)
     return r

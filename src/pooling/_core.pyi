@@ -75,7 +75,7 @@ def max_pool_axis(
 ) -> None: ...
 def max_unpool(
     x: npt.NDArray[np.unsignedinteger], indices: npt.NDArray[np.int64], y: npt.NDArray[np.unsignedinteger],
-    blocks: int, fused: bool, zeroed: bool, n_threads: int,
+    blocks: int, fused: bool, zeroed: bool, n_threads: int, relative: int = 0, C: int = 1,
 ) -> int: ...
 def col2im(
     x: npt.NDArray[np.generic], y: npt.NDArray[np.generic], acc: npt.NDArray[np.float32] | None,
@@ -84,5 +84,5 @@ def col2im(
 def max_pool_grad(
     g: npt.NDArray[np.generic], indices: npt.NDArray[np.int64], y: npt.NDArray[np.generic],
     acc: npt.NDArray[np.float32] | None, blocks: int, C: int, limit: int, a: int, cc: int, base: int,
-    inf_bits: int, n_threads: int,
+    inf_bits: int, zeroed: bool, n_threads: int,
 ) -> int: ...

@@ -267,11 +267,11 @@ def _recoded(run, plan, xk, y, indices):
     from_onnx(indices, plan.index_geometry, plan.layout, plan.index_format)
 
 
-def _index_code(plan, planes=None):
+def _index_code(plan, planes):
     """The kernels' Indices encoding (imul, icmul, islices, ichannels, inbase, icbase) for
     plan.index_format (pooling.indices; the Geom struct of maxpool_launch.pxi says how the kernels
     apply it).  planes: the NCHW kernel's planes, each one (n, c) plane or a depth slice of one
-    (DEPTH_SPLIT, _as_slices), as N*C*islices planes."""
+    (DEPTH_SPLIT, _as_slices), as N*C*islices planes (NHWC: the images, unused)."""
     batch, channels, plane = plan.index_geometry
     fmt = plan.index_format
     if plan.layout == "NHWC":  # index = n * inbase + pixel * imul + c * icmul
@@ -598,7 +598,7 @@ def _build_nhwc(plan, kind, nt, act, inf_bits, with_indices):
     taps = _tap_ranges(spatial, out, kernel, strides, dilations, pads_begin)
     rows = n * out[0] * out[1] if out[2] * c else 0  # the work items
     return _core.MaxPoolNHWC(KINDS[kind].ctype, x_shape, y_shape, kernel, strides, dilations, pads_begin,
-                             taps, *act, inf_bits, nt, chunk_size(rows, nt), _index_code(plan))
+                             taps, *act, inf_bits, nt, chunk_size(rows, nt), _index_code(plan, n))
 
 
 def _run_nhwc_transposed(plan, kind, xk, y, indices, act, inf_bits, nt):

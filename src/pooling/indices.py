@@ -15,8 +15,10 @@ format       index                       range
 ===========  ==========================  =====================================================
 
 -1 (an empty window) is -1 in every format.  The helpers here work on int64 arrays shaped like
-the pooled output; the kernels write "onnx", "plane", "tf" and "tf_batch" themselves where they
-can (pooling.maxpool), and these are the general path and `convert_indices`.
+the pooled output: `convert_indices`, the range checks, and the conversions for the paths whose
+kernels do not read or write a format themselves (MaxPool's kernels write every format in their
+index pass where _maxpool_strategies._index_code serves them; MaxUnpool's and max_pool_grad's read
+most formats in place).
 """
 from __future__ import annotations
 

@@ -22,8 +22,8 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
 
     from ._attrs import Activation, AutoPad, Int, Ints, Layout
-    from .indices import IndexFormat
     from ._maxpool_strategies import Strategy
+    from .indices import IndexFormat
 
 OP = "MaxPool"
 

@@ -12,6 +12,7 @@ from ._dtypes import C_TYPES, HALF_INF_BITS, as_array, as_kernel_array, result_d
 from ._outputs import output_array
 from ._threads import resolve_n_threads
 from .indices import as_int64, check_format, check_lead, first_bad, index_range, out_of_range, recode
+from .maxunpool import _FRESH_ZEROS
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -109,8 +110,13 @@ def max_pool_grad(grad_y: ArrayLike, indices: ArrayLike, x_shape: Sequence[Int],
     check_size(OP, shape)
     gk, kind = as_kernel_array(OP, "grad_y", g, KINDS)
     ik = as_int64(OP, "indices", idx)
-    y = output_array(OP, "out", out, shape, result_dtype(g.dtype), ("the input grad_y", g),
-                     ("the input indices", idx))
+    dtype = result_dtype(g.dtype)
+    # A large fresh result comes zeroed from calloc, as MaxUnpool's does (maxunpool._FRESH_ZEROS):
+    # pages the system maps in as zeros, which the kernel then need not write a second time.
+    zeroed = out is None and dtype.itemsize >= 4 and math.prod(shape) * dtype.itemsize >= _FRESH_ZEROS
+    y = output_array(OP, "out", out, shape, dtype, ("the input grad_y", g), ("the input indices", idx),
+                     zeros=zeroed)
+    nt = resolve_n_threads(OP, n_threads, gk.size + y.size)
     plane = math.prod(spatial)
     limit = index_range(index_format, lead, plane)
     if layout == "NCHW" and index_format in ("tf", "tf_batch"):
@@ -122,7 +128,6 @@ def max_pool_grad(grad_y: ArrayLike, indices: ArrayLike, x_shape: Sequence[Int],
         if where is not None:
             raise out_of_range(OP, "indices", idx, where, index_format, 0, shape, layout)
         return y
-    nt = resolve_n_threads(OP, n_threads, gk.size + y.size)
     blocks = lead[0] * lead[1] if layout == "NCHW" else lead[0]
     part = y.size // blocks
     channels = lead[1]
@@ -132,22 +137,24 @@ def max_pool_grad(grad_y: ArrayLike, indices: ArrayLike, x_shape: Sequence[Int],
     elif index_format == "tf":  # NHWC: the offset inside the image
         base = 0
     inf_bits = HALF_INF_BITS.get(kind, 0)
-    status = _run(gk, ik, y.view(gk.dtype), blocks, channels, limit, a, cc, base, inf_bits, min(nt, blocks))
+    status = _run(gk, ik, y.view(gk.dtype), blocks, channels, limit, a, cc, base, inf_bits, zeroed,
+                  min(nt, blocks))
     if status == 1:
         # Some "onnx" index points into another plane than its own, which no thread of the
         # plane's may write: the whole sum again, as one part on one thread, in order.
-        status = _run(gk, ik, y.view(gk.dtype), 1, channels, limit, 1, 0, 0, inf_bits, 1)
+        status = _run(gk, ik, y.view(gk.dtype), 1, channels, limit, 1, 0, 0, inf_bits, False, 1)
     if status == 2:
         where = first_bad(ik, limit)
         raise out_of_range(OP, "indices", idx, where, index_format, limit, shape, layout)
     return y
 
 
-def _run(gk, ik, yk, blocks, channels, limit, a, cc, base, inf_bits, nt):
+def _run(gk, ik, yk, blocks, channels, limit, a, cc, base, inf_bits, zeroed, nt):
     """The kernel's status (0 written, 1 a target outside its part, 2 an index out of range)."""
     acc = np.empty((nt, yk.size // blocks), np.float32) if inf_bits else None
     status = _core.max_pool_grad[C_TYPES[gk.dtype]](gk.reshape(-1), ik.reshape(-1), yk.reshape(-1), acc,
-                                                    blocks, channels, limit, a, cc, base, inf_bits, nt)
+                                                    blocks, channels, limit, a, cc, base, inf_bits, zeroed,
+                                                    nt)
     if status == -2:  # the kernel's contract on its arguments, which the checks above keep
         raise RuntimeError(f"{OP}: internal error: the kernel rejected its arguments")
     return status

@@ -12,7 +12,7 @@ from ._attrs import (INDEX_LIMIT, cached_plan, check_size, int_tuple, kinds_in, 
 from ._dtypes import C_TYPES, as_array, as_kernel_array, result_dtype
 from ._outputs import output_array
 from ._threads import resolve_n_threads
-from .indices import as_int64, check_format, recode
+from .indices import as_int64, check_format, index_range, out_of_range, recode
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -212,9 +212,10 @@ def max_unpool(x: ArrayLike, indices: ArrayLike, kernel_shape: Ints, *, strides:
         raise ValueError(f"{OP}: indices must have the shape of x {list(arr.shape)}, got {list(idx.shape)}")
     xk, _ = as_kernel_array(OP, "x", arr, plan.kinds)
     ik, _ = as_kernel_array(OP, "indices", idx, plan.index_kinds)
-    if check_format(OP, "index_format", index_format, layout) != "onnx":
-        # Read relative to the output, as flat offsets ("onnx") for the kernel; -1 stays -1,
-        # which the kernel rejects like any index outside the output.
+    relative = _RELATIVE[layout].get(check_format(OP, "index_format", index_format, layout), 0)
+    if layout == "NCHW" and index_format in ("tf", "tf_batch"):
+        # Channels-last positions of NCHW planes (rare): read as flat offsets into the output
+        # first; -1 stays -1, which the kernel rejects like any index outside the output.
         ik = recode(OP, "indices", as_int64(OP, "indices", ik), plan.out_shape, layout, index_format, "onnx",
                     "the output")
     # uint64 values >= 2**63 wrap to negative here, which the kernel rejects like any bad index.
@@ -237,9 +238,14 @@ def max_unpool(x: ArrayLike, indices: ArrayLike, kernel_shape: Ints, *, strides:
             fused = nt == 1 or plan.blocks >= 4 * nt
             kernel = _core.max_unpool[C_TYPES[bits]]
             bad = kernel(xk.reshape(-1).view(bits), ik.reshape(-1), y.reshape(-1).view(bits),
-                         plan.blocks, fused, zeroed, nt)
+                         plan.blocks, fused, zeroed, nt, relative, plan.out_shape[-1] if relative == 2 else 1)
         if bad == -2:  # the kernel's contract on its arguments, which the checks above keep
             raise RuntimeError(f"{OP}: internal error: the kernel rejected its arguments")
+        if bad >= 0 and relative:
+            lead, spatial = split_layout(OP, plan.out_shape, layout)
+            where = tuple(int(i) for i in np.unravel_index(bad, idx.shape))
+            raise out_of_range(OP, "indices", idx, where, index_format, index_range(index_format, lead,
+                               math.prod(spatial)), plan.out_shape, layout, "the output")
         if bad >= 0:
             where = tuple(int(i) for i in np.unravel_index(bad, idx.shape))
             raise ValueError(
@@ -247,6 +253,11 @@ def max_unpool(x: ArrayLike, indices: ArrayLike, kernel_shape: Ints, *, strides:
                 f"range of the output of shape {list(plan.out_shape)} (first bad index in row-major order)"
             )
     return y
+
+
+# Index formats the kernel reads in place (its `relative` argument): offsets inside the part of
+# their (n, c) plane or NHWC image (1), or pixels of the NHWC image at the element's channel (2).
+_RELATIVE = {"NCHW": {"plane": 1}, "NHWC": {"tf": 1, "plane": 2}}
 
 
 @cached_plan(OP)
