@@ -45,6 +45,20 @@ def test_a_dlpack_only_object_is_read_through_dlpack():
         assert np.array_equal(got, _pool_calls(x)[name]), name
 
 
+class LegacyDLPack(DLPackOnly):
+    """A producer from before DLPack 1.0 (torch < 2.3): __dlpack__ takes only a stream."""
+
+    def __dlpack__(self, stream=None):
+        return self._array.__dlpack__(stream=stream)
+
+
+def test_a_legacy_producer_is_read_without_a_copy():
+    x = np.arange(24.0).reshape(2, 3, 4)
+    view = as_array("MaxPool", "x", LegacyDLPack(x))
+    assert np.shares_memory(view, x)
+    assert np.array_equal(pooling.max_pool(LegacyDLPack(x), 2), pooling.max_pool(x, 2))
+
+
 def test_an_object_on_another_device_is_a_type_error():
     wrapped = DLPackOnly(np.ones((1, 1, 4)), device=(2, 0))  # kDLCUDA
     with pytest.raises(TypeError, match=r"MaxPool: x is on DLPack device type 2.*CPU memory only"):

@@ -187,7 +187,9 @@ def _from_dlpack(op, name, x):
             f"memory only; move it first (a torch tensor: .cpu()), got {_short(x)}"
         )
     try:
-        return np.from_dlpack(x, copy=False)
+        # copy=None (numpy never copies CPU memory) rather than False, which producers of DLPack
+        # before 1.0 (torch < 2.3) cannot be asked for.
+        return np.from_dlpack(x)
     except (BufferError, RuntimeError, TypeError, ValueError) as e:
         raise TypeError(
             f"{op}: {name} cannot be read through DLPack as a numpy array ({e}); "
