@@ -160,6 +160,26 @@ def test_int64_beyond_float64_precision_is_exact():
     assert torch.equal(y, want[0]) and torch.equal(i, want[1])
 
 
+def test_integer_windows_of_the_minimum_get_their_first_index():
+    """torch's channels_last integer kernels leave such a window's index where it was (here 2, a position
+    outside the window); its contiguous kernels, and these functions in both formats, give the first."""
+    x = torch.tensor([3, 0, 0, 2, 1, 4, 3, 5, 2, 2, 2, 1, 5, 2, 2, 4, 3, 4, 0, 5, 0, 5, 3, 3], dtype=torch.uint8)
+    x = x.reshape(1, 1, 3, 2, 4).expand(1, 2, 3, 2, 4).contiguous()
+    args = ([1, 1, 2], [2, 3, 2], 0, [2, 3, 2], True)
+    want = F.max_pool3d(x, *args, return_indices=True)[1]
+    assert want[0, 0].flatten().tolist() == [0, 2, 16, 18]
+    for xx in (x, x.to(memory_format=torch.channels_last_3d)):
+        assert torch.equal(pt.max_pool3d(xx, *args, return_indices=True)[1], want)
+
+
+def test_windows_of_no_element():
+    """Possible only where a dilation steps over a tiny input: -inf (integers: their minimum) and index -1."""
+    for dtype in (torch.float32, torch.int8, torch.int16, torch.int64):
+        y, i = pt.max_pool1d(torch.tensor([[[1, 2]]], dtype=dtype), 2, 1, 1, 3, return_indices=True)
+        low = float("-inf") if dtype.is_floating_point else torch.iinfo(dtype).min
+        assert y.tolist() == [[[low]]] and i.tolist() == [[[-1]]]
+
+
 def test_other_strides_are_copied_and_pooled():
     x = random_tensor((2, 3, 12, 10), torch.float32)[:, :, ::2, 1:]
     assert_same(pt.max_pool2d(x, 2), F.max_pool2d(x, 2))

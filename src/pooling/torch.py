@@ -334,8 +334,9 @@ def _pool_forward(fn, x, args, with_indices):
         perm = _to_nchw(layout, n)
         _last_nans(arr.transpose(perm), y.transpose(perm), None if indices is None else indices.transpose(perm),
                    args, _nan_test(x.dtype), _TORCH_NAN.get(x.dtype))
-    if upcast is not None:
-        y = y.astype(_INT_DTYPES[x.dtype])
+    if upcast is not None:  # a window of no element is -inf: the integer's minimum, as int8 and uint8 give
+        info = np.iinfo(_INT_DTYPES[x.dtype])
+        y = np.maximum(y, info.min, out=y).astype(info.dtype)
     yt = _from_layout(_as_tensor(y, x.dtype), layout, n)
     it = None if indices is None else _from_layout(torch.from_numpy(indices), layout, n)
     return yt, it, layout
