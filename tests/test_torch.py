@@ -178,6 +178,9 @@ def test_windows_of_no_element():
         y, i = pt.max_pool1d(torch.tensor([[[1, 2]]], dtype=dtype), 2, 1, 1, 3, return_indices=True)
         low = float("-inf") if dtype.is_floating_point else torch.iinfo(dtype).min
         assert y.tolist() == [[[low]]] and i.tolist() == [[[-1]]]
+    x = torch.tensor([[[1.0, 2.0]]], requires_grad=True)
+    pt.max_pool1d(x, 2, 1, 1, 3).sum().backward()
+    assert x.grad.tolist() == [[[0.0, 0.0]]]
 
 
 def test_other_strides_are_copied_and_pooled():
