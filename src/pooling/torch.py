@@ -560,7 +560,8 @@ def max_unpool3d(input: Tensor, indices: Tensor, kernel_size: Size, stride: Size
     Returns
     -------
     torch.Tensor
-        ``(N, C, D_out, H_out, W_out)`` (or unbatched), `input`'s dtype, zero where no index points.
+        ``(N, C, D_out, H_out, W_out)`` (or unbatched), `input`'s dtype, zero where no index points;
+        contiguous, as torch's, whatever the memory format of `input`.
 
     Raises
     ------
@@ -626,7 +627,8 @@ def _max_unpool(fn, n, input, indices, kernel_size, stride, padding, output_size
 def _unpool_forward(fn, x, indices, plan):
     kernel, stride, size = plan
     n = len(kernel)
-    layout, xl = _layout(x, n)
+    # torch's max_unpool2d keeps channels_last; its max_unpool3d returns a contiguous result.
+    layout, xl = _layout(x, n) if n == 2 else ("NCHW", x.contiguous())
     il = _to_layout(indices, layout, n)  # pooling copies indices of other strides
     shape = (x.shape[0], *size, x.shape[1]) if layout == "NHWC" else (*x.shape[:2], *size)
     y = _call(fn, _pooling.max_unpool, _as_numpy(xl), _as_numpy(il), kernel, strides=stride, output_shape=shape,
