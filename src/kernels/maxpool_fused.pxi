@@ -386,9 +386,10 @@ cdef void _pool_rows(const pool_t* xp, pool_t* yp, int64_t* ip, int64_t xoff, co
     """Output rows [oh0, oh1) of depth slice od of one plane.
 
     xp, yp, ip: the plane in X, Y and Indices (ip NULL without Indices); xoff is
-    the plane's base in the Indices' encoding (its flat offset in X for "onnx"; Geom).  hval/hpos/nan: this thread's row buffer,
-    g.brows rows per depth tap (hpos NULL without Indices; after the buffer it
-    holds the running winner's position and depth, 2 * OW int32).
+    the plane's base in the Indices' encoding (Geom; for "onnx" its flat offset
+    in X).  hval/hpos/nan: this thread's row buffer, g.brows rows per depth tap
+    (hpos NULL without Indices; after the buffer it holds the running winner's
+    position and depth, 2 * OW int32).
     """
     cdef Py_ssize_t OW = g.OW, W = g.W
     cdef Py_ssize_t span = (g.kh - 1) * g.dh + 1

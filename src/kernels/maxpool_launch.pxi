@@ -82,7 +82,7 @@ cdef class _Launch:
                   kernel, strides, dilations, pads_begin, taps, inf_bits)
         self.act, self.lo, self.hi = act, lo, hi
         self.spare = []
-        self.g.imul, self.g.icmul, self.g.islices, self.g.ichannels, self.g.inbase, self.g.icbase = 1, 0, 1, 1, 0, 0
+        self._set_index((1, 0, 1, 1, 0, 0))  # (each launch that writes Indices sets its own)
 
     cdef void _set_index(self, tuple index):
         """The Indices' encoding: (imul, icmul, islices, ichannels, inbase, icbase), see Geom."""

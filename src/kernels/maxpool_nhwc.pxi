@@ -15,8 +15,9 @@
 
 cdef class MaxPoolNHWC(_Launch):
     """Channels-last MaxPool: x (N, D, H, W, C) -> y (N, OD, OH, OW, C); see _Launch.
-    Indices are in the encoding `index` gives (Geom; "onnx": flat offsets into x's own NHWC memory;
-    pixels per image must be fewer than 2**31).  Work items are output rows; `chunk` is the pool's smallest claim."""
+    Indices are in the encoding `index` gives (Geom; "onnx": flat offsets into x's own NHWC
+    memory; pixels per image must be fewer than 2**31).  Work items are output rows; `chunk` is
+    the pool's smallest claim."""
     cdef Py_ssize_t C, wscratch             # channels; int32 winners per thread
 
     def __init__(self, str ctype, tuple x_shape, tuple y_shape, tuple kernel, tuple strides,
