@@ -746,13 +746,12 @@ def _fold_forward(x, plan):
 def _unfold(grad, plan):
     """torch's unfold of (N, C, *image) `grad` into (N, C * K, L) columns, for any number of axes."""
     image, kernel, dilation, padding, stride = plan
-    n = len(image)
     padded = torch.nn.functional.pad(grad, [p for p in reversed(padding) for _ in range(2)])
     blocks = [(size + 2 * p - d * (k - 1) - 1) // s + 1
               for size, k, d, p, s in zip(image, kernel, dilation, padding, stride)]
     taps = []
     for tap in itertools.product(*map(range, kernel)):
-        index = tuple(slice(t * d, t * d + (b - 1) * st + 1, st) for t, d, b, st in zip(tap, dilation, blocks, stride))
+        index = tuple(slice(t * d, t * d + (b - 1) * s + 1, s) for t, d, b, s in zip(tap, dilation, blocks, stride))
         taps.append(padded[(slice(None), slice(None), *index)])
     cols = torch.stack(taps, dim=2)  # (N, C, K, *blocks)
     return cols.reshape(grad.shape[0], grad.shape[1] * len(taps), math.prod(blocks))
