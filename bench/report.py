@@ -5,6 +5,7 @@
     python bench/report.py --plot out.png  # also draw the speedups (matplotlib, the `bench` extra)
     python bench/report.py -k pattern      # only the real-call-pattern groups (test_callpattern.py)
     python bench/report.py -k zoo          # only the model-zoo sweep (zoo.py)
+    python bench/report.py -k dropin       # only pooling.torch against torch (test_torch_dropin.py)
 
 The model-zoo sweep has a table of its own: per case and thread count (all
 threads, one thread), pooling's median, the best peer at the same thread count,
@@ -39,6 +40,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PEERS = ("onnxruntime", "torch", "openvino")
 PATTERN = "pattern "  # the real-call-pattern groups' prefix
 ZOO = "zoo "  # the model-zoo groups' prefix (cases.ZOO_PREFIX)
+DROPIN = "dropin "  # pooling.torch against torch's own functions (test_torch_dropin.DROPIN_PREFIX)
 
 
 class Progress:
@@ -88,7 +90,7 @@ def table(benchmarks):
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     rows = []
     for group, medians in groups.items():
-        if group.startswith((PATTERN, ZOO)):
+        if group.startswith((PATTERN, ZOO, DROPIN)):
             continue
         ours = min(v for k, v in medians.items() if k in ("pooling", "pooling out="))
         cells = [group, f"{ours * 1e3:.3f}", _ms(medians.get("pooling 1 thread"))]
@@ -159,6 +161,27 @@ def zoo_table(benchmarks):
     return lines, speedups
 
 
+def dropin_table(benchmarks):
+    """Markdown lines for pooling.torch against torch's own functions (bench/test_torch_dropin.py): the
+    medians at 2 threads and at 1, and torch's over pooling.torch's (> 1: pooling.torch is faster)."""
+    groups = {}
+    for b in benchmarks:
+        if b["group"].startswith(DROPIN):
+            groups.setdefault(b["group"][len(DROPIN):], {})[b["name"]] = b["stats"]["median"]
+    if not groups:
+        return []
+    header = ["case", "pooling.torch ms", "torch ms", "speedup", "pooling.torch 1 thread ms", "torch 1 thread ms",
+              "speedup 1 thread"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for group, medians in groups.items():
+        cells = [group]
+        for suffix in ("", " 1 thread"):
+            ours, theirs = medians.get("pooling.torch" + suffix), medians.get("torch" + suffix)
+            cells += [_ms(ours), _ms(theirs), f"{theirs / ours:.2f}x" if ours and theirs else "-"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
 def _ms(seconds):
     return "-" if seconds is None else f"{seconds * 1e3:.3f}"
 
@@ -175,7 +198,7 @@ def plot_rows(benchmarks):
     of the same bytes is faster than pooling."""
     groups = {}
     for b in benchmarks:
-        if not b["group"].startswith((PATTERN, ZOO)):
+        if not b["group"].startswith((PATTERN, ZOO, DROPIN)):
             groups.setdefault(b["group"], {})[b["name"]] = b["stats"]["median"]
     rows = []
     for group, medians in groups.items():
@@ -256,6 +279,7 @@ def main(argv=None):
     lines, _ = table(benchmarks)
     patterns = pattern_table(benchmarks)
     zoo, speedups = zoo_table(benchmarks)
+    dropin = dropin_table(benchmarks)
     if len(lines) > 2:
         print("\n".join(lines))
     if zoo:
@@ -267,6 +291,10 @@ def main(argv=None):
     if patterns:
         print("\nReal call patterns (one call after each gap; the gap is not timed):\n")
         print("\n".join(patterns))
+    if dropin:
+        print("\npooling.torch against torch's own functions, on torch tensors (speedup: torch's median over "
+              "pooling.torch's):\n")
+        print("\n".join(dropin))
     if args.plot and plot_rows(benchmarks):
         figure(benchmarks).savefig(args.plot, dpi=120, bbox_inches="tight")
         print(f"\nplot written to {args.plot}")

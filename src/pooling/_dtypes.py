@@ -150,18 +150,51 @@ def checked_kind(op, name, dtype, kinds):
 def as_array(op, name, x):
     """`x` (not an ndarray: callers pass those on as they are) as an array of numbers of rank >= 1.
 
-    None, a string, a scalar, or anything else numpy makes a 0-d or non-numeric array of, is a
-    TypeError naming op and parameter (not an error about its rank or shape).
+    An object with ``__dlpack__`` (a torch CPU tensor, a JAX CPU array, ...) is read through DLPack
+    as a view of its memory, without a copy (numpy subclasses keep numpy's own path).  None, a
+    string, a scalar, or anything else numpy makes a 0-d or non-numeric array of, is a TypeError
+    naming op and parameter (not an error about its rank or shape); so is a DLPack object numpy
+    cannot view: one on another device than the CPU, a dtype numpy lacks (bfloat16), a torch tensor
+    that requires grad (detach it, or use pooling.torch, which keeps the graph).
     """
-    try:
-        arr = np.asarray(x)
-    except ValueError as e:  # nested sequences of different lengths
-        raise TypeError(f"{op}: {name} must be an array of numbers, got {_short(x)}: {e}") from None
+    if hasattr(x, "__dlpack__") and not isinstance(x, np.ndarray):
+        arr = _from_dlpack(op, name, x)
+    else:
+        try:
+            arr = np.asarray(x)
+        except ValueError as e:  # nested sequences of different lengths
+            raise TypeError(f"{op}: {name} must be an array of numbers, got {_short(x)}: {e}") from None
     if arr.ndim == 0:
         raise TypeError(f"{op}: {name} must be an array of numbers, got {_short(x)}")
     if arr.dtype.kind not in "biufcV":
         raise TypeError(f"{op}: {name} has dtype {arr.dtype}: it must be an array of numbers, got {_short(x)}")
     return arr
+
+
+# DLPack device types whose memory the CPU reads: kDLCPU, kDLCUDAHost (pinned), kDLROCMHost.
+_HOST_DEVICES = (1, 3, 11)
+
+
+def _from_dlpack(op, name, x):
+    """A numpy view of the memory of a DLPack object `x` (never a copy), or a TypeError naming op and name."""
+    try:
+        device = int(x.__dlpack_device__()[0])
+    except Exception:  # no device query: let from_dlpack decide
+        device = None
+    if device is not None and device not in _HOST_DEVICES:
+        raise TypeError(
+            f"{op}: {name} is on DLPack device type {device}, not in CPU memory: pooling reads CPU "
+            f"memory only; move it first (a torch tensor: .cpu()), got {_short(x)}"
+        )
+    try:
+        # copy=None (numpy never copies CPU memory) rather than False, which producers of DLPack
+        # before 1.0 (torch < 2.3) cannot be asked for.
+        return np.from_dlpack(x)
+    except (BufferError, RuntimeError, TypeError, ValueError) as e:
+        raise TypeError(
+            f"{op}: {name} cannot be read through DLPack as a numpy array ({e}); "
+            f"got {_short(x)}"
+        ) from None
 
 
 def _short(value):

@@ -1,0 +1,100 @@
+"""pooling.torch against torch's own functions, on torch tensors: one group per case, each at 2 threads and at
+1 (torch.set_num_threads, which pooling.torch follows), forward with Indices and forward + backward,
+contiguous and channels_last, and fold.  Every member's result is checked against torch's.
+
+    python -m pytest bench/test_torch_dropin.py                     # timings
+    python bench/report.py -k dropin                                # the table
+"""
+import functools
+
+import pytest
+
+from cases import THREADS
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+pt = pytest.importorskip("pooling.torch")
+
+DROPIN_PREFIX = "dropin "  # the groups' prefix (report.py tabulates them on their own)
+POOL = dict(kernel_size=3, stride=2, padding=1)
+FOLD = dict(output_size=(56, 56), kernel_size=3, padding=1)
+
+
+def _pool_input(memory_format):
+    x = torch.randn(8, 64, 112, 112, generator=torch.Generator().manual_seed(0))
+    return x.to(memory_format=memory_format)
+
+
+def _forward(pool, memory_format):
+    x = _pool_input(memory_format)
+    return functools.partial(pool, x, **POOL, return_indices=True)
+
+
+def _backward(pool, memory_format):
+    x = _pool_input(memory_format).requires_grad_()
+    grad = torch.randn(8, 64, 56, 56, generator=torch.Generator().manual_seed(1)).to(memory_format=memory_format)
+
+    def run():
+        y = pool(x, **POOL)
+        return torch.autograd.grad(y, x, grad)[0]
+    return run
+
+
+def _fold(fold, backward):
+    cols = torch.randn(8, 576, 3136, generator=torch.Generator().manual_seed(2), requires_grad=backward)
+    if not backward:
+        return functools.partial(fold, cols, **FOLD)
+    grad = torch.randn(8, 64, 56, 56, generator=torch.Generator().manual_seed(3))
+    return lambda: torch.autograd.grad(fold(cols, **FOLD), cols, grad)[0]
+
+
+CASES = {
+    "max_pool2d 8x64x112x112 k3 s2 p1 float32 +indices": lambda f: _forward(f, torch.contiguous_format),
+    "max_pool2d 8x64x112x112 k3 s2 p1 float32 +indices channels_last": lambda f: _forward(f, torch.channels_last),
+    "max_pool2d 8x64x112x112 k3 s2 p1 float32 forward+backward": lambda f: _backward(f, torch.contiguous_format),
+    "max_pool2d 8x64x112x112 k3 s2 p1 float32 forward+backward channels_last":
+        lambda f: _backward(f, torch.channels_last),
+    "fold 8x576x3136 -> 56x56 k3 p1 float32": lambda f: _fold(f, False),
+    "fold 8x576x3136 -> 56x56 k3 p1 float32 forward+backward": lambda f: _fold(f, True),
+}
+MEMBERS = {"pooling.torch": THREADS, "torch": THREADS, "pooling.torch 1 thread": 1, "torch 1 thread": 1}
+PAIRS = [(case, member) for case in CASES for member in MEMBERS]
+
+
+def _function(case, member):
+    name = "fold" if case.startswith("fold") else "max_pool2d"
+    return getattr(pt if member.startswith("pooling") else F, name)
+
+
+@functools.lru_cache(maxsize=None)
+def expected(case):
+    """torch's own result of the case."""
+    return CASES[case](_function(case, "torch"))()
+
+
+@pytest.mark.parametrize("case, member", PAIRS, ids=[f"{c}-{m}" for c, m in PAIRS])
+def test_dropin(benchmark, case, member):
+    benchmark.group = DROPIN_PREFIX + case
+    benchmark.name = member
+    previous = torch.get_num_threads()
+    torch.set_num_threads(MEMBERS[member])
+    try:
+        fn = CASES[case](_function(case, member))
+        if not benchmark.disabled:
+            fn()  # warm-up
+        result = benchmark(fn)
+    finally:
+        torch.set_num_threads(previous)
+    check(case, result)
+
+
+def check(case, result):
+    """The same values as torch: pooling exactly, Indices included; fold and gradients that sum in another
+    order to float32 rounding."""
+    want = expected(case)
+    if isinstance(want, tuple):
+        assert torch.equal(result[0], want[0]) and torch.equal(result[1], want[1])
+    elif case.startswith("fold") or "backward" in case:
+        torch.testing.assert_close(result, want, rtol=1e-5, atol=1e-5)
+    else:
+        assert torch.equal(result, want)

@@ -1,0 +1,538 @@
+"""pooling.torch against torch's own functions: values (to the bit), indices, memory formats, errors, and
+gradients (torch.autograd.gradcheck in float64, torch's backward, one training step)."""
+import doctest
+import inspect
+import itertools
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.nn.functional as F  # noqa: E402
+
+import pooling.torch as pt  # noqa: E402
+
+FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+INTS = (torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64)
+MEMORY_FORMATS = {2: torch.channels_last, 3: torch.channels_last_3d}
+POOL = {1: (pt.max_pool1d, F.max_pool1d), 2: (pt.max_pool2d, F.max_pool2d), 3: (pt.max_pool3d, F.max_pool3d)}
+UNPOOL = {1: (pt.max_unpool1d, F.max_unpool1d), 2: (pt.max_unpool2d, F.max_unpool2d),
+          3: (pt.max_unpool3d, F.max_unpool3d)}
+SPATIAL = {1: (11,), 2: (9, 10), 3: (4, 5, 6)}  # torch pools int8 volumes of at most 127 elements
+
+# (kernel_size, stride, padding, dilation, ceil_mode): defaults, overlap, dilation, ceil_mode, per-axis tuples.
+ATTRS = [
+    (2, None, 0, 1, False),
+    (3, 2, 1, 1, False),
+    (3, 2, 1, 1, True),
+    (3, 1, 1, 2, True),
+    (2, 3, 1, 1, True),
+    ("per-axis", None, None, None, False),
+]
+
+
+def _attrs(attrs, n):
+    kernel, stride, padding, dilation, ceil_mode = attrs
+    if kernel == "per-axis":
+        return (3, 2, 2)[:n], (1, 2, 3)[:n], (1, 0, 1)[:n], (1, 2, 1)[:n], ceil_mode
+    return kernel, stride, padding, dilation, ceil_mode
+
+
+def random_tensor(shape, dtype, seed=0):
+    """Many ties; floats also get NaN (several per window), -0.0, +-inf."""
+    gen = torch.Generator().manual_seed(seed)
+    if dtype in INTS:
+        low, high = (0, 6) if dtype == torch.uint8 else (-3, 3)
+        return torch.randint(low, high, shape, generator=gen).to(dtype)
+    values = torch.randint(-4, 5, shape, generator=gen).double()
+    u = torch.rand(shape, generator=gen, dtype=torch.float64)
+    values[u < 0.06] = float("nan")
+    values[(u >= 0.06) & (u < 0.14)] = -0.0
+    values[(u >= 0.14) & (u < 0.16)] = float("-inf")
+    values[(u >= 0.16) & (u < 0.17)] = float("inf")
+    return values.to(dtype)
+
+
+def bits(t):
+    """The tensor's bits, as integers of its width (NaN payloads and -0.0 compared too)."""
+    if t.is_complex():
+        t = torch.view_as_real(t)
+    width = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()]
+    return t.contiguous().view(width)
+
+
+def assert_same(got, want):
+    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, want.dtype, got.shape, want.shape)
+    assert torch.equal(bits(got), bits(want))
+
+
+def _formats(n):
+    return ["contiguous"] + (["channels_last"] if n in MEMORY_FORMATS else [])
+
+
+def _in_format(t, fmt, n):
+    return t.to(memory_format=MEMORY_FORMATS[n]) if fmt == "channels_last" else t
+
+
+# ---------------------------------------------------------------------------------------------------------
+# max_pool: values and indices
+# ---------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+@pytest.mark.parametrize("dtype", FLOATS + INTS, ids=str)
+@pytest.mark.parametrize("attrs", ATTRS, ids=str)
+def test_max_pool_matches_torch(n, dtype, attrs):
+    ours, theirs = POOL[n]
+    kernel, stride, padding, dilation, ceil_mode = _attrs(attrs, n)
+    kw = dict(stride=stride, dilation=dilation, ceil_mode=ceil_mode)
+    if padding is not None:
+        kw["padding"] = padding
+    for fmt in _formats(n):
+        x = _in_format(random_tensor((2, 3) + SPATIAL[n], dtype, seed=n), fmt, n)
+        before = x.clone()
+        want_y, want_i = theirs(x, kernel, **kw, return_indices=True)
+        got_y, got_i = ours(x, kernel, **kw, return_indices=True)
+        assert_same(got_y, want_y)
+        assert got_i.dtype == torch.int64 and torch.equal(got_i, want_i)
+        assert_same(ours(x, kernel, **kw), want_y)
+        if fmt == "channels_last":
+            assert got_y.is_contiguous(memory_format=MEMORY_FORMATS[n])
+            assert got_i.is_contiguous(memory_format=MEMORY_FORMATS[n])
+        assert torch.equal(bits(x), bits(before))  # never written
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_unbatched_input(n):
+    ours, theirs = POOL[n]
+    x = random_tensor((3,) + SPATIAL[n], torch.float32)
+    got, want = ours(x, 3, 2, 1, return_indices=True), theirs(x, 3, 2, 1, return_indices=True)
+    assert_same(got[0], want[0])
+    assert torch.equal(got[1], want[1])
+
+
+def test_several_nans_in_a_window_give_the_last_one_as_torch():
+    nan1 = torch.tensor(float("nan"))
+    nan2 = -torch.tensor(float("nan"))  # another payload: the output is the last NaN's bits
+    x = torch.tensor([[[1.0, 0.0, 2.0, 0.0, 3.0, 0.0]]])
+    x[0, 0, 1], x[0, 0, 3] = nan1, nan2
+    y, i = pt.max_pool1d(x, 6, return_indices=True)
+    assert i.item() == 3 and torch.equal(bits(y), bits(x[..., 3:4]))
+    want = F.max_pool1d(x, 6, return_indices=True)
+    assert torch.equal(i, want[1]) and torch.equal(bits(y), bits(want[0]))
+
+
+@pytest.mark.parametrize("dtype, payloads", [
+    (torch.float16, [-1, 0x7C01, 0x7E00]),
+    (torch.bfloat16, [-1, 0x7F81, 0x7FC0]),
+    (torch.float32, [-1, 0x7F800001, 0x7FC00000]),
+    (torch.float64, [-1, 0x7FF0000000000001]),
+], ids=str)
+def test_nan_bits_are_torchs(dtype, payloads):
+    """Signalling and negative NaNs: float16 ones come back quiet, bfloat16 ones as 0x7FC0, as torch's
+    kernels (which pass 16-bit floats through float32) give them."""
+    for payload in payloads:
+        x = torch.tensor([[[1.0, 0.0, 2.0, 0.0, 5.0, 0.0]]], dtype=dtype)
+        x.view({2: torch.int16, 4: torch.int32, 8: torch.int64}[x.element_size()])[0, 0, [1, 3]] = payload
+        want = F.max_pool1d(x, 3, return_indices=True)
+        got = pt.max_pool1d(x, 3, return_indices=True)
+        assert_same(got[0], want[0])
+        assert torch.equal(got[1], want[1])
+
+
+def test_an_all_nan_input_gives_torchs_indices():
+    x = torch.full((1, 2, 7, 8), float("nan"))
+    for kw in (dict(kernel_size=3, stride=2, padding=1), dict(kernel_size=2, dilation=3, ceil_mode=True)):
+        got, want = pt.max_pool2d(x, **kw, return_indices=True), F.max_pool2d(x, **kw, return_indices=True)
+        assert torch.equal(got[1], want[1])
+
+
+def test_int64_beyond_float64_precision_is_exact():
+    x = torch.tensor([[[2**62, 2**62 + 1, -(2**63), 5, 2**53 + 1, 2**53]]], dtype=torch.int64)
+    y, i = pt.max_pool1d(x, 2, return_indices=True)
+    want = F.max_pool1d(x, 2, return_indices=True)
+    assert torch.equal(y, want[0]) and torch.equal(i, want[1])
+
+
+def test_integer_windows_of_the_minimum_get_their_first_index():
+    """torch's channels_last integer kernels leave such a window's index where it was (here 2, a position
+    outside the window); its contiguous kernels, and these functions in both formats, give the first."""
+    x = torch.tensor([3, 0, 0, 2, 1, 4, 3, 5, 2, 2, 2, 1, 5, 2, 2, 4, 3, 4, 0, 5, 0, 5, 3, 3], dtype=torch.uint8)
+    x = x.reshape(1, 1, 3, 2, 4).expand(1, 2, 3, 2, 4).contiguous()
+    args = ([1, 1, 2], [2, 3, 2], 0, [2, 3, 2], True)
+    want = F.max_pool3d(x, *args, return_indices=True)[1]
+    assert want[0, 0].flatten().tolist() == [0, 2, 16, 18]
+    for xx in (x, x.to(memory_format=torch.channels_last_3d)):
+        assert torch.equal(pt.max_pool3d(xx, *args, return_indices=True)[1], want)
+
+
+def test_windows_of_no_element():
+    """Possible only where a dilation steps over a tiny input: -inf (integers: their minimum) and index -1."""
+    for dtype in (torch.float32, torch.int8, torch.int16, torch.int64):
+        y, i = pt.max_pool1d(torch.tensor([[[1, 2]]], dtype=dtype), 2, 1, 1, 3, return_indices=True)
+        low = float("-inf") if dtype.is_floating_point else torch.iinfo(dtype).min
+        assert y.tolist() == [[[low]]] and i.tolist() == [[[-1]]]
+    x = torch.tensor([[[1.0, 2.0]]], requires_grad=True)
+    pt.max_pool1d(x, 2, 1, 1, 3).sum().backward()
+    assert x.grad.tolist() == [[[0.0, 0.0]]]
+
+
+def test_other_strides_are_copied_and_pooled():
+    x = random_tensor((2, 3, 12, 10), torch.float32)[:, :, ::2, 1:]
+    assert_same(pt.max_pool2d(x, 2), F.max_pool2d(x, 2))
+
+
+def test_argument_spellings_torch_accepts():
+    x = random_tensor((2, 3, 9, 10), torch.float32)
+    want = F.max_pool2d(x, (3, 2), stride=[], padding=(1, 0))
+    for kw in (dict(kernel_size=(3, 2), stride=[], padding=(1, 0)),
+               dict(kernel_size=[3, 2], stride=None, padding=[1, 0]),
+               dict(kernel_size=(np.int64(3), 2), stride=(3, 2), padding=(1, 0), dilation=(1,))):
+        assert_same(pt.max_pool2d(x, **kw), want)
+
+
+def test_empty_batch():
+    x = torch.ones(0, 3, 8, 8)
+    y, i = pt.max_pool2d(x, 2, return_indices=True)
+    assert y.shape == i.shape == (0, 3, 4, 4)
+
+
+@pytest.mark.parametrize("kw, shape", [
+    (dict(kernel_size=2, padding=2), (1, 1, 4, 4)),        # padding past half the kernel
+    (dict(kernel_size=3, dilation=2, padding=2), (1, 1, 8, 8)),   # half the kernel, not the dilated one
+    (dict(kernel_size=0), (1, 1, 4, 4)),
+    (dict(kernel_size=2, stride=0), (1, 1, 4, 4)),
+    (dict(kernel_size=2, dilation=0), (1, 1, 4, 4)),
+    (dict(kernel_size=2, padding=-1), (1, 1, 4, 4)),
+    (dict(kernel_size=3), (1, 1, 2, 2)),                   # output size 0
+    (dict(kernel_size=2), (1, 1, 1, 4, 4)),                # wrong rank
+    (dict(kernel_size=2), (4, 4)),
+    (dict(kernel_size=2), (1, 0, 4, 4)),                   # empty channel axis
+])
+def test_max_pool_errors_where_torch_raises(kw, shape):
+    x = torch.ones(shape)
+    with pytest.raises(RuntimeError):
+        F.max_pool2d(x, **kw)
+    with pytest.raises(pt.ArgumentError, match=r"^max_pool2d: ") as info:
+        pt.max_pool2d(x, **kw)
+    assert isinstance(info.value, ValueError) and isinstance(info.value, RuntimeError)
+
+
+@pytest.mark.parametrize("bad, error", [
+    (dict(input=torch.ones(1, 1, 4, 4, dtype=torch.bool)), r"input has dtype torch.bool"),
+    (dict(input=torch.ones(1, 1, 4, 4, dtype=torch.complex64)), r"input has dtype torch.complex64"),
+    (dict(input=np.ones((1, 1, 4, 4))), r"input must be a torch.Tensor"),
+    (dict(kernel_size=2.0), r"kernel_size must be an int or a tuple of 2 ints"),
+    (dict(kernel_size=(2, 2, 2)), r"kernel_size must be an int or a tuple of 2 ints"),
+    (dict(stride="2"), r"stride must be an int"),
+])
+def test_max_pool_type_errors(bad, error):
+    kw = dict(input=torch.ones(1, 1, 4, 4), kernel_size=2) | bad
+    with pytest.raises(TypeError, match=r"^max_pool2d: " + error):
+        pt.max_pool2d(**kw)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# max_unpool
+# ---------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("kernel, stride, padding", [(2, None, 0), (3, 2, 1), (2, 1, 0), (3, 3, 1)])
+def test_max_unpool_matches_torch(n, dtype, kernel, stride, padding):
+    pool, _ = POOL[n]
+    ours, theirs = UNPOOL[n]
+    for fmt in _formats(n):
+        x = _in_format(random_tensor((2, 3) + SPATIAL[n], dtype, seed=3), fmt, n)
+        y, i = pool(x, kernel, stride, padding, return_indices=True)
+        default = [(d - 1) * (stride or kernel) - 2 * padding + kernel for d in y.shape[2:]]
+        # The input's size (indices are offsets in its planes), the default where that is it, and one past
+        # the default within torch's range.
+        sizes = [list(x.shape[2:])] + [None] * (default == list(x.shape[2:]))
+        sizes += [[d + 1 for d in default]] * ((stride or kernel) > 1 and x.shape[2:] == tuple(default))
+        for size in sizes:
+            got, want = ours(y, i, kernel, stride, padding, size), theirs(y, i, kernel, stride, padding, size)
+            assert_same(got, want)
+            assert got.is_contiguous() == want.is_contiguous()  # 2-D keeps channels_last, 3-D does not
+
+
+def test_max_unpool_channels_last_input_with_contiguous_indices():
+    x = random_tensor((2, 3, 8, 8), torch.float32)
+    y, i = F.max_pool2d(x, 2, return_indices=True)
+    yl = y.to(memory_format=torch.channels_last)
+    got, want = pt.max_unpool2d(yl, i, 2), F.max_unpool2d(yl, i, 2)
+    assert_same(got, want)
+    assert got.is_contiguous(memory_format=torch.channels_last) == want.is_contiguous(memory_format=torch.channels_last)
+
+
+def test_max_unpool_default_output_size():
+    x = random_tensor((2, 3, 8, 6), torch.float32)
+    y, i = F.max_pool2d(x, 2, return_indices=True)
+    assert_same(pt.max_unpool2d(y, i, 2), F.max_unpool2d(y, i, 2))
+    y, i = F.max_pool2d(x, 3, 2, 1, return_indices=True)
+    assert_same(pt.max_unpool2d(y, i, 3, 2, 1, (8, 6)), F.max_unpool2d(y, i, 3, 2, 1, (8, 6)))
+
+
+def test_max_unpool_unbatched_and_full_output_size():
+    y, i = F.max_pool2d(random_tensor((3, 9, 9), torch.float32), 2, return_indices=True)
+    assert_same(pt.max_unpool2d(y, i, 2, output_size=(1, 3, 9, 9)), F.max_unpool2d(y, i, 2, output_size=(1, 3, 9, 9)))
+
+
+def test_max_unpool_duplicate_indices_last_wins():
+    """Where torch's CPU kernel leaves it undefined (it gives 2 or 3 here), the last one wins."""
+    x = torch.tensor([[[1.0, 2.0, 3.0]]])
+    assert pt.max_unpool1d(x, torch.tensor([[[0, 0, 0]]]), 2).tolist() == [[[3.0, 0, 0, 0, 0, 0]]]
+
+
+def test_max_unpool_errors():
+    x = torch.ones(1, 1, 3)
+    with pytest.raises(pt.ArgumentError, match=r"^max_unpool1d: "):
+        pt.max_unpool1d(x, torch.tensor([[[0, 9, 0]]]), 2)
+    with pytest.raises(RuntimeError):
+        F.max_unpool1d(x, torch.tensor([[[0, 9, 0]]]), 2)
+    with pytest.raises(ValueError, match=r"^max_unpool1d: output_size \[9\] is out of range"):
+        pt.max_unpool1d(x, torch.zeros(1, 1, 3, dtype=torch.int64), 2, output_size=[9])
+    with pytest.raises(ValueError):
+        F.max_unpool1d(x, torch.zeros(1, 1, 3, dtype=torch.int64), 2, output_size=[9])
+    with pytest.raises(pt.ArgumentError, match=r"indices must have the shape of input"):
+        pt.max_unpool1d(x, torch.zeros(1, 1, 2, dtype=torch.int64), 2)
+    with pytest.raises(ValueError, match=r"^max_unpool1d: output_size must have 1 or 3 values"):
+        pt.max_unpool1d(x, torch.zeros(1, 1, 3, dtype=torch.int64), 2, output_size=[1, 6])
+    with pytest.raises(TypeError, match=r"indices must be an integer tensor"):
+        pt.max_unpool1d(x, torch.zeros(1, 1, 3), 2)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# fold
+# ---------------------------------------------------------------------------------------------------------
+
+FOLD_ATTRS = [
+    dict(output_size=(6, 7), kernel_size=2),
+    dict(output_size=(8, 9), kernel_size=(3, 2), dilation=(1, 2), padding=(1, 0), stride=(2, 1)),
+    dict(output_size=5, kernel_size=3, padding=1, stride=2),
+]
+
+
+def _columns(attrs, channels, dtype):
+    """Random columns of small integers (exact sums in every dtype) for 2 images of the blocks of `attrs`,
+    shaped as torch's unfold makes them."""
+    size = attrs["output_size"]
+    image = torch.zeros((2, channels) + ((size, size) if isinstance(size, int) else size))
+    shape = F.unfold(image, **{k: v for k, v in attrs.items() if k != "output_size"}).shape
+    values = torch.randint(-3, 4, shape, generator=torch.Generator().manual_seed(5))
+    return values.to(dtype) if dtype != torch.bool else values > 0
+
+
+@pytest.mark.parametrize("dtype", FLOATS + (torch.bool, torch.complex64, torch.complex128), ids=str)
+@pytest.mark.parametrize("attrs", FOLD_ATTRS, ids=str)
+def test_fold_matches_torch(dtype, attrs):
+    x = _columns(attrs, 3, dtype)
+    assert_same(pt.fold(x, **attrs), F.fold(x, **attrs))
+    assert_same(pt.fold(x[0], **attrs), F.fold(x[0], **attrs))  # unbatched
+
+
+def test_fold_errors_where_torch_raises():
+    x = torch.ones(1, 5, 9)
+    with pytest.raises(RuntimeError):
+        F.fold(x, (4, 4), 2)
+    with pytest.raises(pt.ArgumentError, match=r"^fold: "):
+        pt.fold(x, (4, 4), 2)
+    with pytest.raises(pt.ArgumentError, match=r"^fold: input must be 2-D"):
+        pt.fold(torch.ones(1, 1, 4, 9), (4, 4), 2)
+
+
+def test_fold_of_other_ranks_is_the_adjoint_of_unfold():
+    """Folding 1-D and 3-D blocks (an extension: torch folds 2-D only) is what col2im computes, and its
+    gradient, the unfold, passes gradcheck."""
+    for image, kernel in (((7,), (3,)), ((4, 5, 3), (2, 3, 1))):
+        attrs = dict(output_size=image, kernel_size=kernel, padding=1, stride=2)
+        blocks = math.prod((s + 2 - k) // 2 + 1 for s, k in zip(image, kernel))
+        x = torch.randn(2, 2 * math.prod(kernel), blocks, dtype=torch.float64, requires_grad=True)
+        assert torch.autograd.gradcheck(lambda t: pt.fold(t, **attrs), (x,))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# autograd
+# ---------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_max_pool_gradcheck(n):
+    ours, _ = POOL[n]
+    for fmt, (kernel, stride, padding, dilation, ceil_mode) in itertools.product(
+            _formats(n), [(2, None, 0, 1, False), (3, 2, 1, 1, True), (2, 1, 1, 2, False)]):
+        x = torch.randn((2, 3) + SPATIAL[n], dtype=torch.float64, generator=torch.Generator().manual_seed(n))
+        x = _in_format(x, fmt, n).requires_grad_()
+        assert torch.autograd.gradcheck(
+            lambda t: ours(t, kernel, stride, padding, dilation, ceil_mode), (x,))
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_max_unpool_gradcheck(n):
+    pool, _ = POOL[n]
+    ours, _ = UNPOOL[n]
+    x = torch.randn((2, 3) + SPATIAL[n], dtype=torch.float64, generator=torch.Generator().manual_seed(n))
+    y, i = pool(x, 2, return_indices=True)
+    y.requires_grad_()
+    assert torch.autograd.gradcheck(lambda t: ours(t, i, 2, output_size=x.shape), (y,))
+
+
+def test_fold_gradcheck():
+    x = _columns(FOLD_ATTRS[1], 3, torch.float64).requires_grad_()
+    assert torch.autograd.gradcheck(lambda t: pt.fold(t, **FOLD_ATTRS[1]), (x,))
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_max_pool_backward_matches_torch(n, dtype):
+    """With ties and overlapping windows, so that one element gathers several gradients."""
+    ours, theirs = POOL[n]
+    for fmt in _formats(n):
+        base = random_tensor((2, 3) + SPATIAL[n], dtype, seed=7).nan_to_num(0.0, 9.0, -9.0)
+        grads = []
+        for fn in (ours, theirs):
+            x = _in_format(base.clone(), fmt, n).requires_grad_()
+            y = fn(x, 3, 2, 1)
+            y.backward(torch.arange(y.numel(), dtype=dtype).reshape(y.shape) % 5)
+            grads.append(x.grad)
+        assert_same(grads[0], grads[1])
+
+
+def test_one_training_step_matches_torch():
+    def model(pool):
+        torch.manual_seed(0)
+        conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        linear = torch.nn.Linear(8 * 4 * 4, 5)
+
+        def forward(x):
+            return linear(pool(torch.relu(conv(x)), 3, stride=2, padding=1).flatten(1))
+        return forward, [*conv.parameters(), *linear.parameters()]
+
+    x = torch.randn(4, 3, 8, 8, generator=torch.Generator().manual_seed(1))
+    target = torch.randint(0, 5, (4,), generator=torch.Generator().manual_seed(2))
+    results = []
+    for pool in (pt.max_pool2d, F.max_pool2d):
+        forward, params = model(pool)
+        optimizer = torch.optim.SGD(params, lr=0.1)
+        loss = F.cross_entropy(forward(x), target)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        results.append((loss.detach(), [p.detach().clone() for p in params]))
+    assert torch.equal(results[0][0], results[1][0])
+    for a, b in zip(results[0][1], results[1][1]):
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)
+
+
+def test_indices_have_no_gradient():
+    x = torch.randn(1, 1, 4, 4, requires_grad=True)
+    y, i = pt.max_pool2d(x, 2, return_indices=True)
+    assert y.requires_grad and not i.requires_grad and i.dtype == torch.int64
+
+
+def test_no_grad_builds_no_graph():
+    x = torch.randn(1, 1, 4, 4, requires_grad=True)
+    with torch.no_grad():
+        assert not pt.max_pool2d(x, 2).requires_grad
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the module
+# ---------------------------------------------------------------------------------------------------------
+
+def test_import_pooling_does_not_import_torch():
+    code = "import sys, pooling; pooling.max_pool([[[1.0, 2.0]]], 1); print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+PUBLIC = [name for name in pt.__all__ if inspect.isfunction(getattr(pt, name))]
+
+
+@pytest.mark.parametrize("name", PUBLIC)
+def test_docstring_examples_run(name):
+    runner = doctest.DocTestRunner()
+    for test in doctest.DocTestFinder().find(getattr(pt, name), name):
+        runner.run(test)
+    result = runner.summarize(verbose=False)
+    assert result.attempted >= 1 and result.failed == 0, result
+
+
+@pytest.mark.parametrize("name", PUBLIC)
+def test_docstring_sections_and_parameters(name):
+    function = getattr(pt, name)
+    doc = inspect.getdoc(function)
+    sections = re.findall(r"^(\w[\w ]*)\n-+$", doc, re.M)
+    assert sections == ["Parameters", "Returns", "Raises", "See Also", "Notes", "Examples"], sections
+    for p in inspect.signature(function).parameters.values():
+        entry = re.search(rf"^{p.name} : (.+)$", doc, re.M)
+        assert entry, f"{name}: parameter {p.name} is not documented"
+        if p.default is not inspect.Parameter.empty:
+            assert ("optional" if p.default is None else f"default {p.default!r}") in entry.group(1), entry.group(0)
+
+
+TYPED_USE = '''
+from typing import assert_type
+
+import torch
+
+import pooling.torch as pt
+
+x = torch.randn(2, 3, 8, 8)
+assert_type(pt.max_pool2d(x, 3, stride=2, padding=1), torch.Tensor)
+pair = pt.max_pool2d(x, 2, return_indices=True)
+assert_type(pair, tuple[torch.Tensor, torch.Tensor])
+y1 = pt.max_pool1d(x[0], (2,), None, 0, 1, False)
+y3, i3 = pt.max_pool3d(x[None], [2, 2, 2], return_indices=True)
+assert_type(pt.max_unpool3d(y3, i3, 2), torch.Tensor)
+assert_type(pt.max_unpool2d(*pair, 2, output_size=[8, 8]), torch.Tensor)
+assert_type(pt.max_unpool1d(y1, y1.long(), 2, stride=None, padding=0, output_size=None), torch.Tensor)
+assert_type(pt.fold(torch.ones(1, 4, 9), (4, 4), 2, dilation=1, padding=0, stride=1), torch.Tensor)
+either = pt.max_pool2d(x, 2, return_indices=x.sum().item() > 0)
+assert_type(either, torch.Tensor | tuple[torch.Tensor, torch.Tensor])
+try:
+    pt.max_pool2d(x, 0)
+except pt.ArgumentError as e:
+    assert_type(e, pt.ArgumentError)
+'''
+
+WRONG_USE = {  # each an error under mypy
+    "pair_has_no_ndim": "pt.max_pool2d(x, 2, return_indices=True).ndim",
+    "kernel_str": 'pt.max_pool2d(x, "2")',
+    "stride_float": "pt.max_pool1d(x, 2, stride=1.5)",
+    "fold_size_missing": "pt.fold(x, kernel_size=2)",
+}
+
+
+@pytest.mark.parametrize("checker", ["mypy", "pyright"])
+def test_types_under_strict_checkers(tmp_path, checker):
+    """A user's script type-checks under mypy --strict and pyright's strict mode with precise results;
+    wrong calls are errors."""
+    if checker == "mypy":
+        pytest.importorskip("mypy", reason="mypy is not installed")
+        command = [sys.executable, "-m", "mypy", "--strict", "--config-file", "mypy.ini", "--no-error-summary",
+                   "--cache-dir", str(tmp_path / ".cache")]
+        (tmp_path / "mypy.ini").write_text("[mypy]\n")
+        pattern = r"^(\S+\.py):\d+: error"
+    else:
+        if shutil.which("pyright") is None:
+            pytest.skip("pyright is not installed")
+        command = ["pyright", "--pythonpath", sys.executable]
+        (tmp_path / "pyrightconfig.json").write_text('{"typeCheckingMode": "strict"}')
+        pattern = r"^\s*\S*?([^/\\\s]+\.py):\d+:\d+ - error"
+    (tmp_path / "good.py").write_text(TYPED_USE)
+    for name, line in WRONG_USE.items():
+        (tmp_path / f"bad_{name}.py").write_text("import torch\nimport pooling.torch as pt\nx = torch.ones(1, 1, 4)\n"
+                                                 + line + "\n")
+    src = str(Path(pt.__file__).resolve().parents[1])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH")) if p))
+    files = ["good.py"] + [f"bad_{name}.py" for name in WRONG_USE]
+    run = subprocess.run(command + files, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    errors = set(re.findall(pattern, run.stdout, re.M))
+    assert "good.py" not in errors, run.stdout
+    assert errors == {f"bad_{name}.py" for name in WRONG_USE}, run.stdout + run.stderr
