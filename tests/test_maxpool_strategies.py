@@ -191,6 +191,34 @@ def test_one_odd_value_redoes_its_piece_exactly(strategy, shape, attrs, kind, sp
             assert_same(pooling.max_pool(x, n_threads=nt, _strategy=strategy, **attrs), want)
 
 
+# FUSED's "flat" rows (W == OW * stride) with a W dilation: its long-row pass reads only the
+# dilated taps, and the border windows read the values in between, so an odd value there
+# must still send the borders through the exact compare (a NaN there was lost).
+FLAT_DILATED = [
+    ((1, 1, 4, 3, 3), dict(kernel_shape=(4, 1, 2), strides=(2, 4, 1), pads=(2, 0, 1, 2, 0, 1),
+                           dilations=(1, 2, 2))),
+    ((1, 2, 3, 7), dict(kernel_shape=(1, 2), pads=(0, 1, 0, 1), dilations=(1, 2))),
+    ((2, 1, 9), dict(kernel_shape=3, pads=2, dilations=2)),
+]
+
+
+@pytest.mark.parametrize("kind", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("special", [np.nan, -0.0])
+@pytest.mark.parametrize("indices", [False, True])
+@pytest.mark.parametrize("shape, attrs", FLAT_DILATED)
+def test_fused_flat_rows_with_w_dilation_check_every_value(shape, attrs, indices, special, kind):
+    for flat in range(int(np.prod(shape))):
+        x = to_dtype(np.zeros(shape), kind)
+        x.reshape(-1)[flat] = to_dtype(np.array([special]), kind)[0]
+        want = reference.max_pool(x, return_indices=indices, **attrs)
+        got = pooling.max_pool(x, return_indices=indices, _strategy="fused", **attrs)
+        if indices:
+            assert_same(got[0], want[0])
+            assert np.array_equal(got[1], want[1]), flat
+        else:
+            assert_same(got, want)
+
+
 @pytest.mark.parametrize("level, kind, expected", [
     ("avx2", "float16", S.PLANES), ("avx2", "uint8", S.PLANES), ("avx2", "float64", S.FUSED),
     ("baseline", "uint8", S.FUSED),

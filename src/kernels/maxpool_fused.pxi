@@ -304,7 +304,11 @@ cdef void _hrows(const pool_t* xr, Py_ssize_t rows, pool_t* hv, int32_t* hp, uin
     # Border columns: the cheap compare too (the exact one compiles to a
     # mispredicting branch here) when the long row's check covered every
     # value of the block but a few at its ends, and those are clean too.
-    if g.flat and not redo:
+    # With a W dilation the long row read only its taps, and a border window's taps fall in
+    # the gaps between them: check the whole block.
+    if g.flat and not redo and g.dw > 1:
+        redo = _special(xr, rows * W, g.inf_bits)
+    elif g.flat and not redo:
         first = g.ow_lo * g.sw - g.pw
         last = (rows - 1) * W + (g.ow_hi - 1) * g.sw - g.pw + (g.kw - 1) * g.dw + 1
         redo = _special(xr, first, g.inf_bits) | _special(xr + last, rows * W - last, g.inf_bits)
