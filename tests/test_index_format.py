@@ -350,3 +350,18 @@ def test_common_strategies_encode_in_the_kernel(layout, strategy, rank):
                              activation=None, activation_params=None, opset=None, index_format=fmt)
         run = launch(plan, "float32", 1, True, strategy)
         assert getattr(run, "func", None) is not _recoded, (fmt, strategy)
+
+
+def test_a_launch_without_an_index_encoding_refuses_indices():
+    """Launches start with no Indices encoding (maxpool_launch.pxi): one that never set it fails
+    loudly when handed indices rather than writing a wrong encoding."""
+    from pooling import maxpool
+    from pooling._maxpool_strategies import launch
+    plan = maxpool._plan((1, 2, 6, 6), kernel_shape=2, strides=2, pads=None, dilations=None, auto_pad="NOTSET",
+                         ceil_mode=False, storage_order=0, return_indices=False, layout="NCHW",
+                         activation=None, activation_params=None, opset=None, index_format="onnx")
+    run = launch(plan, "float32", 1, False, "tiles")  # a kernel that writes no Indices
+    x, y = np.zeros((1, 2, 6, 6), np.float32), np.zeros((1, 2, 3, 3), np.float32)
+    run(x, y, None)
+    with pytest.raises(RuntimeError, match="no Indices encoding"):
+        run(x, y, np.zeros(y.shape, np.int64))
