@@ -169,7 +169,7 @@ def test_max_unpool_duplicates_and_indices_made_elsewhere(layout, rng):
 
 
 @pytest.mark.parametrize("fmt, bad, limit", [("plane", 16, 16), ("tf", 48, 48), ("plane", -1, 16),
-                                              ("tf", 2**64 - 1, 48)])
+                                              ("tf", 2**64 - 1, 48), ("tf_batch", 96, 96), ("tf_batch", -1, 96)])
 def test_max_unpool_nhwc_index_out_of_its_format_range(fmt, bad, limit):
     y = np.ones((2, 2, 2, 3), np.float32)
     idx = np.zeros((2, 2, 2, 3), np.uint64 if bad > 2**63 else np.int64)
@@ -180,11 +180,32 @@ def test_max_unpool_nhwc_index_out_of_its_format_range(fmt, bad, limit):
             pooling.max_unpool(y, idx, 2, strides=2, index_format=fmt, layout="NHWC", n_threads=nt)
 
 
-def test_max_unpool_rejects_minus_one_in_every_format():
-    y = np.ones((1, 1, 2, 2), np.float32)
-    idx = np.array([[[[0, 2], [8, -1]]]])
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_max_unpool_rejects_minus_one_in_every_format_naming_it(layout):
+    """-1 (and any bad index) is reported in the range of its own format, whether the kernel reads
+    the format in place or it was converted to flat offsets first; "onnx" in the flat range."""
+    y = np.ones((1, 2, 2, 2), np.float32)    # output (1, 2, 4, 4): P = 16, C = 2
+    idx = np.array([[[[0, 2], [8, 10]], [[1, 3], [9, -1]]]])
+    if layout == "NHWC":
+        y, idx = to_nhwc(y), to_nhwc(idx)   # the -1 stays at [0, 1, 1, 1]
+    limits = {"onnx": 32, "plane": 16, "tf": 32, "tf_batch": 32}
     for fmt in FORMATS:
-        with pytest.raises(ValueError, match=r"MaxUnpool: indices\[0, 0, 1, 1\] = -1 is outside"):
+        if fmt == "onnx":
+            message = r"is outside \[0, 32\), the flat range of the output"
+        else:
+            message = (rf"is outside \[0, {limits[fmt]}\), the range of '{fmt}' indices for the output of "
+                       rf"shape \[[0-9, ]+\] in layout '{layout}' \(-1 is out of range too;")
+        with pytest.raises(ValueError, match=rf"^MaxUnpool: indices\[0, 1, 1, 1\] = -1 {message}"):
+            pooling.max_unpool(y, idx, 2, strides=2, index_format=fmt, layout=layout)
+
+
+def test_max_unpool_nchw_tf_out_of_range_names_the_format():
+    y = np.ones((1, 2, 2, 2), np.float32)    # output (1, 2, 4, 4)
+    idx = np.zeros((1, 2, 2, 2), np.int64)
+    idx[0, 1, 0, 1] = 32
+    for fmt in ("tf", "tf_batch"):
+        with pytest.raises(ValueError, match=r"^MaxUnpool: indices\[0, 1, 0, 1\] = 32 is outside \[0, 32\), "
+                                             rf"the range of '{fmt}' indices for the output .* \(-1 is out of"):
             pooling.max_unpool(y, idx, 2, strides=2, index_format=fmt)
 
 

@@ -12,7 +12,7 @@ from ._attrs import (INDEX_LIMIT, cached_plan, check_size, int_tuple, kinds_in, 
 from ._dtypes import C_TYPES, as_array, as_kernel_array, result_dtype
 from ._outputs import output_array
 from ._threads import resolve_n_threads
-from .indices import as_int64, check_format, index_range, out_of_range, recode
+from .indices import as_int64, check_format, index_range, out_of_range, position, recode
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -217,7 +217,7 @@ def max_unpool(x: ArrayLike, indices: ArrayLike, kernel_shape: Ints, *, strides:
         # Channels-last positions of NCHW planes (rare): read as flat offsets into the output
         # first; -1 stays -1, which the kernel rejects like any index outside the output.
         ik = recode(OP, "indices", as_int64(OP, "indices", ik), plan.out_shape, layout, index_format, "onnx",
-                    "the output")
+                    "the output", empty=False)
     # uint64 values >= 2**63 wrap to negative here, which the kernel rejects like any bad index.
     ik = ik.astype(np.int64, copy=False)
     dtype = result_dtype(arr.dtype)
@@ -241,13 +241,15 @@ def max_unpool(x: ArrayLike, indices: ArrayLike, kernel_shape: Ints, *, strides:
                          plan.blocks, fused, zeroed, nt, relative, plan.out_shape[-1] if relative == 2 else 1)
         if bad == -2:  # the kernel's contract on its arguments, which the checks above keep
             raise RuntimeError(f"{OP}: internal error: the kernel rejected its arguments")
-        if bad >= 0 and relative:
+        if bad >= 0 and index_format != "onnx":
+            # Every other format (read in place, or recoded to flat offsets first, -1 kept) is
+            # reported in its own range.
             lead, spatial = split_layout(OP, plan.out_shape, layout)
-            where = tuple(int(i) for i in np.unravel_index(bad, idx.shape))
-            raise out_of_range(OP, "indices", idx, where, index_format, index_range(index_format, lead,
-                               math.prod(spatial)), plan.out_shape, layout, "the output")
+            raise out_of_range(OP, "indices", idx, position(bad, idx.shape), index_format,
+                               index_range(index_format, lead, math.prod(spatial)), plan.out_shape, layout,
+                               "the output", empty=False)
         if bad >= 0:
-            where = tuple(int(i) for i in np.unravel_index(bad, idx.shape))
+            where = position(bad, idx.shape)
             raise ValueError(
                 f"{OP}: indices{list(where)} = {idx[where]} is outside [0, {y.size}), the flat "
                 f"range of the output of shape {list(plan.out_shape)} (first bad index in row-major order)"
