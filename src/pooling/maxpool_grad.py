@@ -83,7 +83,9 @@ def max_pool_grad(grad_y: ArrayLike, indices: ArrayLike, x_shape: Sequence[Int],
     Every element of the result sums its terms in row-major order of `grad_y`, for every
     `n_threads` (each plane, or NHWC image, is summed by one thread; indices that point into
     another plane than their own are summed in one ordered pass). float16 and bfloat16 are
-    summed in float32 and rounded once. docs/behaviour.md, section 6, has every rule.
+    summed in float32 and rounded once. Every format, "plane" included, is read as row-major
+    positions: indices made with ``max_pool(..., storage_order=1)`` (column-major, "onnx" or
+    "plane") do not give this gradient. docs/behaviour.md, section 6, has every rule.
 
     Examples
     --------

@@ -180,8 +180,9 @@ def max_unpool(x: ArrayLike, indices: ArrayLike, kernel_shape: Ints, *, strides:
     Notes
     -----
     docs/behaviour.md, section 3, has every rule; in short: when two elements share an index, the
-    last one in row-major order of `x` wins, for every `n_threads`. Indices made with
-    ``max_pool(..., storage_order=1)`` are column-major encodings and do not round-trip. The ONNX
+    last one in row-major order of `x` wins, for every `n_threads`. Every `index_format`, "plane"
+    included, is read as row-major positions: indices made with ``max_pool(..., storage_order=1)``
+    ("onnx" or "plane") are column-major encodings and do not round-trip. The ONNX
     reference scatters into the inferred shape and then pads it to `output_shape`; this function,
     like onnxruntime and PyTorch, uses `output_shape`'s own offsets.
 
