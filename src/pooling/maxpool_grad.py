@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ._attrs import check_size, choice, shape_tuple, split_layout
+from ._attrs import check_size, choice, layout_blocks, shape_tuple, split_layout
 from ._dispatch import core as _core
 from ._dtypes import C_TYPES, HALF_INF_BITS, as_array, as_kernel_array, result_dtype
 from ._outputs import output_array
@@ -130,7 +130,7 @@ def max_pool_grad(grad_y: ArrayLike, indices: ArrayLike, x_shape: Sequence[Int],
         if where is not None:
             raise out_of_range(OP, "indices", idx, where, index_format, 0, shape, layout)
         return y
-    blocks = lead[0] * lead[1] if layout == "NCHW" else lead[0]
+    blocks = layout_blocks(lead, layout)
     part = y.size // blocks
     channels = lead[1]
     a, cc, base = 1, 0, part  # "onnx", and NHWC "tf_batch"
@@ -142,8 +142,11 @@ def max_pool_grad(grad_y: ArrayLike, indices: ArrayLike, x_shape: Sequence[Int],
     status = _run(gk, ik, y.view(gk.dtype), blocks, channels, limit, a, cc, base, inf_bits, zeroed,
                   min(nt, blocks))
     if status == 1:
-        # Some "onnx" index points into another plane than its own, which no thread of the
-        # plane's may write: the whole sum again, as one part on one thread, in order.
+        # Some index points into another plane (or image) than its own, which no thread of the
+        # plane's may write: the whole sum again, as one part on one thread, in order.  Only the
+        # flat-offset formula (a, cc, base) = (1, 0, part) reaches past its part ("onnx", NHWC
+        # "tf_batch", and NCHW "tf"/"tf_batch" recoded to "onnx" above): as one part, base is 0.
+        assert (a, cc, base) == (1, 0, part), (index_format, layout)
         status = _run(gk, ik, y.view(gk.dtype), 1, channels, limit, 1, 0, 0, inf_bits, False, 1)
     if status == 2:
         where = first_bad(ik, limit)

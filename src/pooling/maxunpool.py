@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from ._dispatch import core as _core
-from ._attrs import (INDEX_LIMIT, cached_plan, check_size, int_tuple, kinds_in, past_limit,
+from ._attrs import (INDEX_LIMIT, cached_plan, check_size, int_tuple, kinds_in, layout_blocks, past_limit,
                      resolve_version, shape_tuple, split_layout)
 from ._dtypes import C_TYPES, as_array, as_kernel_array, result_dtype
 from ._outputs import output_array
@@ -267,9 +267,8 @@ _RELATIVE = {"NCHW": {"plane": 1}, "NHWC": {"tf": 1, "plane": 2}}
 def _plan(x_shape, kernel_shape, strides, pads, output_shape, layout, opset):
     version = resolve_version(OP, opset)
     lead, spatial = split_layout(OP, x_shape, layout)
-    # NCHW: each (n, c) plane is one block; NHWC: each image (its channels
-    # interleaved) is one, and Indices are offsets into NHWC memory (behaviour.md §3).
-    blocks = lead[0] * lead[1] if layout == "NCHW" else lead[0]
+    # NHWC: Indices are offsets into NHWC memory (behaviour.md §3), its images the blocks.
+    blocks = layout_blocks(lead, layout)
     n = len(spatial)
     if kernel_shape is None:
         raise ValueError(f"{OP}: kernel_shape is required")
