@@ -292,6 +292,25 @@ def test_convert_empty_input():
         pooling.convert_indices(np.zeros((1, 2, 2), np.int64), (1, 2, 0), from_format="plane", to_format="onnx")
 
 
+@pytest.mark.parametrize("layout, x_shape, pooled", [("NCHW", (0, 3, 4, 4), (0, 3, 2, 2)),
+                                                     ("NCHW", (2, 0, 4, 4), (2, 0, 2, 2)),
+                                                     ("NHWC", (0, 4, 4, 3), (0, 2, 2, 3)),
+                                                     ("NHWC", (2, 4, 4, 0), (2, 2, 2, 0))])
+def test_empty_indices_in_every_format(layout, x_shape, pooled):
+    """No images or no channels: nothing to convert, in convert_indices and in MaxPool's
+    re-encoding pass (from_onnx, which the paths without in-kernel encoding run)."""
+    from pooling.indices import from_onnx
+    lead = (x_shape[0], x_shape[1] if layout == "NCHW" else x_shape[-1])
+    for fmt in FORMATS:
+        empty = np.zeros(pooled, np.int64)
+        got = pooling.convert_indices(empty, x_shape, from_format="onnx", to_format=fmt, layout=layout)
+        assert got.shape == pooled and got.dtype == np.int64
+        back = pooling.convert_indices(got, x_shape, from_format=fmt, to_format="onnx", layout=layout)
+        assert back.shape == pooled
+        from_onnx(empty, lead + (16,), layout, fmt)  # in place: nothing to do, and no error
+        assert empty.shape == pooled
+
+
 # -- torch ----------------------------------------------------------------------------------------
 
 def _tie_free(rng, shape, dtype=np.float32):

@@ -146,8 +146,8 @@ def recode(op, name, idx, x_shape, layout, from_format, to_format, of="x", empty
 def from_onnx(indices, geometry, layout, fmt):
     """Re-encode "onnx" `indices` (MaxPool's, int64, C-contiguous) in format `fmt`, in place, for x
     with (N, C, P) = geometry (where the kernels did not write `fmt` themselves)."""
-    if fmt == "onnx" or (fmt == "tf_batch" and layout == "NHWC"):
-        return
+    if fmt == "onnx" or (fmt == "tf_batch" and layout == "NHWC") or not indices.size:
+        return  # (an empty array: nothing to re-encode, and no -1 in a reshape can be inferred)
     batch, channels, plane = geometry
     # (The kernels may see the array with other leading dims, N*C*D planes say: these are x's.)
     view = indices.reshape((batch, channels, -1) if layout == "NCHW" else (batch, -1, channels))
