@@ -101,9 +101,31 @@ def test_onnx_indices_into_other_planes_are_summed_in_order(kind, layout, rng):
     for fmt in ("onnx", "tf_batch") if layout == "NHWC" else ("onnx",):
         for nt in (1, 2, 3, 8):
             assert_same(pooling.max_pool_grad(g, idx, shape, layout=layout, index_format=fmt, n_threads=nt), want)
-    # tf in NCHW can also point into other planes (another channel).
-    tf = pooling.convert_indices(idx, shape, from_format="onnx", to_format="tf_batch", layout=layout)
-    assert_same(pooling.max_pool_grad(g, tf, shape, layout=layout, index_format="tf_batch", n_threads=2), want)
+    # "tf_batch" names n and c as "onnx" does: the same targets (in NCHW, read after a conversion).
+    tf_batch = pooling.convert_indices(idx, shape, from_format="onnx", to_format="tf_batch", layout=layout)
+    assert_same(pooling.max_pool_grad(g, tf_batch, shape, layout=layout, index_format="tf_batch", n_threads=2),
+                want)
+
+
+@pytest.mark.parametrize("kind", FLOAT_KINDS)
+def test_nchw_tf_indices_into_other_channels_are_summed_in_order(kind, rng):
+    """NCHW "tf" (p*C + c) names its channel, which may be another than its own plane's."""
+    shape = (3, 4, 6, 5)
+    g = to_dtype(rng.standard_normal(shape) * 100, kind)
+    tf = rng.integers(-1, 4 * 6 * 5, size=shape)
+    c = np.arange(4).reshape(1, 4, 1, 1)
+    assert ((tf >= 0) & (tf % 4 != c)).any()  # some target lies in another channel's plane
+    want = reference.max_pool_grad(g, tf, shape, index_format="tf")
+    for nt in (1, 2, 3, 7):
+        assert_same(pooling.max_pool_grad(g, tf, shape, index_format="tf", n_threads=nt), want)
+    # The twin's target: channel c = tf % C and position p = tf // C of the index's own image.
+    n = np.broadcast_to(np.arange(3).reshape(3, 1, 1, 1), shape)
+    dx = np.zeros(shape)
+    valid = tf >= 0
+    np.add.at(dx, (n[valid], tf[valid] % 4, *np.unravel_index(tf[valid] // 4, (6, 5))),
+              as_float64(g)[valid])
+    tol = {"float64": 1e-13, "float32": 1e-6}.get(kind, 1e-2)  # (summed in the dtype, or float32 rounded once)
+    np.testing.assert_allclose(as_float64(want), dx, rtol=tol, atol=tol * 1e3)
 
 
 @pytest.mark.parametrize("kind", ["float16", "bfloat16"])
