@@ -375,21 +375,31 @@ def test_the_chosen_strategies_against_the_formula(attrs, layout, kind, rng):
         np.testing.assert_array_equal(got, formula(onnx, x.shape, layout, fmt), err_msg=fmt)
 
 
+def _no_second_pass(*args):
+    raise AssertionError("Indices re-encoded after the kernel (from_onnx)")
+
+
 @pytest.mark.parametrize("layout, strategy, rank", [(lay, s, r) for lay, s, r in CASES
                                                     if s in (S.FUSED, S.DEPTH_SPLIT, S.NHWC)])
-def test_common_strategies_encode_in_the_kernel(layout, strategy, rank):
+def test_common_strategies_encode_in_the_kernel(layout, strategy, rank, monkeypatch, rng):
     """No second pass over Indices: the kernels of the common strategies write every format."""
-    from pooling import maxpool
-    from pooling._maxpool_strategies import _recoded, launch
+    from pooling import _maxpool_strategies, indices
+    monkeypatch.setattr(_maxpool_strategies, "from_onnx", _no_second_pass)
+    monkeypatch.setattr(indices, "from_onnx", _no_second_pass)
     shape = (2, 3) + (7, 6, 5)[:rank]
+    x = make_array(rng, shape, "float32")
     if layout == "NHWC":
-        shape = shape[:1] + shape[2:] + shape[1:2]
-    for fmt in FORMATS:
-        plan = maxpool._plan(shape, kernel_shape=3, strides=2, pads=1, dilations=None, auto_pad="NOTSET",
-                             ceil_mode=False, storage_order=0, return_indices=True, layout=layout,
-                             activation=None, activation_params=None, opset=None, index_format=fmt)
-        run = launch(plan, "float32", 1, True, strategy)
-        assert getattr(run, "func", None) is not _recoded, (fmt, strategy)
+        x = to_nhwc(x)
+    _, onnx = reference.max_pool(x, 3, strides=2, pads=1, return_indices=True, layout=layout)
+    for fmt, nt in itertools.product(FORMATS, (1, 2)):
+        _, got = pooling.max_pool(x, 3, strides=2, pads=1, return_indices=True, layout=layout, index_format=fmt,
+                                  n_threads=nt, _strategy=strategy)
+        np.testing.assert_array_equal(got, formula(onnx, x.shape, layout, fmt), err_msg=fmt)
+    # The patch bites: a strategy that writes "onnx" only re-encodes after, and is caught.
+    other = S.SEPARABLE if layout == "NCHW" else S.NHWC_TRANSPOSED
+    with pytest.raises(AssertionError, match="re-encoded after the kernel"):
+        pooling.max_pool(x, 3, strides=2, pads=1, return_indices=True, layout=layout, index_format="plane",
+                         _strategy=other)
 
 
 def test_a_launch_without_an_index_encoding_refuses_indices():
