@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import pooling
-from conftest import POOL_DTYPES, assert_same, make_array, to_nhwc
+from conftest import (POOL_DTYPES, TORCH_POOL_CASES, assert_same, make_array, tie_free, to_nhwc,
+                      torch_pool_attrs)
 from pooling import reference
 from pooling._maxpool_strategies import Strategy as S
 
@@ -313,33 +314,15 @@ def test_empty_indices_in_every_format(layout, x_shape, pooled):
 
 # -- torch ----------------------------------------------------------------------------------------
 
-def _tie_free(rng, shape, dtype=np.float32):
-    return rng.permutation(int(np.prod(shape))).reshape(shape).astype(dtype)
-
-
-_TORCH_CASES = [(1, dict(kernel_size=3, stride=2, padding=1)), (2, dict(kernel_size=3, stride=2, padding=1)),
-                (2, dict(kernel_size=2, stride=1, dilation=2, ceil_mode=True)),
-                (3, dict(kernel_size=3, stride=2, padding=1)), (3, dict(kernel_size=(1, 3, 2), stride=(1, 2, 2)))]
-
-
-def _ours(args, rank):
-    """max_pool's attributes for torch's max_pool{rank}d arguments."""
-    def per_axis(v):
-        return (v,) * rank if isinstance(v, int) else tuple(v)
-    pads = per_axis(args.get("padding", 0))
-    return dict(kernel_shape=per_axis(args["kernel_size"]), strides=per_axis(args["stride"]), pads=pads * 2,
-                dilations=per_axis(args.get("dilation", 1)), ceil_mode=args.get("ceil_mode", False))
-
-
-@pytest.mark.parametrize("rank, args", _TORCH_CASES)
+@pytest.mark.parametrize("rank, args", TORCH_POOL_CASES)
 def test_plane_is_torch_indices_contiguous_and_channels_last(rank, args, rng):
     torch = pytest.importorskip("torch")
     F = torch.nn.functional
-    x = _tie_free(rng, (2, 3) + (9, 8, 7)[:rank])
+    x = tie_free(rng, (2, 3) + (9, 8, 7)[:rank], np.float32)
     pool = getattr(F, f"max_pool{rank}d")
     unpool = getattr(F, f"max_unpool{rank}d")
     ty, ti = pool(torch.from_numpy(x), return_indices=True, **args)
-    attrs = _ours(args, rank)
+    attrs = torch_pool_attrs(args, rank)
     y, idx = pooling.max_pool(x, return_indices=True, index_format="plane", **attrs)
     np.testing.assert_array_equal(y, ty.numpy())
     np.testing.assert_array_equal(idx, ti.numpy())

@@ -6,41 +6,24 @@ import numpy as np
 import pytest
 
 import pooling
-from conftest import FLOAT_KINDS, BFLOAT16, assert_same, as_float64, make_array, to_dtype, to_nhwc
+from conftest import (FLOAT_KINDS, BFLOAT16, TORCH_POOL_CASES, assert_same, as_float64, make_array, tie_free,
+                      to_dtype, to_nhwc, torch_pool_attrs)
 from pooling import reference
 
 FORMATS = ("onnx", "plane", "tf", "tf_batch")
 
 
-def _tie_free(rng, shape, dtype=np.float64):
-    return rng.permutation(int(np.prod(shape))).reshape(shape).astype(dtype)
-
-
-_TORCH_CASES = [(1, dict(kernel_size=3, stride=1, padding=1)), (1, dict(kernel_size=3, stride=2)),
-                (2, dict(kernel_size=3, stride=1, padding=1)), (2, dict(kernel_size=3, stride=2, padding=1)),
-                (2, dict(kernel_size=2, stride=1, dilation=2, ceil_mode=True)),
-                (3, dict(kernel_size=3, stride=1, padding=1)), (3, dict(kernel_size=3, stride=2, padding=1))]
-
-
-def _ours(args, rank):
-    def per_axis(v):
-        return (v,) * rank if isinstance(v, int) else tuple(v)
-    return dict(kernel_shape=per_axis(args["kernel_size"]), strides=per_axis(args["stride"]),
-                pads=per_axis(args.get("padding", 0)) * 2, dilations=per_axis(args.get("dilation", 1)),
-                ceil_mode=args.get("ceil_mode", False))
-
-
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("rank, args", _TORCH_CASES)
+@pytest.mark.parametrize("rank, args", TORCH_POOL_CASES)
 def test_equals_torch_autograd(rank, args, dtype, rng):
     torch = pytest.importorskip("torch")
-    x = _tie_free(rng, (2, 3) + (9, 8, 7)[:rank], dtype)
+    x = tie_free(rng, (2, 3) + (9, 8, 7)[:rank], dtype)
     t = torch.from_numpy(x).requires_grad_(True)
     ty = getattr(torch.nn.functional, f"max_pool{rank}d")(t, **args)
     g = rng.standard_normal(ty.shape).astype(dtype)
     ty.backward(torch.from_numpy(g))
     want = t.grad.numpy()
-    attrs = _ours(args, rank)
+    attrs = torch_pool_attrs(args, rank)
     for fmt, layout in itertools.product(FORMATS, ("NCHW", "NHWC")):
         xl, gl = (x, g) if layout == "NCHW" else (to_nhwc(x), to_nhwc(g))
         _, idx = pooling.max_pool(xl, return_indices=True, index_format=fmt, layout=layout, **attrs)
@@ -55,7 +38,7 @@ def test_equals_torch_autograd(rank, args, dtype, rng):
 
 def test_equals_torch_channels_last(rng):
     torch = pytest.importorskip("torch")
-    x = _tie_free(rng, (2, 5, 9, 8), np.float32)
+    x = tie_free(rng, (2, 5, 9, 8), np.float32)
     t = torch.from_numpy(x).contiguous(memory_format=torch.channels_last).requires_grad_(True)
     ty, ti = torch.nn.functional.max_pool2d(t, 3, 2, 1, return_indices=True)
     g = rng.standard_normal(ty.shape).astype(np.float32)
