@@ -226,6 +226,34 @@ def to_nhwc(x):
     return np.ascontiguousarray(np.moveaxis(x, 1, -1))
 
 
+# -- torch's max_pool{1,2,3}d (index formats, max_pool_grad) ----------------------------------------
+
+def tie_free(rng, shape, dtype):
+    """Distinct values (a permutation of 0..size-1): every window has one winner, so indices agree."""
+    return rng.permutation(int(np.prod(shape))).reshape(shape).astype(dtype)
+
+
+# (rank, torch max_pool{rank}d arguments): overlapping and disjoint windows, pads, dilation with
+# ceil_mode, per-axis kernels and strides.
+TORCH_POOL_CASES = [
+    (1, dict(kernel_size=3, stride=1, padding=1)), (1, dict(kernel_size=3, stride=2)),
+    (1, dict(kernel_size=3, stride=2, padding=1)),
+    (2, dict(kernel_size=3, stride=1, padding=1)), (2, dict(kernel_size=3, stride=2, padding=1)),
+    (2, dict(kernel_size=2, stride=1, dilation=2, ceil_mode=True)),
+    (3, dict(kernel_size=3, stride=1, padding=1)), (3, dict(kernel_size=3, stride=2, padding=1)),
+    (3, dict(kernel_size=(1, 3, 2), stride=(1, 2, 2))),
+]
+
+
+def torch_pool_attrs(args, rank):
+    """max_pool's attributes for torch's max_pool{rank}d arguments."""
+    def per_axis(v):
+        return (v,) * rank if isinstance(v, int) else tuple(v)
+    return dict(kernel_shape=per_axis(args["kernel_size"]), strides=per_axis(args["stride"]),
+                pads=per_axis(args.get("padding", 0)) * 2, dilations=per_axis(args.get("dilation", 1)),
+                ceil_mode=args.get("ceil_mode", False))
+
+
 # -- fuzzing (hypothesis) -------------------------------------------------------------------------
 # POOLING_FUZZ_EXAMPLES=N multiplies every fuzz test's example count by N;
 # `pytest --slow` is N = SLOW_FACTOR.  The default run is derandomized (the same

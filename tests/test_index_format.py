@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import pooling
-from conftest import POOL_DTYPES, assert_same, make_array, to_nhwc
+from conftest import (POOL_DTYPES, TORCH_POOL_CASES, assert_same, make_array, tie_free, to_nhwc,
+                      torch_pool_attrs)
 from pooling import reference
 from pooling._maxpool_strategies import Strategy as S
 
@@ -169,7 +170,7 @@ def test_max_unpool_duplicates_and_indices_made_elsewhere(layout, rng):
 
 
 @pytest.mark.parametrize("fmt, bad, limit", [("plane", 16, 16), ("tf", 48, 48), ("plane", -1, 16),
-                                              ("tf", 2**64 - 1, 48)])
+                                              ("tf", 2**64 - 1, 48), ("tf_batch", 96, 96), ("tf_batch", -1, 96)])
 def test_max_unpool_nhwc_index_out_of_its_format_range(fmt, bad, limit):
     y = np.ones((2, 2, 2, 3), np.float32)
     idx = np.zeros((2, 2, 2, 3), np.uint64 if bad > 2**63 else np.int64)
@@ -180,11 +181,32 @@ def test_max_unpool_nhwc_index_out_of_its_format_range(fmt, bad, limit):
             pooling.max_unpool(y, idx, 2, strides=2, index_format=fmt, layout="NHWC", n_threads=nt)
 
 
-def test_max_unpool_rejects_minus_one_in_every_format():
-    y = np.ones((1, 1, 2, 2), np.float32)
-    idx = np.array([[[[0, 2], [8, -1]]]])
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_max_unpool_rejects_minus_one_in_every_format_naming_it(layout):
+    """-1 (and any bad index) is reported in the range of its own format, whether the kernel reads
+    the format in place or it was converted to flat offsets first; "onnx" in the flat range."""
+    y = np.ones((1, 2, 2, 2), np.float32)    # output (1, 2, 4, 4): P = 16, C = 2
+    idx = np.array([[[[0, 2], [8, 10]], [[1, 3], [9, -1]]]])
+    if layout == "NHWC":
+        y, idx = to_nhwc(y), to_nhwc(idx)   # the -1 stays at [0, 1, 1, 1]
+    limits = {"onnx": 32, "plane": 16, "tf": 32, "tf_batch": 32}
     for fmt in FORMATS:
-        with pytest.raises(ValueError, match=r"MaxUnpool: indices\[0, 0, 1, 1\] = -1 is outside"):
+        if fmt == "onnx":
+            message = r"is outside \[0, 32\), the flat range of the output"
+        else:
+            message = (rf"is outside \[0, {limits[fmt]}\), the range of '{fmt}' indices for the output of "
+                       rf"shape \[[0-9, ]+\] in layout '{layout}' \(-1 is out of range too;")
+        with pytest.raises(ValueError, match=rf"^MaxUnpool: indices\[0, 1, 1, 1\] = -1 {message}"):
+            pooling.max_unpool(y, idx, 2, strides=2, index_format=fmt, layout=layout)
+
+
+def test_max_unpool_nchw_tf_out_of_range_names_the_format():
+    y = np.ones((1, 2, 2, 2), np.float32)    # output (1, 2, 4, 4)
+    idx = np.zeros((1, 2, 2, 2), np.int64)
+    idx[0, 1, 0, 1] = 32
+    for fmt in ("tf", "tf_batch"):
+        with pytest.raises(ValueError, match=r"^MaxUnpool: indices\[0, 1, 0, 1\] = 32 is outside \[0, 32\), "
+                                             rf"the range of '{fmt}' indices for the output .* \(-1 is out of"):
             pooling.max_unpool(y, idx, 2, strides=2, index_format=fmt)
 
 
@@ -271,35 +293,36 @@ def test_convert_empty_input():
         pooling.convert_indices(np.zeros((1, 2, 2), np.int64), (1, 2, 0), from_format="plane", to_format="onnx")
 
 
+@pytest.mark.parametrize("layout, x_shape, pooled", [("NCHW", (0, 3, 4, 4), (0, 3, 2, 2)),
+                                                     ("NCHW", (2, 0, 4, 4), (2, 0, 2, 2)),
+                                                     ("NHWC", (0, 4, 4, 3), (0, 2, 2, 3)),
+                                                     ("NHWC", (2, 4, 4, 0), (2, 2, 2, 0))])
+def test_empty_indices_in_every_format(layout, x_shape, pooled):
+    """No images or no channels: nothing to convert, in convert_indices and in MaxPool's
+    re-encoding pass (from_onnx, which the paths without in-kernel encoding run)."""
+    from pooling.indices import from_onnx
+    lead = (x_shape[0], x_shape[1] if layout == "NCHW" else x_shape[-1])
+    for fmt in FORMATS:
+        empty = np.zeros(pooled, np.int64)
+        got = pooling.convert_indices(empty, x_shape, from_format="onnx", to_format=fmt, layout=layout)
+        assert got.shape == pooled and got.dtype == np.int64
+        back = pooling.convert_indices(got, x_shape, from_format=fmt, to_format="onnx", layout=layout)
+        assert back.shape == pooled
+        from_onnx(empty, lead + (16,), layout, fmt)  # in place: nothing to do, and no error
+        assert empty.shape == pooled
+
+
 # -- torch ----------------------------------------------------------------------------------------
 
-def _tie_free(rng, shape, dtype=np.float32):
-    return rng.permutation(int(np.prod(shape))).reshape(shape).astype(dtype)
-
-
-_TORCH_CASES = [(1, dict(kernel_size=3, stride=2, padding=1)), (2, dict(kernel_size=3, stride=2, padding=1)),
-                (2, dict(kernel_size=2, stride=1, dilation=2, ceil_mode=True)),
-                (3, dict(kernel_size=3, stride=2, padding=1)), (3, dict(kernel_size=(1, 3, 2), stride=(1, 2, 2)))]
-
-
-def _ours(args, rank):
-    """max_pool's attributes for torch's max_pool{rank}d arguments."""
-    def per_axis(v):
-        return (v,) * rank if isinstance(v, int) else tuple(v)
-    pads = per_axis(args.get("padding", 0))
-    return dict(kernel_shape=per_axis(args["kernel_size"]), strides=per_axis(args["stride"]), pads=pads * 2,
-                dilations=per_axis(args.get("dilation", 1)), ceil_mode=args.get("ceil_mode", False))
-
-
-@pytest.mark.parametrize("rank, args", _TORCH_CASES)
+@pytest.mark.parametrize("rank, args", TORCH_POOL_CASES)
 def test_plane_is_torch_indices_contiguous_and_channels_last(rank, args, rng):
     torch = pytest.importorskip("torch")
     F = torch.nn.functional
-    x = _tie_free(rng, (2, 3) + (9, 8, 7)[:rank])
+    x = tie_free(rng, (2, 3) + (9, 8, 7)[:rank], np.float32)
     pool = getattr(F, f"max_pool{rank}d")
     unpool = getattr(F, f"max_unpool{rank}d")
     ty, ti = pool(torch.from_numpy(x), return_indices=True, **args)
-    attrs = _ours(args, rank)
+    attrs = torch_pool_attrs(args, rank)
     y, idx = pooling.max_pool(x, return_indices=True, index_format="plane", **attrs)
     np.testing.assert_array_equal(y, ty.numpy())
     np.testing.assert_array_equal(idx, ti.numpy())
@@ -335,18 +358,43 @@ def test_the_chosen_strategies_against_the_formula(attrs, layout, kind, rng):
         np.testing.assert_array_equal(got, formula(onnx, x.shape, layout, fmt), err_msg=fmt)
 
 
+def _no_second_pass(*args):
+    raise AssertionError("Indices re-encoded after the kernel (from_onnx)")
+
+
 @pytest.mark.parametrize("layout, strategy, rank", [(lay, s, r) for lay, s, r in CASES
                                                     if s in (S.FUSED, S.DEPTH_SPLIT, S.NHWC)])
-def test_common_strategies_encode_in_the_kernel(layout, strategy, rank):
+def test_common_strategies_encode_in_the_kernel(layout, strategy, rank, monkeypatch, rng):
     """No second pass over Indices: the kernels of the common strategies write every format."""
-    from pooling import maxpool
-    from pooling._maxpool_strategies import _recoded, launch
+    from pooling import _maxpool_strategies, indices
+    monkeypatch.setattr(_maxpool_strategies, "from_onnx", _no_second_pass)
+    monkeypatch.setattr(indices, "from_onnx", _no_second_pass)
     shape = (2, 3) + (7, 6, 5)[:rank]
+    x = make_array(rng, shape, "float32")
     if layout == "NHWC":
-        shape = shape[:1] + shape[2:] + shape[1:2]
-    for fmt in FORMATS:
-        plan = maxpool._plan(shape, kernel_shape=3, strides=2, pads=1, dilations=None, auto_pad="NOTSET",
-                             ceil_mode=False, storage_order=0, return_indices=True, layout=layout,
-                             activation=None, activation_params=None, opset=None, index_format=fmt)
-        run = launch(plan, "float32", 1, True, strategy)
-        assert getattr(run, "func", None) is not _recoded, (fmt, strategy)
+        x = to_nhwc(x)
+    _, onnx = reference.max_pool(x, 3, strides=2, pads=1, return_indices=True, layout=layout)
+    for fmt, nt in itertools.product(FORMATS, (1, 2)):
+        _, got = pooling.max_pool(x, 3, strides=2, pads=1, return_indices=True, layout=layout, index_format=fmt,
+                                  n_threads=nt, _strategy=strategy)
+        np.testing.assert_array_equal(got, formula(onnx, x.shape, layout, fmt), err_msg=fmt)
+    # The patch bites: a strategy that writes "onnx" only re-encodes after, and is caught.
+    other = S.SEPARABLE if layout == "NCHW" else S.NHWC_TRANSPOSED
+    with pytest.raises(AssertionError, match="re-encoded after the kernel"):
+        pooling.max_pool(x, 3, strides=2, pads=1, return_indices=True, layout=layout, index_format="plane",
+                         _strategy=other)
+
+
+def test_a_launch_without_an_index_encoding_refuses_indices():
+    """Launches start with no Indices encoding (maxpool_launch.pxi): one that never set it fails
+    loudly when handed indices rather than writing a wrong encoding."""
+    from pooling import maxpool
+    from pooling._maxpool_strategies import launch
+    plan = maxpool._plan((1, 2, 6, 6), kernel_shape=2, strides=2, pads=None, dilations=None, auto_pad="NOTSET",
+                         ceil_mode=False, storage_order=0, return_indices=False, layout="NCHW",
+                         activation=None, activation_params=None, opset=None, index_format="onnx")
+    run = launch(plan, "float32", 1, False, "tiles")  # a kernel that writes no Indices
+    x, y = np.zeros((1, 2, 6, 6), np.float32), np.zeros((1, 2, 3, 3), np.float32)
+    run(x, y, None)
+    with pytest.raises(RuntimeError, match="no Indices encoding"):
+        run(x, y, np.zeros(y.shape, np.int64))

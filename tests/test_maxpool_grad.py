@@ -6,41 +6,24 @@ import numpy as np
 import pytest
 
 import pooling
-from conftest import FLOAT_KINDS, BFLOAT16, assert_same, as_float64, make_array, to_dtype, to_nhwc
+from conftest import (FLOAT_KINDS, BFLOAT16, TORCH_POOL_CASES, assert_same, as_float64, make_array, tie_free,
+                      to_dtype, to_nhwc, torch_pool_attrs)
 from pooling import reference
 
 FORMATS = ("onnx", "plane", "tf", "tf_batch")
 
 
-def _tie_free(rng, shape, dtype=np.float64):
-    return rng.permutation(int(np.prod(shape))).reshape(shape).astype(dtype)
-
-
-_TORCH_CASES = [(1, dict(kernel_size=3, stride=1, padding=1)), (1, dict(kernel_size=3, stride=2)),
-                (2, dict(kernel_size=3, stride=1, padding=1)), (2, dict(kernel_size=3, stride=2, padding=1)),
-                (2, dict(kernel_size=2, stride=1, dilation=2, ceil_mode=True)),
-                (3, dict(kernel_size=3, stride=1, padding=1)), (3, dict(kernel_size=3, stride=2, padding=1))]
-
-
-def _ours(args, rank):
-    def per_axis(v):
-        return (v,) * rank if isinstance(v, int) else tuple(v)
-    return dict(kernel_shape=per_axis(args["kernel_size"]), strides=per_axis(args["stride"]),
-                pads=per_axis(args.get("padding", 0)) * 2, dilations=per_axis(args.get("dilation", 1)),
-                ceil_mode=args.get("ceil_mode", False))
-
-
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("rank, args", _TORCH_CASES)
+@pytest.mark.parametrize("rank, args", TORCH_POOL_CASES)
 def test_equals_torch_autograd(rank, args, dtype, rng):
     torch = pytest.importorskip("torch")
-    x = _tie_free(rng, (2, 3) + (9, 8, 7)[:rank], dtype)
+    x = tie_free(rng, (2, 3) + (9, 8, 7)[:rank], dtype)
     t = torch.from_numpy(x).requires_grad_(True)
     ty = getattr(torch.nn.functional, f"max_pool{rank}d")(t, **args)
     g = rng.standard_normal(ty.shape).astype(dtype)
     ty.backward(torch.from_numpy(g))
     want = t.grad.numpy()
-    attrs = _ours(args, rank)
+    attrs = torch_pool_attrs(args, rank)
     for fmt, layout in itertools.product(FORMATS, ("NCHW", "NHWC")):
         xl, gl = (x, g) if layout == "NCHW" else (to_nhwc(x), to_nhwc(g))
         _, idx = pooling.max_pool(xl, return_indices=True, index_format=fmt, layout=layout, **attrs)
@@ -55,7 +38,7 @@ def test_equals_torch_autograd(rank, args, dtype, rng):
 
 def test_equals_torch_channels_last(rng):
     torch = pytest.importorskip("torch")
-    x = _tie_free(rng, (2, 5, 9, 8), np.float32)
+    x = tie_free(rng, (2, 5, 9, 8), np.float32)
     t = torch.from_numpy(x).contiguous(memory_format=torch.channels_last).requires_grad_(True)
     ty, ti = torch.nn.functional.max_pool2d(t, 3, 2, 1, return_indices=True)
     g = rng.standard_normal(ty.shape).astype(np.float32)
@@ -101,9 +84,31 @@ def test_onnx_indices_into_other_planes_are_summed_in_order(kind, layout, rng):
     for fmt in ("onnx", "tf_batch") if layout == "NHWC" else ("onnx",):
         for nt in (1, 2, 3, 8):
             assert_same(pooling.max_pool_grad(g, idx, shape, layout=layout, index_format=fmt, n_threads=nt), want)
-    # tf in NCHW can also point into other planes (another channel).
-    tf = pooling.convert_indices(idx, shape, from_format="onnx", to_format="tf_batch", layout=layout)
-    assert_same(pooling.max_pool_grad(g, tf, shape, layout=layout, index_format="tf_batch", n_threads=2), want)
+    # "tf_batch" names n and c as "onnx" does: the same targets (in NCHW, read after a conversion).
+    tf_batch = pooling.convert_indices(idx, shape, from_format="onnx", to_format="tf_batch", layout=layout)
+    assert_same(pooling.max_pool_grad(g, tf_batch, shape, layout=layout, index_format="tf_batch", n_threads=2),
+                want)
+
+
+@pytest.mark.parametrize("kind", FLOAT_KINDS)
+def test_nchw_tf_indices_into_other_channels_are_summed_in_order(kind, rng):
+    """NCHW "tf" (p*C + c) names its channel, which may be another than its own plane's."""
+    shape = (3, 4, 6, 5)
+    g = to_dtype(rng.standard_normal(shape) * 100, kind)
+    tf = rng.integers(-1, 4 * 6 * 5, size=shape)
+    c = np.arange(4).reshape(1, 4, 1, 1)
+    assert ((tf >= 0) & (tf % 4 != c)).any()  # some target lies in another channel's plane
+    want = reference.max_pool_grad(g, tf, shape, index_format="tf")
+    for nt in (1, 2, 3, 7):
+        assert_same(pooling.max_pool_grad(g, tf, shape, index_format="tf", n_threads=nt), want)
+    # The twin's target: channel c = tf % C and position p = tf // C of the index's own image.
+    n = np.broadcast_to(np.arange(3).reshape(3, 1, 1, 1), shape)
+    dx = np.zeros(shape)
+    valid = tf >= 0
+    np.add.at(dx, (n[valid], tf[valid] % 4, *np.unravel_index(tf[valid] // 4, (6, 5))),
+              as_float64(g)[valid])
+    tol = {"float64": 1e-13, "float32": 1e-6}.get(kind, 1e-2)  # (summed in the dtype, or float32 rounded once)
+    np.testing.assert_allclose(as_float64(want), dx, rtol=tol, atol=tol * 1e3)
 
 
 @pytest.mark.parametrize("kind", ["float16", "bfloat16"])

@@ -15,7 +15,7 @@
 # (`limit`), so the products never overflow; -1 is skipped.  A part is summed
 # by one thread in order of j, so with every target local the result is the
 # ordered one for every thread count.  A target outside its part (an "onnx"
-# index into another plane) is not written: the call returns 1 and the Python
+# index into another plane, NCHW "tf"/"tf_batch" ones read as "onnx") is not written: the call returns 1 and the Python
 # layer sums the whole call again in one ordered pass; an index out of range
 # returns 2.
 #

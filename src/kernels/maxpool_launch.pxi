@@ -82,7 +82,8 @@ cdef class _Launch:
                   kernel, strides, dilations, pads_begin, taps, inf_bits)
         self.act, self.lo, self.hi = act, lo, hi
         self.spare = []
-        self._set_index((1, 0, 1, 1, 0, 0))  # (each launch that writes Indices sets its own)
+        # No default Indices encoding: a launch that writes Indices sets its own (_set_index); one
+        # that forgot is refused on its first call with indices (islices is 0 until then).
 
     cdef void _set_index(self, tuple index):
         """The Indices' encoding: (imul, icmul, islices, ichannels, inbase, icbase), see Geom."""
@@ -101,6 +102,9 @@ cdef class _Launch:
             try:
                 ib.buf = NULL
                 if indices is not None:
+                    if self.g.islices == 0:
+                        raise RuntimeError(f"{type(self).__name__}: internal error: no Indices encoding "
+                                           "(_set_index) for a call with indices")
                     _acquire(&ib, indices, self.ysize, 8, True, "indices")
                 try:
                     s = self._take_scratch(indices is not None)

@@ -119,6 +119,12 @@ def split_layout(op, x_shape, layout):
     return (x_shape[0], x_shape[-1]), x_shape[1:-1]
 
 
+def layout_blocks(lead, layout):
+    """The parts a scatter kernel (MaxUnpool, max_pool_grad) splits its work by, one per thread at
+    a time: the N*C planes with NCHW, the N images (channels interleaved) with NHWC."""
+    return lead[0] * lead[1] if layout == "NCHW" else lead[0]
+
+
 def kinds_in(since, version, library=None):
     """The dtype kinds of a `since` table ({kind: first version}) allowed at `version`; in library
     mode (version None) every kind of the table, or `library` when given.  A Kinds, whose dtype

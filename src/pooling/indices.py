@@ -103,30 +103,38 @@ def encode(fmt, n, c, p, lead, plane, layout):
     return (n * channels + c) * plane + p
 
 
+def position(flat, shape):
+    """The row-major position (a tuple of ints) of flat offset `flat` in an array of `shape`."""
+    return tuple(int(i) for i in np.unravel_index(flat, shape))
+
+
 def first_bad(idx, limit):
     """The position of the first entry outside [-1, limit) in row-major order, or None."""
     bad = np.flatnonzero((idx < -1) | (idx >= limit))
-    return None if not bad.size else tuple(int(i) for i in np.unravel_index(bad[0], idx.shape))
+    return None if not bad.size else position(bad[0], idx.shape)
 
 
-def out_of_range(op, name, idx, where, fmt, limit, x_shape, layout, of="x"):
-    """The ValueError for entry `where` of `idx` outside format `fmt`'s range."""
+def out_of_range(op, name, idx, where, fmt, limit, x_shape, layout, of="x", empty=True):
+    """The ValueError for entry `where` of `idx` outside format `fmt`'s range; `empty`: whether -1
+    (an empty window) is allowed, as it is everywhere but in MaxUnpool."""
+    minus_one = "or -1 for an empty window" if empty else "-1 is out of range too"
     return ValueError(
         f"{op}: {name}{list(where)} = {int(idx[where])} is outside [0, {limit}), the range of "
-        f"{fmt!r} indices for {of} of shape {list(x_shape)} in layout {layout!r} (or -1 for an "
-        "empty window; first bad index in row-major order)"
+        f"{fmt!r} indices for {of} of shape {list(x_shape)} in layout {layout!r} ({minus_one}; "
+        "first bad index in row-major order)"
     )
 
 
-def recode(op, name, idx, x_shape, layout, from_format, to_format, of="x"):
+def recode(op, name, idx, x_shape, layout, from_format, to_format, of="x", empty=True):
     """int64 `idx` (shaped like the pooled output, in `layout`) from one format to another, as a
-    new array; -1 stays -1, an entry outside [-1, range) of `from_format` is a ValueError."""
+    new array; -1 stays -1, an entry outside [-1, range) of `from_format` is a ValueError (its
+    message says -1 is out of range too where `empty` is false; the caller rejects those)."""
     lead, spatial = split_layout(op, x_shape, layout)
     plane = math.prod(spatial)
     limit = index_range(from_format, lead, plane)
     where = first_bad(idx, limit)
     if where is not None:
-        raise out_of_range(op, name, idx, where, from_format, limit, x_shape, layout, of)
+        raise out_of_range(op, name, idx, where, from_format, limit, x_shape, layout, of, empty)
     if from_format == to_format or (layout == "NHWC" and {from_format, to_format} == {"onnx", "tf_batch"}):
         return idx.copy()
     valid = idx >= 0
@@ -138,8 +146,8 @@ def recode(op, name, idx, x_shape, layout, from_format, to_format, of="x"):
 def from_onnx(indices, geometry, layout, fmt):
     """Re-encode "onnx" `indices` (MaxPool's, int64, C-contiguous) in format `fmt`, in place, for x
     with (N, C, P) = geometry (where the kernels did not write `fmt` themselves)."""
-    if fmt == "onnx" or (fmt == "tf_batch" and layout == "NHWC"):
-        return
+    if fmt == "onnx" or (fmt == "tf_batch" and layout == "NHWC") or not indices.size:
+        return  # (an empty array: nothing to re-encode, and no -1 in a reshape can be inferred)
     batch, channels, plane = geometry
     # (The kernels may see the array with other leading dims, N*C*D planes say: these are x's.)
     view = indices.reshape((batch, channels, -1) if layout == "NCHW" else (batch, -1, channels))
@@ -241,6 +249,6 @@ def check_lead(op, name, shape, x_shape, layout):
 def as_int64(op, name, idx):
     """An integer array as int64; uint64 values past int64 are a ValueError (not wrapped to -1)."""
     if idx.dtype.kind == "u" and idx.dtype.itemsize == 8 and idx.size and int(idx.max()) >= 1 << 63:
-        where = tuple(int(i) for i in np.unravel_index(int(np.argmax(idx >= np.uint64(1 << 63))), idx.shape))
+        where = position(int(np.argmax(idx >= np.uint64(1 << 63))), idx.shape)
         raise ValueError(f"{op}: {name}{list(where)} = {int(idx[where])} is past the int64 range")
     return np.ascontiguousarray(idx, dtype=np.int64)

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ._attrs import check_size, choice, shape_tuple, split_layout
+from ._attrs import check_size, choice, layout_blocks, shape_tuple, split_layout
 from ._dispatch import core as _core
 from ._dtypes import C_TYPES, HALF_INF_BITS, as_array, as_kernel_array, result_dtype
 from ._outputs import output_array
@@ -83,7 +83,9 @@ def max_pool_grad(grad_y: ArrayLike, indices: ArrayLike, x_shape: Sequence[Int],
     Every element of the result sums its terms in row-major order of `grad_y`, for every
     `n_threads` (each plane, or NHWC image, is summed by one thread; indices that point into
     another plane than their own are summed in one ordered pass). float16 and bfloat16 are
-    summed in float32 and rounded once. docs/behaviour.md, section 6, has every rule.
+    summed in float32 and rounded once. Every format, "plane" included, is read as row-major
+    positions: indices made with ``max_pool(..., storage_order=1)`` (column-major, "onnx" or
+    "plane") do not give this gradient. docs/behaviour.md, section 6, has every rule.
 
     Examples
     --------
@@ -128,7 +130,7 @@ def max_pool_grad(grad_y: ArrayLike, indices: ArrayLike, x_shape: Sequence[Int],
         if where is not None:
             raise out_of_range(OP, "indices", idx, where, index_format, 0, shape, layout)
         return y
-    blocks = lead[0] * lead[1] if layout == "NCHW" else lead[0]
+    blocks = layout_blocks(lead, layout)
     part = y.size // blocks
     channels = lead[1]
     a, cc, base = 1, 0, part  # "onnx", and NHWC "tf_batch"
@@ -140,8 +142,11 @@ def max_pool_grad(grad_y: ArrayLike, indices: ArrayLike, x_shape: Sequence[Int],
     status = _run(gk, ik, y.view(gk.dtype), blocks, channels, limit, a, cc, base, inf_bits, zeroed,
                   min(nt, blocks))
     if status == 1:
-        # Some "onnx" index points into another plane than its own, which no thread of the
-        # plane's may write: the whole sum again, as one part on one thread, in order.
+        # Some index points into another plane (or image) than its own, which no thread of the
+        # plane's may write: the whole sum again, as one part on one thread, in order.  Only the
+        # flat-offset formula (a, cc, base) = (1, 0, part) reaches past its part ("onnx", NHWC
+        # "tf_batch", and NCHW "tf"/"tf_batch" recoded to "onnx" above): as one part, base is 0.
+        assert (a, cc, base) == (1, 0, part), (index_format, layout)
         status = _run(gk, ik, y.view(gk.dtype), 1, channels, limit, 1, 0, 0, inf_bits, False, 1)
     if status == 2:
         where = first_bad(ik, limit)

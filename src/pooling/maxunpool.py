@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from ._dispatch import core as _core
-from ._attrs import (INDEX_LIMIT, cached_plan, check_size, int_tuple, kinds_in, past_limit,
+from ._attrs import (INDEX_LIMIT, cached_plan, check_size, int_tuple, kinds_in, layout_blocks, past_limit,
                      resolve_version, shape_tuple, split_layout)
 from ._dtypes import C_TYPES, as_array, as_kernel_array, result_dtype
 from ._outputs import output_array
 from ._threads import resolve_n_threads
-from .indices import as_int64, check_format, index_range, out_of_range, recode
+from .indices import as_int64, check_format, index_range, out_of_range, position, recode
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -180,8 +180,9 @@ def max_unpool(x: ArrayLike, indices: ArrayLike, kernel_shape: Ints, *, strides:
     Notes
     -----
     docs/behaviour.md, section 3, has every rule; in short: when two elements share an index, the
-    last one in row-major order of `x` wins, for every `n_threads`. Indices made with
-    ``max_pool(..., storage_order=1)`` are column-major encodings and do not round-trip. The ONNX
+    last one in row-major order of `x` wins, for every `n_threads`. Every `index_format`, "plane"
+    included, is read as row-major positions: indices made with ``max_pool(..., storage_order=1)``
+    ("onnx" or "plane") are column-major encodings and do not round-trip. The ONNX
     reference scatters into the inferred shape and then pads it to `output_shape`; this function,
     like onnxruntime and PyTorch, uses `output_shape`'s own offsets.
 
@@ -217,7 +218,7 @@ def max_unpool(x: ArrayLike, indices: ArrayLike, kernel_shape: Ints, *, strides:
         # Channels-last positions of NCHW planes (rare): read as flat offsets into the output
         # first; -1 stays -1, which the kernel rejects like any index outside the output.
         ik = recode(OP, "indices", as_int64(OP, "indices", ik), plan.out_shape, layout, index_format, "onnx",
-                    "the output")
+                    "the output", empty=False)
     # uint64 values >= 2**63 wrap to negative here, which the kernel rejects like any bad index.
     ik = ik.astype(np.int64, copy=False)
     dtype = result_dtype(arr.dtype)
@@ -241,13 +242,15 @@ def max_unpool(x: ArrayLike, indices: ArrayLike, kernel_shape: Ints, *, strides:
                          plan.blocks, fused, zeroed, nt, relative, plan.out_shape[-1] if relative == 2 else 1)
         if bad == -2:  # the kernel's contract on its arguments, which the checks above keep
             raise RuntimeError(f"{OP}: internal error: the kernel rejected its arguments")
-        if bad >= 0 and relative:
+        if bad >= 0 and index_format != "onnx":
+            # Every other format (read in place, or recoded to flat offsets first, -1 kept) is
+            # reported in its own range.
             lead, spatial = split_layout(OP, plan.out_shape, layout)
-            where = tuple(int(i) for i in np.unravel_index(bad, idx.shape))
-            raise out_of_range(OP, "indices", idx, where, index_format, index_range(index_format, lead,
-                               math.prod(spatial)), plan.out_shape, layout, "the output")
+            raise out_of_range(OP, "indices", idx, position(bad, idx.shape), index_format,
+                               index_range(index_format, lead, math.prod(spatial)), plan.out_shape, layout,
+                               "the output", empty=False)
         if bad >= 0:
-            where = tuple(int(i) for i in np.unravel_index(bad, idx.shape))
+            where = position(bad, idx.shape)
             raise ValueError(
                 f"{OP}: indices{list(where)} = {idx[where]} is outside [0, {y.size}), the flat "
                 f"range of the output of shape {list(plan.out_shape)} (first bad index in row-major order)"
@@ -264,9 +267,8 @@ _RELATIVE = {"NCHW": {"plane": 1}, "NHWC": {"tf": 1, "plane": 2}}
 def _plan(x_shape, kernel_shape, strides, pads, output_shape, layout, opset):
     version = resolve_version(OP, opset)
     lead, spatial = split_layout(OP, x_shape, layout)
-    # NCHW: each (n, c) plane is one block; NHWC: each image (its channels
-    # interleaved) is one, and Indices are offsets into NHWC memory (behaviour.md §3).
-    blocks = lead[0] * lead[1] if layout == "NCHW" else lead[0]
+    # NHWC: Indices are offsets into NHWC memory (behaviour.md §3), its images the blocks.
+    blocks = layout_blocks(lead, layout)
     n = len(spatial)
     if kernel_shape is None:
         raise ValueError(f"{OP}: kernel_shape is required")
