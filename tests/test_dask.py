@@ -108,6 +108,30 @@ def test_max_pool_equals_in_memory(kind, n):
         assert y.chunks == indices.chunks and y.shape == expected[0].shape
 
 
+@pytest.mark.parametrize("index_format", ["plane", "tf", "tf_batch"])
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+@pytest.mark.parametrize("storage_order", [0, 1])
+def test_max_pool_index_formats_equal_in_memory(index_format, layout, storage_order, rng):
+    """Every index encoding, global as the in-memory call's, for random chunkings; the
+    combinations the in-memory call rejects are rejected with the same error."""
+    for n in (1, 2, 3):
+        shape = (2, 3) + tuple(int(v) for v in rng.integers(4, 9, n))
+        if layout == "NHWC":
+            shape = (shape[0],) + shape[2:] + (shape[1],)
+        x = make_array(rng, shape, "float32")
+        attrs = dict(kernel_shape=3, strides=2, pads=1, layout=layout, storage_order=storage_order,
+                     index_format=index_format)
+        xd = to_dask(rng, x)
+        expected = expect_same_error(lambda: pooling.max_pool(x, return_indices=True, **attrs),
+                                     lambda: pd.max_pool(xd, return_indices=True, **attrs))
+        if expected is None:
+            continue
+        y, indices = pd.max_pool(xd, return_indices=True, **attrs)
+        got_y, got_i = dask.compute(y, indices, **SYNC)
+        assert_same(got_y, expected[0])
+        assert_same(got_i, expected[1])
+
+
 def test_max_pool_chunks_smaller_than_the_window_and_threaded_scheduler(rng):
     x = make_array(rng, (2, 3, 17, 13), "float32")
     xd = da.from_array(x, chunks=(1, 2, 1, 2))
@@ -463,3 +487,11 @@ def test_numpydoc_documents_every_parameter_with_its_default(function):
             assert entry.group(1).endswith("optional"), entry.group(0)
         elif p.default is not inspect.Parameter.empty:
             assert entry.group(1).endswith(f"default {p.default!r}".replace("'", '"')), entry.group(0)
+
+
+def test_pooling_dask_is_an_attribute_after_import_pooling():
+    """`import pooling` then `pooling.dask.max_pool`: the submodule loads on first use."""
+    code = ("import sys, pooling; assert 'dask' not in sys.modules; "
+            "f = pooling.dask.max_pool; assert 'dask' in sys.modules; print(f.__name__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "max_pool", out.stderr

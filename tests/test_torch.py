@@ -536,3 +536,11 @@ def test_types_under_strict_checkers(tmp_path, checker):
     errors = set(re.findall(pattern, run.stdout, re.M))
     assert "good.py" not in errors, run.stdout
     assert errors == {f"bad_{name}.py" for name in WRONG_USE}, run.stdout + run.stderr
+
+
+def test_pooling_torch_is_an_attribute_after_import_pooling():
+    """`import pooling` then `pooling.torch.max_pool2d`: the submodule loads on first use."""
+    code = ("import sys, pooling; assert 'torch' not in sys.modules; "
+            "f = pooling.torch.max_pool2d; assert 'torch' in sys.modules; print(f.__name__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "max_pool2d", out.stderr

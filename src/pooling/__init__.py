@@ -25,14 +25,18 @@ __all__ = [
 ]
 
 
-if TYPE_CHECKING:  # for type checkers: pooling.onnx is typed, any other unknown name is an error
+# Submodules that need an optional package (onnx, torch, dask) are imported on first use only,
+# so that `import pooling` imports none of them; `pooling.torch` then works after `import pooling`.
+_OPTIONAL = ("onnx", "torch", "dask")
+
+if TYPE_CHECKING:  # for type checkers: these submodules are typed, any other unknown name is an error
+    from . import dask as dask
     from . import onnx as onnx
+    from . import torch as torch
 else:
     def __getattr__(name):
-        # pooling.onnx needs the optional onnx package: import it on first use only,
-        # so that `import pooling` never imports onnx.
-        if name == "onnx":
+        if name in _OPTIONAL:
             import importlib
 
-            return importlib.import_module(".onnx", __name__)
+            return importlib.import_module(f".{name}", __name__)
         raise AttributeError(f"module 'pooling' has no attribute {name!r}")

@@ -22,8 +22,9 @@ import numpy as np
 from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
 
-from ._attrs import int_tuple
+from ._attrs import int_tuple, split_layout
 from ._dtypes import checked_kind, result_dtype
+from .indices import encode
 from ._threads import resolve_n_threads
 from .col2im import KINDS as _COL2IM_KINDS
 from .col2im import _plan as _col2im_plan
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from ._attrs import Activation, AutoPad, Int, Ints, Layout, Shape
+    from .indices import IndexFormat
 
 __all__ = ["col2im", "max_pool", "max_unpool"]
 
@@ -52,21 +54,22 @@ def max_pool(x: da.Array, kernel_shape: Ints, *, strides: Ints | None = None, pa
              storage_order: int = 0, return_indices: Literal[False] = False, layout: Layout = "NCHW",
              activation: Activation | None = None,
              activation_params: Sequence[float] | NDArray[Any] | None = None, opset: Int | None = None,
-             n_threads: Int | None = 1) -> da.Array: ...
+             n_threads: Int | None = 1, index_format: IndexFormat = "onnx") -> da.Array: ...
 @overload
 def max_pool(x: da.Array, kernel_shape: Ints, *, strides: Ints | None = None, pads: Ints | None = None,
              dilations: Ints | None = None, auto_pad: AutoPad = "NOTSET", ceil_mode: bool | int = False,
              storage_order: int = 0, return_indices: Literal[True], layout: Layout = "NCHW",
              activation: Activation | None = None,
              activation_params: Sequence[float] | NDArray[Any] | None = None, opset: Int | None = None,
-             n_threads: Int | None = 1) -> tuple[da.Array, da.Array]: ...
+             n_threads: Int | None = 1, index_format: IndexFormat = "onnx") -> tuple[da.Array, da.Array]: ...
 @overload
 def max_pool(x: da.Array, kernel_shape: Ints, *, strides: Ints | None = None, pads: Ints | None = None,
              dilations: Ints | None = None, auto_pad: AutoPad = "NOTSET", ceil_mode: bool | int = False,
              storage_order: int = 0, return_indices: bool, layout: Layout = "NCHW",
              activation: Activation | None = None,
              activation_params: Sequence[float] | NDArray[Any] | None = None, opset: Int | None = None,
-             n_threads: Int | None = 1) -> da.Array | tuple[da.Array, da.Array]: ...
+             n_threads: Int | None = 1,
+             index_format: IndexFormat = "onnx") -> da.Array | tuple[da.Array, da.Array]: ...
 
 
 def max_pool(x: da.Array, kernel_shape: Ints, *, strides: Ints | None = None, pads: Ints | None = None,
@@ -74,7 +77,7 @@ def max_pool(x: da.Array, kernel_shape: Ints, *, strides: Ints | None = None, pa
              storage_order: int = 0, return_indices: bool = False, layout: Layout = "NCHW",
              activation: Activation | None = None,
              activation_params: Sequence[float] | NDArray[Any] | None = None, opset: Int | None = None,
-             n_threads: Int | None = 1) -> Any:
+             n_threads: Int | None = 1, index_format: IndexFormat = "onnx") -> Any:
     """ONNX MaxPool of a Dask array, lazily: `pooling.max_pool` block by block, with halos.
 
     Parameters
@@ -110,6 +113,9 @@ def max_pool(x: da.Array, kernel_shape: Ints, *, strides: Ints | None = None, pa
     n_threads : int or None, default 1
         Threads of each task's kernel call, as `pooling.max_pool` takes them. Default 1: Dask's
         own workers are the parallelism (see Notes); None: OpenMP's maximum in every task.
+    index_format : {"onnx", "plane", "tf", "tf_batch"}, default "onnx"
+        The Indices' encoding, as in `pooling.max_pool` (docs/behaviour.md section 6); every
+        format is global, as the in-memory call's.
 
     Returns
     -------
@@ -120,7 +126,8 @@ def max_pool(x: da.Array, kernel_shape: Ints, *, strides: Ints | None = None, pa
         every output chunk is aligned to the stride.
     indices : dask.array.Array of int64
         Only with ``return_indices=True``, which returns ``(y, indices)``: chunked like `y`, the
-        global Indices of the in-memory call (flat offsets into the whole of `x`).
+        Indices of the in-memory call (by default flat offsets into the whole of `x`), in
+        `index_format`.
 
     Raises
     ------
@@ -167,7 +174,8 @@ def max_pool(x: da.Array, kernel_shape: Ints, *, strides: Ints | None = None, pa
     plan = _pool_plan(arr.shape, kernel_shape=kernel_shape, strides=strides, pads=pads,
                       dilations=dilations, auto_pad=auto_pad, ceil_mode=ceil_mode,
                       storage_order=storage_order, return_indices=return_indices, layout=layout,
-                      activation=activation, activation_params=activation_params, opset=opset)
+                      activation=activation, activation_params=activation_params, opset=opset,
+                      index_format=index_format)
     checked_kind(_POOL, "x", arr.dtype, plan.kinds)
     resolve_n_threads(_POOL, n_threads)
     first = 2 if layout == "NCHW" else 1
@@ -193,7 +201,8 @@ def max_pool(x: da.Array, kernel_shape: Ints, *, strides: Ints | None = None, pa
         pads = tuple(p[2] for p in axes[first:first + len(plan.spatial)])
         pads += tuple(p[3] for p in axes[first:first + len(plan.spatial)])
         call = functools.partial(_pool_block, pads=pads, local=local, offsets=[p[0] for p in axes],
-                                 shape=arr.shape, column_major=column_major, first=first)
+                                 shape=arr.shape, column_major=column_major, first=first,
+                                 index_format=index_format, layout=layout)
         return (call, slab(arr, [p[:2] for p in axes]))
 
     dtype = result_dtype(arr.dtype)
@@ -215,8 +224,8 @@ def _pool_span(o0, o1, s, pb, e, size):
     return lo, hi, lo - start, stop - hi
 
 
-def _pool_block(slab, *, pads, local, offsets, shape, column_major, first):
-    """One output block: `pooling.max_pool` of the slab; Indices made global."""
+def _pool_block(slab, *, pads, local, offsets, shape, column_major, first, index_format, layout):
+    """One output block: `pooling.max_pool` of the slab; Indices made global, in `index_format`."""
     result = _max_pool(slab, pads=pads, **local)
     if not local["return_indices"]:
         return result
@@ -230,6 +239,16 @@ def _pool_block(slab, *, pads, local, offsets, shape, column_major, first):
         flat = plane * math.prod(spatial) + np.ravel_multi_index(coords[first:], spatial, order="F")
     else:
         flat = np.ravel_multi_index(coords, shape)
+    if index_format != "onnx":  # every format is a function of the global flat offset
+        lead, spatial = split_layout(_POOL, shape, layout)
+        plane_size, channels = math.prod(spatial), lead[1]
+        if layout == "NCHW":
+            image_channel, p = np.divmod(flat, plane_size)
+            n, c = np.divmod(image_channel, channels)
+        else:
+            image_pixel, c = np.divmod(flat, channels)
+            n, p = np.divmod(image_pixel, plane_size)
+        flat = encode(index_format, n, c, p, lead, plane_size, layout)
     indices[valid] = flat
     return y, indices
 
@@ -249,7 +268,8 @@ def max_unpool(x: da.Array, indices: da.Array, kernel_shape: Ints, *, strides: I
         ``layout="NHWC"``); the dtypes of `pooling.max_unpool`.
     indices : dask.array.Array of int
         The shape of `x` (any chunks): global flat offsets into the output, as
-        `pooling.dask.max_pool` returns them.
+        `pooling.dask.max_pool` returns them by default (``index_format="onnx"``; other encodings
+        can be converted block by block with `pooling.convert_indices`).
     kernel_shape : int or sequence of int
         Window size per spatial axis, each >= 1, as in the `max_pool` that made `indices`.
     strides : int or sequence of int, optional
