@@ -95,17 +95,25 @@ def test_max_pool_equals_in_memory(kind, n):
         attrs = random_pool_attrs(rng, n)
         x = make_array(rng, random_shape(rng, n, attrs.get("layout", "NCHW")), kind)
         xd = to_dask(rng, x)
-        expected = expect_same_error(lambda: pooling.max_pool(x, return_indices=True, **attrs),
-                                     lambda: pd.max_pool(xd, return_indices=True, **attrs))
-        if expected is None:
-            continue
-        y, indices = pd.max_pool(xd, return_indices=True, **attrs)
-        got_y, got_i = dask.compute(y, indices, **SYNC)
-        assert_same(got_y, expected[0])
-        assert_same(got_i, expected[1])
-        assert_same(pd.max_pool(xd, **attrs).compute(**SYNC), expected[0])
-        # Output chunks: N and C as the input's, spatial ones cut where windows start.
-        assert y.chunks == indices.chunks and y.shape == expected[0].shape
+        expected = _pool_with_indices_equals_in_memory(x, xd, attrs)
+        if expected is not None:
+            assert_same(pd.max_pool(xd, **attrs).compute(**SYNC), expected[0])
+
+
+def _pool_with_indices_equals_in_memory(x, xd, attrs):
+    """Checks pooling.dask.max_pool(xd) with Indices against pooling.max_pool(x), or that both
+    raise the same error; returns the in-memory (y, indices), or None after an error."""
+    expected = expect_same_error(lambda: pooling.max_pool(x, return_indices=True, **attrs),
+                                 lambda: pd.max_pool(xd, return_indices=True, **attrs))
+    if expected is None:
+        return None
+    y, indices = pd.max_pool(xd, return_indices=True, **attrs)
+    got_y, got_i = dask.compute(y, indices, **SYNC)
+    assert_same(got_y, expected[0])
+    assert_same(got_i, expected[1])
+    # Output chunks: N and C as the input's, spatial ones cut where windows start.
+    assert y.chunks == indices.chunks and y.shape == expected[0].shape
+    return expected
 
 
 @pytest.mark.parametrize("index_format", ["plane", "tf", "tf_batch"])
@@ -121,15 +129,7 @@ def test_max_pool_index_formats_equal_in_memory(index_format, layout, storage_or
         x = make_array(rng, shape, "float32")
         attrs = dict(kernel_shape=3, strides=2, pads=1, layout=layout, storage_order=storage_order,
                      index_format=index_format)
-        xd = to_dask(rng, x)
-        expected = expect_same_error(lambda: pooling.max_pool(x, return_indices=True, **attrs),
-                                     lambda: pd.max_pool(xd, return_indices=True, **attrs))
-        if expected is None:
-            continue
-        y, indices = pd.max_pool(xd, return_indices=True, **attrs)
-        got_y, got_i = dask.compute(y, indices, **SYNC)
-        assert_same(got_y, expected[0])
-        assert_same(got_i, expected[1])
+        _pool_with_indices_equals_in_memory(x, to_dask(rng, x), attrs)
 
 
 def test_max_pool_chunks_smaller_than_the_window_and_threaded_scheduler(rng):

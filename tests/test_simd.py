@@ -70,6 +70,7 @@ def test_environment_variable(level):
 @pytest.mark.parametrize("cpu, expected", [
     (("AuthenticAMD", 0x19), {"fused", "tiles"}),     # Zen 3/4: measured
     (("AuthenticAMD", 0x17), {"fused", "tiles"}),     # Zen 1/2: 256-bit operations split in halves
+    (("AuthenticAMD", 0x1A), {"fused"}),              # Zen 5: measured, uint8 FUSED only
     (("GenuineIntel", 6), set()),
     (("AuthenticAMD", 0x15), set()),                  # Bulldozer family: not measured
     (("", 0), set()),

@@ -54,8 +54,14 @@ available = ("baseline",) + (("avx2",) if cpu_supports_avx2() and _load_avx2() i
 # 256 bits is cross-lane vpermd and blends, at 128 bits one shufps per pair of vectors; Zen 1/2
 # (family 0x17, 256-bit operations split in two 128-bit halves) gain even less from 256 bits.
 # Intel cores measured faster in AVX2 on these kernels, and stay there.
+# Zen 5 (family 0x1A, 2-core KVM, AVX-512 capable; the same commands, 5-7 rounds): only FUSED with a W
+# stride of 2 in uint8 stays slower in AVX2 (ResNet stem uint8 1.07-1.08 at one and two threads);
+# its float32 form is faster in AVX2 there (1-D k3 s2 0.80-0.82), as every other row but TILES float32
+# on small planes (VGG pool5 1x512x14x14 1.05-1.11, MTCNN P-Net 1.03-1.05), whose larger inputs gain
+# from AVX2 (VGG pool3 b8 0.81, C3D pool2 0.84, 3-D k2 s2 0.81): TILES float32 stays in AVX2.
 BASELINE_FASTER = {
     ("AuthenticAMD", (0x17, 0x19)): (("fused", 2, (1, 4)), ("tiles", 2, (4,))),
+    ("AuthenticAMD", (0x1A,)): (("fused", 2, (1,)),),
 }
 
 
