@@ -495,3 +495,14 @@ def test_pooling_dask_is_an_attribute_after_import_pooling():
             "f = pooling.dask.max_pool; assert 'dask' in sys.modules; print(f.__name__)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "max_pool", out.stderr
+
+
+def test_index_formats_are_separate_graphs(rng):
+    """Two calls that differ only in index_format computed together give each its own Indices."""
+    x = make_array(rng, (1, 2, 6, 6), "float32")
+    xd = da.from_array(x, chunks=(1, 1, 3, 4))
+    _, onnx = pd.max_pool(xd, 2, strides=2, return_indices=True)
+    _, plane = pd.max_pool(xd, 2, strides=2, return_indices=True, index_format="plane")
+    got_onnx, got_plane = dask.compute(onnx, plane, **SYNC)
+    assert_same(got_onnx, pooling.max_pool(x, 2, strides=2, return_indices=True)[1])
+    assert_same(got_plane, pooling.max_pool(x, 2, strides=2, return_indices=True, index_format="plane")[1])

@@ -87,6 +87,14 @@ class TestTorch:
         assert arr.ctypes.data == t.data_ptr() and np.shares_memory(arr, t.numpy())
         assert np.array_equal(arr, t.numpy())
 
+    def test_a_lazily_negated_tensor_is_read_negated(self, torch):
+        """torch's negative bit (the imaginary part of a conjugate view) is not in DLPack's export:
+        the values read must be the tensor's, not its storage's."""
+        t = torch.tensor([[[[1 + 2j, 3 - 4j], [5 + 1j, -7j]]]]).conj().imag
+        assert t.is_neg()
+        assert np.array_equal(as_array("MaxPool", "x", t), t.resolve_neg().numpy())
+        assert pooling.max_pool(t, 2).item() == 7.0
+
     def test_strided_tensors_are_viewed_with_their_strides(self, torch):
         t = torch.randn(2, 3, 5, 6).to(memory_format=torch.channels_last)
         for view in (t, t.permute(0, 2, 3, 1), t[:, :, ::2, 1:]):

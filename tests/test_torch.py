@@ -115,6 +115,12 @@ def test_unbatched_input(n):
     got, want = ours(x, 3, 2, 1, return_indices=True), theirs(x, 3, 2, 1, return_indices=True)
     assert_same(got[0], want[0])
     assert torch.equal(got[1], want[1])
+    # Channels-last strides on an unbatched input: torch's results are contiguous all the same.
+    xl = x.movedim(0, -1).contiguous().movedim(-1, 0)
+    got = ours(xl, 3, 2, 1, return_indices=True)
+    assert got[0].is_contiguous() and got[1].is_contiguous()
+    assert_same(got[0], want[0])
+    assert torch.equal(got[1], want[1])
 
 
 def test_several_nans_in_a_window_give_the_last_one_as_torch():

@@ -186,9 +186,12 @@ def _from_dlpack(op, name, x):
             f"{op}: {name} is on DLPack device type {device}, not in CPU memory: pooling reads CPU "
             f"memory only; move it first (a torch tensor: .cpu()), got {_short(x)}"
         )
+    is_neg = getattr(x, "is_neg", None)  # a torch tensor with its lazy negation bit set: DLPack
+    if callable(is_neg) and is_neg():     # would export the stored values without the negation
+        x = x.resolve_neg()
     try:
-        # copy=None (numpy never copies CPU memory) rather than False, which producers of DLPack
-        # before 1.0 (torch < 2.3) cannot be asked for.
+        # No copy= argument: numpy never copies CPU memory, and producers of DLPack before 1.0
+        # (torch < 2.3) cannot be asked for copy=False.
         return np.from_dlpack(x)
     except (BufferError, RuntimeError, TypeError, ValueError) as e:
         raise TypeError(

@@ -208,7 +208,7 @@ def max_pool(x: da.Array, kernel_shape: Ints, *, strides: Ints | None = None, pa
     dtype = result_dtype(arr.dtype)
     token = tokenize(arr, plan.out_shape, plan.kernel, plan.strides, plan.dilations, plan.pads_begin,
                      plan.storage_order, layout, activation, plan.activation_params, n_threads,
-                     return_indices)
+                     return_indices, index_format)
     if not return_indices:
         return _array(f"max-pool-{token}", out_chunks, [arr], task, dtype)
     pairs = _array(f"max-pool-pair-{token}", out_chunks, [arr], task, dtype)

@@ -298,8 +298,9 @@ def _max_pool(fn, n, input, kernel_size, stride, padding, dilation, ceil_mode, r
         y, indices = _MaxPool.apply(x, fn, args)
     else:
         y, indices = _pool_forward(fn, x, args, return_indices)[:2]
-    if not batched:
-        y, indices = y.squeeze(0), (None if indices is None else indices.squeeze(0))
+    if not batched:  # torch gives unbatched results contiguous, whatever the input's strides
+        y = y.squeeze(0).contiguous()
+        indices = None if indices is None else indices.squeeze(0).contiguous()
     return (y, indices) if return_indices else y
 
 
