@@ -449,8 +449,8 @@ def max_unpool_data(call, out_shape):
         indices = indices[..., None]
     elif how == "longer":
         indices = np.concatenate([indices, np.zeros((1,) + indices.shape[1:], indices.dtype)])
-    elif how == "scalar":
-        indices = np.int64(0)
+    elif how == "scalar":  # a 0-d array: a shape error (a numpy scalar is a TypeError, test_*_errors)
+        indices = np.array(0, dtype=np.int64)
     return memory_order(x, call["order"]), memory_order(indices, call["index_order"])
 
 

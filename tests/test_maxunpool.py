@@ -362,6 +362,7 @@ def test_non_integer_indices_are_type_errors(dtype):
     ("indices", None, r"indices must be an array of numbers, got None \(NoneType\)"),
     ("indices", "0", r"indices must be an array of numbers, got '0' \(str\)"),
     ("indices", 3, r"indices must be an array of numbers, got 3 \(int\)"),
+    ("indices", np.int64(0), r"indices must be an array of numbers, got np.int64\(0\) \(int64\)"),
     ("indices", [[[0, "1"]]], r"indices has dtype <U21: it must be an array of numbers, got .* \(list\)"),
     ("indices", [[[0, 1], [2]]], r"indices must be an array of numbers, got .* \(list\): .*inhomogeneous.*"),
 ])
