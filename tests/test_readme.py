@@ -1,4 +1,5 @@
-"""Every ```python block of README.md (and of docs/pypi.md, PyPI's page) runs as written.
+"""Every ```python block of README.md, docs/pypi.md (PyPI's page), docs/torch.md and the framework pages
+(docs/frameworks/) runs as written.
 
 Each block runs on its own, in a fresh namespace, as a reader who copies one block runs it: so every block
 imports and defines what it uses. A block that imports an optional package (onnx, onnxruntime, torch; `pooling.onnx`
@@ -12,11 +13,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCUMENTS = ["README.md", "docs/pypi.md"]
+FRAMEWORK_PAGES = [f"docs/frameworks/{name}.md" for name in ("onnx", "pytorch", "tensorflow", "numpy")]
+DOCUMENTS = ["README.md", "docs/pypi.md", "docs/torch.md"] + FRAMEWORK_PAGES
 
 # Imports a block may make that the test extra does not guarantee, and the package each needs.
 OPTIONAL = {"onnx": "onnx", "onnxruntime": "onnxruntime", "torch": "torch", "pooling.onnx": "onnx", "dask": "dask",
-            "pooling.dask": "dask"}
+            "pooling.dask": "dask", "pooling.torch": "torch", "tensorflow": "tensorflow"}
 
 FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```[ \t]*$", re.M | re.S)
 

@@ -224,9 +224,7 @@ def convert_indices(indices: ArrayLike, x_shape: Sequence[Int], *, from_format: 
     >>> pooling.convert_indices(onnx, x.shape, from_format="onnx", to_format="tf")[0, 1].tolist()
     [[11, 15], [27, 31]]
     """
-    idx = indices if type(indices) is np.ndarray else as_array(_CONVERT, "indices", indices)
-    if idx.dtype.kind not in "iu":
-        raise TypeError(f"{_CONVERT}: indices must be an array of integers, got dtype {idx.dtype}")
+    idx = integer_array(_CONVERT, "indices", indices)
     shape = shape_tuple(_CONVERT, "x_shape", x_shape)
     choice(_CONVERT, "layout", layout, ("NCHW", "NHWC"))
     check_format(_CONVERT, "from_format", from_format, layout)
@@ -244,6 +242,14 @@ def check_lead(op, name, shape, x_shape, layout):
             f"{op}: {name} of shape {list(shape)} does not fit x_shape {list(x_shape)} in layout "
             f"{layout!r}: it must have the same rank and the same N and C"
         )
+
+
+def integer_array(op, name, indices):
+    """`indices` as an array of integers (any integer dtype); else a TypeError naming op and name."""
+    idx = indices if type(indices) is np.ndarray else as_array(op, name, indices)
+    if idx.dtype.kind not in "iu":
+        raise TypeError(f"{op}: {name} must be an array of integers, got dtype {idx.dtype}")
+    return idx
 
 
 def as_int64(op, name, idx):

@@ -11,7 +11,8 @@ from ._dispatch import core as _core
 from ._dtypes import C_TYPES, HALF_INF_BITS, as_array, as_kernel_array, result_dtype
 from ._outputs import output_array
 from ._threads import resolve_n_threads
-from .indices import as_int64, check_format, check_lead, first_bad, index_range, out_of_range, recode
+from .indices import (as_int64, check_format, check_lead, first_bad, index_range, integer_array, out_of_range,
+                      recode)
 from .maxunpool import _FRESH_ZEROS
 
 if TYPE_CHECKING:
@@ -99,9 +100,7 @@ def max_pool_grad(grad_y: ArrayLike, indices: ArrayLike, x_shape: Sequence[Int],
     array([[[0., 2., 1., 0.]]])
     """
     g = grad_y if type(grad_y) is np.ndarray else as_array(OP, "grad_y", grad_y)
-    idx = indices if type(indices) is np.ndarray else as_array(OP, "indices", indices)
-    if idx.dtype.kind not in "iu":
-        raise TypeError(f"{OP}: indices must be an array of integers, got dtype {idx.dtype}")
+    idx = integer_array(OP, "indices", indices)
     shape = shape_tuple(OP, "x_shape", x_shape)
     choice(OP, "layout", layout, ("NCHW", "NHWC"))
     check_format(OP, "index_format", index_format, layout)
