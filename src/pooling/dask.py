@@ -24,7 +24,7 @@ from dask.highlevelgraph import HighLevelGraph
 
 from ._attrs import int_tuple, split_layout
 from ._dtypes import checked_kind, result_dtype
-from .indices import encode
+from .indices import encode, split_flat
 from ._threads import resolve_n_threads
 from .col2im import KINDS as _COL2IM_KINDS
 from .col2im import _plan as _col2im_plan
@@ -241,14 +241,8 @@ def _pool_block(slab, *, pads, local, offsets, shape, column_major, first, index
         flat = np.ravel_multi_index(coords, shape)
     if index_format != "onnx":  # every format is a function of the global flat offset
         lead, spatial = split_layout(_POOL, shape, layout)
-        plane_size, channels = math.prod(spatial), lead[1]
-        if layout == "NCHW":
-            image_channel, p = np.divmod(flat, plane_size)
-            n, c = np.divmod(image_channel, channels)
-        else:
-            image_pixel, c = np.divmod(flat, channels)
-            n, p = np.divmod(image_pixel, plane_size)
-        flat = encode(index_format, n, c, p, lead, plane_size, layout)
+        plane_size = math.prod(spatial)
+        flat = encode(index_format, *split_flat(flat, lead[1], plane_size, layout), lead, plane_size, layout)
     indices[valid] = flat
     return y, indices
 

@@ -76,18 +76,22 @@ def _own_nc(shape, layout):
 def decode(fmt, idx, lead, plane, layout):
     """(n, c, p) of the valid entries' targets; idx is int64, shaped in `layout`, all in range."""
     channels = lead[1]
-    n, c = _own_nc(idx.shape, layout)
     if fmt == "plane":
-        return n, c, idx
+        return *_own_nc(idx.shape, layout), idx
     if fmt == "tf":
         p, c = np.divmod(idx, max(channels, 1))
-        return n, c, p
-    if fmt == "tf_batch" or layout == "NHWC":  # NHWC's "onnx" is "tf_batch"
-        q, c = np.divmod(idx, max(channels, 1))
-        n, p = np.divmod(q, max(plane, 1))
-        return n, c, p
-    q, p = np.divmod(idx, max(plane, 1))
-    n, c = np.divmod(q, max(channels, 1))
+        return _own_nc(idx.shape, layout)[0], c, p
+    return split_flat(idx, channels, plane, "NHWC" if fmt == "tf_batch" else layout)
+
+
+def split_flat(flat, channels, plane, layout):
+    """(n, c, p) of flat offsets into x in `layout` (NHWC's are "tf_batch" indices too)."""
+    if layout == "NHWC":
+        image_pixel, c = np.divmod(flat, max(channels, 1))
+        n, p = np.divmod(image_pixel, max(plane, 1))
+    else:
+        image_channel, p = np.divmod(flat, max(plane, 1))
+        n, c = np.divmod(image_channel, max(channels, 1))
     return n, c, p
 
 
