@@ -400,10 +400,15 @@ def _zeros_and_ties(rng, shape, kind):
     return make_array(rng, shape, kind, special=False) if kind in ("int8", "uint8") else to_dtype(values, kind)
 
 
-# PLANES' own paths: window doubling (k > 3) along W and H, with dilation, strides > 1 after a
-# doubled W pass, a plane copied without padding whose last row no window reads, a whole-plane
-# window below and above the 32 values of the lane path, 1-D.
+# PLANES' own paths: windows of up to 5 taps in one pass, 6 to 25 in two (windows of a fifth of
+# the kernel, then up to five of those, the last overlapping), wider ones by doubling, along W and
+# H, with dilation, strides > 1 after such a W pass, a plane copied without padding whose last row
+# no window reads, a whole-plane window below and above the 32 values of the lane path, 1-D.
 PLANES_CASES = [
+    ((1, 2, 30, 31), dict(kernel_shape=(25, 16), pads=(12, 8, 12, 7))),
+    ((1, 2, 20, 21), dict(kernel_shape=(7, 6), dilations=(2, 3), pads=(6, 7, 6, 8))),
+    ((2, 3, 70), dict(kernel_shape=(30,), pads=(3, 3))),
+    ((2, 3, 90), dict(kernel_shape=(26,), strides=(3,), pads=(2, 4))),
     ((2, 3, 20, 20), dict(kernel_shape=(5, 5), pads=(2, 2, 2, 2))),
     ((1, 2, 19, 19), dict(kernel_shape=(9, 9), pads=(4, 4, 4, 4))),
     ((1, 2, 19, 19), dict(kernel_shape=(13, 13), pads=(6, 6, 6, 6))),

@@ -12,13 +12,12 @@
 # order, as in maxpool_fused.pxi).  Each pass runs over the whole plane as one
 # row (row r's column c at r * Wp + c, Wp a multiple of the W stride; the
 # positions that straddle two rows are computed and never read).  A window of
-# k > 3 taps costs ceil(log2 k) + 1 combines per element instead of k - 1, by
-# window doubling: m_2w[i] = pick(m_w[i], m_w[i + w]), and the window is
-# pick(m_w[i], m_w[i + k - w]) with the largest w <= k (along a strided W the
-# pass loops over taps instead).  pick keeps its earlier operand
-# unless the later one is strictly greater, which gives the first maximum of
-# two ranges that start in order, overlapping or not: so every result is its
-# window's first maximum.  The fill equals the empty value, whose bits are
+# up to 5 taps is one pass that loads them all; 6 to 25 taps, two passes (a
+# window of a fifth of them, then up to 5 of those); wider ones double the
+# window per pass (_window; along a strided W the pass loops over taps
+# instead).  pick keeps its earlier operand unless the later one is strictly
+# greater, which gives the first maximum of two ranges that start in order,
+# overlapping or not: so every result is its window's first maximum.  The fill equals the empty value, whose bits are
 # those of any real value equal to it, so it never changes a result's bits.
 #
 # A stride-1 window whose output has the input's shape (k3 p1, k2 with the pad at the end)
@@ -46,21 +45,81 @@ cdef inline pool_t _in(pool_t v, bint exact) noexcept nogil:
     return v
 
 
+cdef void _flat_taps(const pool_t* src, pool_t* dst, Py_ssize_t n, const Py_ssize_t* o, int c,
+                     uint16_t inf_bits, bint exact) noexcept nogil:
+    """_taps_as with `exact` a constant in each call, so that the loops without it vectorise."""
+    if exact:
+        _taps_as(src, dst, n, o, c, inf_bits, True)
+    else:
+        _taps_as(src, dst, n, o, c, inf_bits, False)
+
+
+cdef inline void _taps_as(const pool_t* src, pool_t* dst, Py_ssize_t n, const Py_ssize_t* o, int c,
+                          uint16_t inf_bits, bint exact) noexcept nogil:
+    """dst[i] = the first maximum of src[i + o[t]] over t < c (2 to 5 offsets in increasing
+    order), for i < n: one pass, each case a literal count so that the loop vectorises; the
+    taps are combined as a tree, which keeps the first maximum as a chain does (each pick keeps
+    its earlier operand on ties, and its two operands' ranges start in order)."""
+    cdef Py_ssize_t i, a = o[0], b = o[1], e = o[c - 3] if c >= 3 else 0
+    cdef Py_ssize_t d = o[c - 2] if c >= 4 else 0, f = o[c - 1]
+    if c == 2:
+        for i in range(n):
+            dst[i] = _pick(src[i + a], src[i + f], inf_bits, exact)
+    elif c == 3:
+        for i in range(n):
+            dst[i] = _pick(_pick(src[i + a], src[i + b], inf_bits, exact), src[i + f], inf_bits, exact)
+    elif c == 4:
+        for i in range(n):
+            dst[i] = _pick(_pick(src[i + a], src[i + b], inf_bits, exact),
+                           _pick(src[i + d], src[i + f], inf_bits, exact), inf_bits, exact)
+    else:
+        for i in range(n):
+            dst[i] = _pick(_pick(_pick(src[i + a], src[i + b], inf_bits, exact),
+                                 _pick(src[i + e], src[i + d], inf_bits, exact), inf_bits, exact),
+                           src[i + f], inf_bits, exact)
+
+
 cdef void _window(const pool_t* src, pool_t* dst, pool_t* t1, pool_t* t2, Py_ssize_t n,
                   Py_ssize_t k, Py_ssize_t step, uint16_t inf_bits, bint exact) noexcept nogil:
     """dst[i] = the first maximum of src[i + t * step] over t < k, for i < n; t1 and t2
-    are scratch of n + (k - 1) * step elements (doubling ping-pongs between them, so
-    every loop reads and writes different buffers and vectorises)."""
-    cdef Py_ssize_t i, t, w, m
+    are scratch of n + (k - 1) * step elements.
+
+    Up to 5 taps: one pass of them (_flat_taps).  Up to 25: two, windows of w = ceil(k / 5) taps into
+    t1, then the first maximum of c = ceil(k / w) of those windows, at 0, w, 2w, ... and the last
+    at k - w (it may overlap the one before: a pick keeps the earlier operand on ties, so the
+    first maximum of overlapping ranges that start in order is still the first maximum).  Wider
+    windows (rare: whole planes are a reduction of their own) double the window per pass:
+    m_2w[i] = pick(m_w[i], m_w[i + w]), ping-ponging between t1 and t2, then pick(m_w[i],
+    m_w[i + k - w]) with the largest w <= k."""
+    cdef Py_ssize_t i, t, w, m, c
+    cdef Py_ssize_t o[5]
     cdef const pool_t* cur = src
     cdef pool_t* nxt = t1
-    if k <= 3:
+    o[0] = o[1] = o[2] = o[3] = o[4] = 0
+    if k == 1:
         for i in range(n):
             dst[i] = src[i]
-        for t in range(1, k):
-            cur = src + t * step
-            for i in range(n):
-                dst[i] = _pick(dst[i], cur[i], inf_bits, exact)
+        return
+    if k <= 5:
+        for t in range(k):
+            o[t] = t * step
+        _flat_taps(src, dst, n, o, <int>k, inf_bits, exact)
+        return
+    if k <= 25:
+        w = (k + 4) // 5
+        c = (k + w - 1) // w
+        m = n + (k - w) * step
+        if w == 1:
+            nxt = <pool_t*>src
+        else:
+            for t in range(w):
+                o[t] = t * step
+            _flat_taps(src, t1, m, o, <int>w, inf_bits, exact)
+            nxt = t1
+        for t in range(c - 1):
+            o[t] = t * w * step
+        o[c - 1] = (k - w) * step
+        _flat_taps(nxt, dst, n, o, <int>c, inf_bits, exact)
         return
     w = 1
     while 2 * w <= k:
@@ -153,22 +212,30 @@ cdef bint _plane(const pool_t* x, pool_t* y, const Geom* g, Py_ssize_t Hp, Py_ss
             for r in range(OH * OW):
                 y[r] = _clamp(y[r], lo, hi, act, g.inf_bits)
         return True
-    # The padded plane: rows [0, Hp) and columns [0, Wp) of the padded input, as
-    # a flat fill, then a memcpy per input row (loops per row and per border cost most of
-    # the time of 7x7 planes: short trip counts); 16-bit floats are turned into keys after.
+    # The padded plane: rows [0, Hp) and columns [0, Wp) of the padded input, as a flat fill,
+    # then a memcpy per input row (loops per row and per border cost most of the time of 7x7
+    # planes: short trip counts; an inline copy of 32-byte blocks cost more instructions than
+    # memcpy's 30 on 20x20 planes); 16-bit floats become keys as they are copied, as the fill.
     c0 = min(g.pw, Wp)
     c1 = min(Wp, g.pw + W)
+    fill = _in(fill, exact)
     if g.ph == 0 and c0 == 0 and c1 == Wp and Wp == W and Hp <= g.H:
-        memcpy(P, x, Hp * W * sizeof(pool_t))  # no padding is read: the plane's first Hp rows
+        if pool_t is uint16_t and not exact:  # no padding is read: the plane's first Hp rows
+            for r in range(Hp * W):
+                P[r] = _ring(x[r])
+        else:
+            memcpy(P, x, Hp * W * sizeof(pool_t))
     else:
         for r in range(Hp * Wp):
             P[r] = fill
-        if c1 > c0:
-            for r in range(max(0, g.ph), min(Hp, g.ph + g.H)):
-                memcpy(P + r * Wp + c0, x + (r - g.ph) * W + c0 - g.pw, (c1 - c0) * sizeof(pool_t))
-    if pool_t is uint16_t and not exact:
-        for r in range(Hp * Wp):
-            P[r] = _ring(P[r])
+        for r in range(max(0, g.ph), min(Hp, g.ph + g.H)):
+            row = P + r * Wp + c0
+            xrow = x + (r - g.ph) * W + c0 - g.pw
+            if pool_t is uint16_t and not exact:
+                for ow in range(c1 - c0):
+                    row[ow] = _ring(xrow[ow])
+            elif c1 > c0:
+                memcpy(row, xrow, (c1 - c0) * sizeof(pool_t))
     # Along W into Hb (row stride hs).  Wp is a multiple of sw, so that with a stride the
     # plane is one row too: row r's column ow is position r * hs + ow.
     hs = Wp // g.sw
