@@ -1,7 +1,8 @@
 """Build pooling._core from src/_core.pyx (and its includes, src/kernels/*.pxi).
 
-Three extensions: the kernels twice, pooling._core (baseline) and
-pooling._core_avx2 (AVX2 + FMA, where the compiler can), and pooling._runtime
+Four extensions: the kernels three times, pooling._core (baseline),
+pooling._core_avx2 (AVX2 + FMA) and pooling._core_avx512 (AVX-512 F/BW/VL/DQ with
+512-bit vectors preferred; each where the compiler can), and pooling._runtime
 (src/_runtime.pyx: helpers that are not kernels), built once with the
 baseline flags.
 
@@ -68,14 +69,45 @@ AVX2_PROBE = textwrap.dedent(
 )
 
 
+AVX512_PROBE = textwrap.dedent(
+    """
+    #include <immintrin.h>
+    int main(void) {
+        __m512 a = _mm512_set1_ps(1.0f);
+        __m512i b = _mm512_max_epi32(_mm512_set1_epi32(1), _mm512_set1_epi32(2));
+        __m256 c = _mm256_maskz_max_ps(0xff, _mm256_set1_ps(1.0f), _mm256_set1_ps(2.0f));
+        __m512d d = _mm512_and_pd(_mm512_set1_pd(1.0), _mm512_set1_pd(1.0));
+        a = _mm512_max_ps(a, a);
+        return (int)_mm512_reduce_max_ps(a) + _mm512_reduce_max_epi32(b) + (int)_mm256_cvtss_f32(c)
+               + (int)_mm512_reduce_max_pd(d) == 6 ? 0 : 1;
+    }
+    """
+)
+
+
 def _avx2_flags(compiler):
     """Flags that compile AVX2 + FMA code with this compiler, or None (other ISAs, old compilers)."""
     flags = ["/arch:AVX2"] if compiler.compiler_type == "msvc" else ["-mavx2", "-mfma"]
-    tmp = tempfile.mkdtemp(prefix="pooling-avx2-")
+    return _probe_flags(compiler, flags, AVX2_PROBE)
+
+
+def _avx512_flags(compiler):
+    """Flags that compile AVX-512 (F, BW, VL, DQ) code that the compiler vectorises with 512-bit
+    vectors, or None.  Not with MSVC, whose AVX-512 code was never measured."""
+    if compiler.compiler_type == "msvc":
+        return None
+    flags = ["-mavx2", "-mfma", "-mavx512f", "-mavx512vl", "-mavx512dq",
+             "-mprefer-vector-width=512"]
+    return _probe_flags(compiler, flags, AVX512_PROBE)
+
+
+def _probe_flags(compiler, flags, probe):
+    """flags if this compiler compiles the probe program with them, else None."""
+    tmp = tempfile.mkdtemp(prefix="pooling-simd-")
     try:
         src = os.path.join(tmp, "probe.c")
         with open(src, "w") as f:
-            f.write(AVX2_PROBE)
+            f.write(probe)
         try:
             compiler.compile([src], output_dir=tmp, extra_postargs=flags)
         except Exception:
@@ -237,17 +269,18 @@ class BuildExt(build_ext):
                 "(every kernel will run on one thread)",
                 stacklevel=1,
             )
-        # The AVX2 build of the same kernels, chosen at run time on CPUs that
-        # have AVX2 and FMA; where the compiler cannot target them it is left out.
+        # The AVX2 and AVX-512 builds of the same kernels, chosen at run time on CPUs that
+        # have those instructions (pooling._dispatch); where the compiler cannot target them
+        # they are left out.
         avx2 = _avx2_flags(compiler)
-        if avx2 is None:
-            self.extensions = [e for e in self.extensions if e.name != "pooling._core_avx2"]
+        simd = {"pooling._core_avx2": avx2,
+                "pooling._core_avx512": _avx512_flags(compiler) if avx2 else None}
+        self.extensions = [e for e in self.extensions if simd.get(e.name, []) is not None]
         # Cython runs here, not when setup.py starts: building an sdist or the metadata needs no .c files.
         _cythonize(self.extensions)
         self._debug_info_flags = _debug_info_flags(compiler)
         for ext in self.extensions:
-            if ext.name == "pooling._core_avx2":
-                ext.extra_compile_args += avx2
+            ext.extra_compile_args += simd.get(ext.name, [])
             if compiler.compiler_type == "msvc":
                 ext.extra_compile_args += ["/O2"]
             else:
@@ -342,11 +375,12 @@ extensions = [
         [source],
         include_dirs=["include"],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
-        depends=depends + (["src/_core.pyx"] if name == "pooling._core_avx2" else []),
+        depends=depends + (["src/_core.pyx"] if name.startswith("pooling._core_") else []),
     )
     for name, source in (
         ("pooling._core", "src/_core.pyx"),
         ("pooling._core_avx2", "src/_core_avx2.pyx"),
+        ("pooling._core_avx512", "src/_core_avx512.pyx"),
         ("pooling._runtime", "src/_runtime.pyx"),
     )
 ]

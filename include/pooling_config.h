@@ -94,6 +94,19 @@ static inline int pk_cpu_has_avx2(void)
 #endif
 }
 
+/* Whether this CPU (and its operating system, which must save the 512-bit registers) can run
+ * pooling._core_avx512: AVX-512 F, BW, VL and DQ besides AVX2 and FMA. */
+static inline int pk_cpu_has_avx512(void)
+{
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+    __builtin_cpu_init();
+    return pk_cpu_has_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")
+           && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+#else
+    return 0;
+#endif
+}
+
 /* The CPU's vendor string (12 characters and a NUL) and family (base plus extended, as the
  * vendors number them: 0x17 Zen 1/2, 0x19 Zen 3/4, 6 most Intel cores), for the dispatcher's
  * table of what each build measured on which microarchitecture.  "" and 0 where unknown. */

@@ -30,6 +30,7 @@ cdef extern from *:
 
 cdef extern from "pooling_config.h":
     int pk_cpu_has_avx2() noexcept nogil
+    int pk_cpu_has_avx512() noexcept nogil
     void pk_cpu_id(char* vendor, int* family) noexcept nogil
 
 cdef extern from "pooling_half.h":
@@ -59,6 +60,11 @@ def max_threads():
 def cpu_supports_avx2():
     """True when this CPU can run the AVX2 build of these kernels (pooling._core_avx2)."""
     return bool(pk_cpu_has_avx2())
+
+
+def cpu_supports_avx512():
+    """True when this CPU can run the AVX-512 build of these kernels (pooling._core_avx512)."""
+    return bool(pk_cpu_has_avx512())
 
 
 def cpu_id():

@@ -178,7 +178,8 @@ def test_extension_modules_carry_no_debug_information():
     from pooling import _core, _runtime
 
     modules = [Path(_core.__file__), Path(_runtime.__file__)]
-    modules += Path(_core.__file__).parent.glob("_core_avx2*" + sysconfig.get_config_var("EXT_SUFFIX"))
+    for name in ("_core_avx2", "_core_avx512"):
+        modules += Path(_core.__file__).parent.glob(name + "*" + sysconfig.get_config_var("EXT_SUFFIX"))
     checked = 0
     for module in modules:
         sections = _elf_section_names(module)
@@ -306,7 +307,7 @@ def test_sdist_holds_the_sources_tests_and_notices_and_no_build_output(tmp_path)
     expected = {
         "PKG-INFO", "setup.py", "pyproject.toml", "MANIFEST.in", "README.md", "CHANGELOG.md",
         "LICENSE", "THIRD_PARTY_NOTICES.md", "src/_core.pyx", "src/pooling/py.typed", "src/pooling/_core.pyi",
-        "src/_core_avx2.pyx", "src/_runtime.pyx", "src/pooling/_runtime.pyi",
+        "src/_core_avx2.pyx", "src/_core_avx512.pyx", "src/_runtime.pyx", "src/pooling/_runtime.pyi",
         "tools/check_wheel.sh", "tools/build_libomp_macos.sh",
     }
     expected |= tree_files("src/kernels", "*.pxi") | tree_files("include", "*.h") | tree_files("LICENSES", "*.txt")

@@ -35,24 +35,33 @@ def test_dispatch_choice_and_report():
     assert _dispatch.available[0] == "baseline"
     line = next(l for l in pooling._config.config_lines() if l.startswith("simd"))
     assert f"in use: {_dispatch.level}" in line
-    if _dispatch.rules:  # the kernels taken from the baseline build are named, with the reason
-        assert "measured faster than AVX2 on this CPU family" in line
-        assert all(name in line for name, _, _ in _dispatch.rules)
-    else:
+    for build, rules in (("baseline", _dispatch.rules), ("avx512", _dispatch.wide_rules)):
+        if rules:  # the kernels taken from another build are named, with the reason
+            assert f"; {build} for " in line and "measured faster than AVX2 on this CPU family" in line
+            assert all(name in line for name, _, _ in rules)
+    if not _dispatch.rules and not _dispatch.wide_rules:
         assert line.endswith(f"in use: {_dispatch.level}")
     if _dispatch.level == "avx2":
         assert _dispatch.core.__name__ == "pooling._core_avx2"
         assert _dispatch.cpu_supports_avx2()
+    if _dispatch.wide_rules:
+        assert "avx512" in _dispatch.available and _dispatch.cpu_supports_avx512()
 
 
 def test_forced_levels():
     with pytest.raises(ImportError, match="POOLING_SIMD must be one of"):
-        _dispatch._choose("avx512")
+        _dispatch._choose("avx1024")
     core, level = _dispatch._choose("baseline")
     assert level == "baseline" and core.__name__ == "pooling._core"
     if "avx2" not in _dispatch.available:
         with pytest.raises(ImportError, match="no AVX2 kernels"):
             _dispatch._choose("avx2")
+    if "avx512" in _dispatch.available:
+        core, level = _dispatch._choose("avx512")
+        assert level == "avx512" and core.__name__ == "pooling._core_avx512"
+    else:
+        with pytest.raises(ImportError, match="no AVX-512 kernels"):
+            _dispatch._choose("avx512")
 
 
 @pytest.mark.parametrize("level", ["baseline", "bogus"])
@@ -80,6 +89,29 @@ def test_baseline_rules_by_cpu_family(monkeypatch, cpu, expected):
     assert {name for name, _, _ in _dispatch._baseline_rules()} == expected
 
 
+@pytest.mark.parametrize("cpu, expected", [
+    (("AuthenticAMD", 0x1A), {"planes"}),             # Zen 5: measured
+    (("AuthenticAMD", 0x19), set()),                  # Zen 4 (512-bit operations in halves): not measured
+    (("GenuineIntel", 6), set()),                     # not measured
+    (("", 0), set()),
+])
+def test_avx512_rules_by_cpu_family(monkeypatch, cpu, expected):
+    monkeypatch.setattr(_dispatch, "cpu_id", lambda: cpu)
+    assert {name for name, _, _ in _dispatch._cpu_rules(_dispatch.WIDE_FASTER)} == expected
+
+
+def test_kernels_for_follows_the_avx512_rules(monkeypatch):
+    wide = object()
+    monkeypatch.setattr(_dispatch, "_load_avx512", lambda: wide)
+    monkeypatch.setattr(_dispatch, "rules", ())
+    monkeypatch.setattr(_dispatch, "wide_rules", (("planes", 1, (4,)),))
+    assert _dispatch.kernels_for("planes", 1, 4) is wide
+    assert _dispatch.kernels_for("planes", 1, 4, with_indices=True) is _dispatch.core
+    assert _dispatch.kernels_for("planes", 1, 2) is _dispatch.core     # another element size
+    assert _dispatch.kernels_for("planes", 2, 4) is _dispatch.core     # another stride
+    assert _dispatch.kernels_for("tiles", 1, 4) is _dispatch.core      # another strategy
+
+
 def test_kernels_for_follows_the_rules(monkeypatch):
     monkeypatch.setattr(_dispatch, "rules", (("tiles", 2, (4,)),))
     assert _dispatch.kernels_for("tiles", 2, 4) is _dispatch._baseline
@@ -89,19 +121,29 @@ def test_kernels_for_follows_the_rules(monkeypatch):
     assert _dispatch.kernels_for("fused", 2, 4) is _dispatch.core      # another strategy
 
 
+ALL_SIZES = (1, 2, 4, 8)
+
+
 @pytest.mark.skipif(_dispatch.available == ("baseline",), reason="only one build on this machine")
-@pytest.mark.parametrize("rules", [(), (("fused", 2, (1, 2, 4, 8)), ("tiles", 2, (1, 2, 4, 8)))],
-                         ids=["process-build", "baseline-kernels"])
-def test_mixed_builds_give_the_same_results(monkeypatch, rules, rng):
+@pytest.mark.parametrize("rules, wide_rules", [
+    ((), ()),
+    ((("fused", 2, ALL_SIZES), ("tiles", 2, ALL_SIZES)), ()),
+    ((), (("planes", 1, ALL_SIZES), ("fused", 2, ALL_SIZES), ("tiles", 2, ALL_SIZES))),
+], ids=["process-build", "baseline-kernels", "avx512-kernels"])
+def test_mixed_builds_give_the_same_results(monkeypatch, rules, wide_rules, rng):
     """Whichever build a strategy's kernels come from, the results are the twin's."""
     from conftest import assert_same, make_array
     from pooling import reference
     from pooling._maxpool_strategies import launch
+    if wide_rules and "avx512" not in _dispatch.available:
+        pytest.skip("no AVX-512 build for this CPU")
     monkeypatch.setattr(_dispatch, "rules", rules)
+    monkeypatch.setattr(_dispatch, "wide_rules", wide_rules)
     launch.cache_clear()
     try:
         for kind in ("float32", "float64", "uint8", "int8", "float16"):
             for shape, attrs in [((2, 3, 14, 14), dict(kernel_shape=(2, 2), strides=(2, 2))),
+                                 ((2, 3, 20, 19), dict(kernel_shape=(5, 5), pads=(2, 2, 2, 2))),
                                  ((2, 3, 15, 13), dict(kernel_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1))),
                                  ((2, 3, 15, 13), dict(kernel_shape=(3, 3), strides=(2, 2), return_indices=True))]:
                 x = make_array(rng, shape, kind)
@@ -136,6 +178,27 @@ def test_launches_come_from_the_build_the_rules_name(monkeypatch):
             assert type(launch(plan, "float32", 1, False, "fused")) is avx2.MaxPool3d
         finally:
             launch.cache_clear()
+    if "avx512" not in _dispatch.available:
+        return
+    wide = _dispatch._load_avx512()
+    sppf = maxpool._plan((1, 8, 20, 20), kernel_shape=(5, 5), strides=None, pads=(2, 2, 2, 2), dilations=None,
+                         auto_pad="NOTSET", ceil_mode=False, storage_order=0, return_indices=False,
+                         layout="NCHW", activation=None, activation_params=None, opset=None,
+                         index_format="onnx")
+    glob = maxpool._plan((1, 8, 7, 1), kernel_shape=(7, 1), strides=None, pads=None, dilations=None,
+                         auto_pad="NOTSET", ceil_mode=False, storage_order=0, return_indices=False,
+                         layout="NCHW", activation=None, activation_params=None, opset=None,
+                         index_format="onnx")
+    monkeypatch.setattr(_dispatch, "rules", ())
+    monkeypatch.setattr(_dispatch, "wide_rules", (("planes", 1, (4,)),))
+    launch.cache_clear()
+    try:
+        assert type(launch(sppf, "float32", 1, False, "planes")) is wide.MaxPoolPlanes
+        assert type(launch(sppf, "float16", 1, False, "planes")) is avx2.MaxPoolPlanes
+        # a whole-plane window (here with W stride 1) is a reduction, kept in the process's build
+        assert type(launch(glob, "float32", 1, False, "planes")) is avx2.MaxPoolPlanes
+    finally:
+        launch.cache_clear()
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="counts threads in /proc/self/task")
@@ -145,12 +208,13 @@ def test_both_builds_share_one_thread_pool():
     (each would spin for 2 ms after its calls, competing with the other's for the cores)."""
     code = """if True:
         import os, numpy as np, pooling
-        from pooling import _core, _core_avx2
+        from pooling import _core, _core_avx2, _dispatch
         def tasks():
             return len(os.listdir("/proc/self/task"))
         before = tasks()
         x = np.ones((2, 64, 56, 56), np.float32)
-        for core in (_core, _core_avx2):
+        wide = (_dispatch._load_avx512(),) if "avx512" in _dispatch.available else ()
+        for core in (_core, _core_avx2) + wide:
             f = core.max_pool_axis["float"]
             y = np.empty((128, 28, 56), np.float32)
             f(x.reshape(128, 56, 56), None, y, None, 2, 2, 1, 0, 0, 0.0, 0.0, 0, 2)

@@ -60,7 +60,7 @@ tar -tzf "$sdist" >"$TMP/sdist.txt"
 for f in src/_core.pyx src/_runtime.pyx src/kernels/common.pxi; do
     grep -q "/${f//./\\.}\$" "$TMP/sdist.txt" || fail "the sdist lacks $f"
 done
-if grep -qE '/src/_(core|core_avx2|runtime)\.c$' "$TMP/sdist.txt"; then fail "the sdist ships a generated src/*.c"; fi
+if grep -qE '/src/_(core|core_avx2|core_avx512|runtime)\.c$' "$TMP/sdist.txt"; then fail "the sdist ships a generated src/*.c"; fi
 
 step "auditwheel show: the policy this machine allows"
 auditwheel show "$wheel" | tee "$TMP/show.txt"

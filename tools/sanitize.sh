@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Sanitizer run: build the kernels (pooling._core and, where gcc targets AVX2, pooling._core_avx2; and
-# pooling._runtime) with
+# Sanitizer run: build the kernels (pooling._core and, where gcc targets them, pooling._core_avx2 and
+# pooling._core_avx512; and pooling._runtime) with
 # AddressSanitizer + UndefinedBehaviorSanitizer and Cython's
 # bounds/wraparound/initialized checks (POOLING_DEBUG=1), in a scratch copy of this tree (the
 # checkout's own build is left alone), then run under it:

@@ -157,14 +157,16 @@ def config_lines():
 
 
 def _simd_exceptions():
-    """The kernels that run from the baseline build beside an AVX2 one, and why (_dispatch)."""
-    if not _dispatch.rules:
-        return ""
+    """The kernels that run from the baseline or AVX-512 build beside an AVX2 one, and why (_dispatch)."""
     vendor, family = _dispatch.cpu_id()
-    kernels = ", ".join(f"{name} with W stride {stride} ({'/'.join(f'{b}-byte' for b in sizes)} types)"
-                        for name, stride, sizes in _dispatch.rules)
-    return (f"; baseline for {kernels}, without Indices: measured faster than AVX2 on this CPU family "
-            f"({vendor} family {family:#x}; POOLING_SIMD=avx2 runs them in AVX2)")
+    said = ""
+    for build, rules in (("baseline", _dispatch.rules), ("avx512", _dispatch.wide_rules)):
+        if rules:
+            kernels = ", ".join(f"{name} with W stride {stride} ({'/'.join(f'{b}-byte' for b in sizes)} types)"
+                                for name, stride, sizes in rules)
+            said += (f"; {build} for {kernels}, without Indices: measured faster than AVX2 on this CPU "
+                     f"family ({vendor} family {family:#x}; POOLING_SIMD=avx2 runs them in AVX2)")
+    return said
 
 
 def show_config(file: SupportsWrite[str] | None = None) -> None:

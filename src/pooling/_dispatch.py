@@ -1,21 +1,25 @@
-"""Which compiled kernels run: the baseline build, or the same kernels built for AVX2.
+"""Which compiled kernels run: the baseline build, or the same kernels built for AVX2 or AVX-512.
 
 Wheels must run on every CPU of their platform, so ``pooling._core`` is compiled
 for the baseline instruction set (x86-64: SSE2).  Where the compiler can,
 setup.py also builds ``pooling._core_avx2`` from the same source with AVX2 and
-FMA, and it is used when this CPU has them.  ``POOLING_SIMD=baseline`` (read at
-import) forces the baseline build; the tests run both.
+FMA, and it is used when this CPU has them; and ``pooling._core_avx512`` with
+AVX-512 and 512-bit vectors, whose kernels are used only where they were measured
+faster on this CPU's microarchitecture (`WIDE_FASTER`): most kernels measured no
+faster or slower in it.  ``POOLING_SIMD=baseline``, ``avx2`` or ``avx512`` (read at
+import) runs every kernel from that build; the tests run each build the CPU can.
 
-Where the AVX2 build is in use, a few kernels still come from the baseline build on the
-microarchitectures where they were measured faster there (`BASELINE_FASTER`, `kernels_for`).
-Both builds share pooling._runtime's one thread pool, so mixing them costs nothing.
+Where the AVX2 build is in use, a few kernels come from the baseline build or the AVX-512
+build on the microarchitectures where they were measured faster there (`BASELINE_FASTER`,
+`WIDE_FASTER`, `kernels_for`).  All builds share pooling._runtime's one thread pool, so
+mixing them costs nothing.
 """
 import os
 
 from . import _core as _baseline
-from ._runtime import cpu_id, cpu_supports_avx2
+from ._runtime import cpu_id, cpu_supports_avx2, cpu_supports_avx512
 
-LEVELS = ("auto", "baseline", "avx2")
+LEVELS = ("auto", "baseline", "avx2", "avx512")
 
 
 def _load_avx2():
@@ -26,10 +30,23 @@ def _load_avx2():
     return _core_avx2
 
 
+def _load_avx512():
+    try:
+        from . import _core_avx512
+    except ImportError:  # the compiler could not target AVX-512
+        return None
+    return _core_avx512
+
+
 def _choose(wanted):
     if wanted not in LEVELS:
         raise ImportError(f"pooling: POOLING_SIMD must be one of {list(LEVELS)}, got {wanted!r}")
-    # Ask the CPU first: the AVX2 module's own initialisation is compiled for AVX2 too.
+    # Ask the CPU first: each SIMD module's own initialisation is compiled for its instructions.
+    if wanted == "avx512":
+        wide = _load_avx512() if cpu_supports_avx512() else None
+        if wide is None:
+            raise ImportError("pooling: POOLING_SIMD=avx512, but this build or CPU has no AVX-512 kernels")
+        return wide, "avx512"
     avx2 = None if wanted == "baseline" or not cpu_supports_avx2() else _load_avx2()
     if avx2 is not None:
         return avx2, "avx2"
@@ -40,7 +57,8 @@ def _choose(wanted):
 
 wanted = os.environ.get("POOLING_SIMD", "auto").strip().lower() or "auto"
 core, level = _choose(wanted)
-available = ("baseline",) + (("avx2",) if cpu_supports_avx2() and _load_avx2() is not None else ())
+available = (("baseline",) + (("avx2",) if cpu_supports_avx2() and _load_avx2() is not None else ())
+             + (("avx512",) if cpu_supports_avx512() and _load_avx512() is not None else ()))
 
 
 # (vendor, CPU families) -> MaxPool kernels whose baseline (SSE2) build measured faster than their
@@ -65,25 +83,53 @@ BASELINE_FASTER = {
 }
 
 
-def _baseline_rules():
+# (vendor, CPU families) -> MaxPool kernels whose AVX-512 build measured faster than their AVX2
+# build there, without Indices, as BASELINE_FASTER's entries.  The AVX-512 build is the same source
+# compiled with -mavx512f/bw/vl/dq -mprefer-vector-width=512: the loops the compiler vectorises
+# widen to 16 float32 lanes, the hand-written 256-bit code does not.  Zen 5 (family 0x1A, 2-core
+# KVM; `python bench/compare.py --against src --before-env POOLING_SIMD=avx512 --zoo`, and forced
+# PLANES on the zoo's stride-1 shapes, interleaved processes, medians): PLANES with a W stride of
+# 1 in float32, YOLO SPPF/SPP k5-k13 on 13x13 to 40x40 planes, 0.75-0.92 of the AVX2 build's time
+# at one and two threads.  Not listed because they measured slower in it: PLANES in float16
+# (1.28) and int8 (1.14-1.17), whole-plane windows (1.07-1.10), k2 s1 on 13x13 (1.05-1.11), and
+# most other kernels of the sweep (INTERLEAVED 7x7 1.22, 1-D k3 s2 1.24, Col2Im 1.16 in an earlier
+# run).  Not measured on Intel cores nor on Zen 4 (which runs 512-bit operations in two halves).
+WIDE_FASTER = {
+    ("AuthenticAMD", (0x1A,)): (("planes", 1, (4,)),),
+}
+
+
+def _cpu_rules(table):
     vendor, family = cpu_id()
-    for (v, families), rules in BASELINE_FASTER.items():
+    for (v, families), rules in table.items():
         if v == vendor and family in families:
             return rules
     return ()
 
 
+def _baseline_rules():
+    return _cpu_rules(BASELINE_FASTER)
+
+
 # Only when the build was chosen automatically: POOLING_SIMD=avx2 runs every kernel in AVX2.
 rules = _baseline_rules() if level == "avx2" and wanted == "auto" else ()
+wide_rules = (_cpu_rules(WIDE_FASTER) if level == "avx2" and wanted == "auto" and "avx512" in available
+              else ())
+
+
+def _matches(rules_, strategy, w_stride, itemsize):
+    return any(name == strategy and stride == w_stride and itemsize in sizes
+               for name, stride, sizes in rules_)
 
 
 def kernels_for(strategy, w_stride, itemsize, with_indices=False):
     """The compiled build to run `strategy` with (a MaxPool strategy's value), for a W stride,
-    element size and Indices or not: the process's build, or the baseline one where `rules`
-    says it is faster (calls without Indices only)."""
+    element size and Indices or not: the process's build, or the baseline or AVX-512 one where
+    `rules` or `wide_rules` says it is faster (calls without Indices only)."""
     if with_indices:
         return core
-    for name, stride, sizes in rules:
-        if name == strategy and stride == w_stride and itemsize in sizes:
-            return _baseline
+    if _matches(rules, strategy, w_stride, itemsize):
+        return _baseline
+    if _matches(wide_rules, strategy, w_stride, itemsize):
+        return _load_avx512()
     return core

@@ -565,8 +565,12 @@ def _build_planes(plan, kind, nt, act, inf_bits, with_indices):
     planes = plan.out_shape[0] * plan.out_shape[1]
     spatial, out, kernel, strides, dilations, pads_begin = _promote(plan)
     taps = _tap_ranges(spatial, out, kernel, strides, dilations, pads_begin)
-    return _core.MaxPoolPlanes(KINDS[kind].ctype, (planes,) + spatial, (planes,) + out, kernel, strides,
-                               dilations, pads_begin, taps, *act, inf_bits, nt, chunk_size(planes, nt))
+    # The windows' flat passes may come from another build (_dispatch.WIDE_FASTER); a whole-plane
+    # window is a reduction, measured slower there.
+    core = _core if _whole_plane(plan) else _dispatch.kernels_for(Strategy.PLANES.value, strides[2],
+                                                                  KINDS[kind].itemsize)
+    return core.MaxPoolPlanes(KINDS[kind].ctype, (planes,) + spatial, (planes,) + out, kernel, strides,
+                              dilations, pads_begin, taps, *act, inf_bits, nt, chunk_size(planes, nt))
 
 
 def _interleaved_scratch(plan):
