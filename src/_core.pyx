@@ -22,6 +22,7 @@ both builds are in pooling._runtime (_runtime.pyx), built once.
 #   exact tiles (ranks 1-3)     MaxPoolTiles     kernels/maxpool_tiles.pxi
 #   interleaved (ranks 1-2)     MaxPoolInterleaved  kernels/maxpool_interleaved.pxi
 #   rows first (ranks 1-2)      MaxPoolRows      kernels/maxpool_rows.pxi
+#   narrow planes (ranks 1-2)   MaxPoolNarrow    kernels/maxpool_narrow.pxi
 #   fused two-pass (ranks 1-3)  MaxPool3d        kernels/maxpool_fused.pxi
 #   depth-first 3-D             MaxPool3d(depth_first=True), same file
 #   depth-split 3-D             MaxPool3d on slices + max_pool_axis along depth
@@ -35,6 +36,7 @@ include "kernels/maxpool_planes.pxi"    # MaxPoolPlanes: small planes through pa
 include "kernels/maxpool_tiles.pxi"     # MaxPoolTiles: windows that tile the input, as flat passes
 include "kernels/maxpool_interleaved.pxi"  # MaxPoolInterleaved: blocks of small planes, channels-last in scratch
 include "kernels/maxpool_rows.pxi"       # MaxPoolRows: float32 planes, window rows first, then W in registers
+include "kernels/maxpool_narrow.pxi"     # MaxPoolNarrow: float32 planes whose rows fit one vector
 include "kernels/maxpool_nhwc.pxi"      # MaxPoolNHWC and its channels-last loops
 include "kernels/maxpool_separable.pxi" # max_pool_axis
 include "kernels/maxunpool.pxi"         # max_unpool

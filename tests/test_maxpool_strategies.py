@@ -11,7 +11,7 @@ import pytest
 
 import pooling
 from conftest import POOL_DTYPES, assert_same, make_array, to_dtype, to_nhwc
-from pooling import maxpool, reference
+from pooling import _dispatch, maxpool, reference
 from pooling._maxpool_strategies import Strategy, choose_strategy, launch, serves
 
 S = Strategy
@@ -107,7 +107,8 @@ CHOOSER_CASES = [
     (S.FUSED, _plan((1, 8, 12, 12), (2, 1), (2, 1)), "float64", False),   # W kernel 1: not measured
     # Planes of at most 64 values: INTERLEAVED, but not windows that tile them (TILES) nor
     # whole-plane windows (PLANES), nor with Indices, nor on larger planes.
-    (S.INTERLEAVED, _plan((1, 832, 7, 7), 3, 1, 1), "float32", False),
+    (S.INTERLEAVED, _plan((1, 832, 7, 7), 3, 1, 1), "float16", False),
+    (S.INTERLEAVED, _plan((1, 2048, 6, 6), 3, 1), "float32", False),
     (S.INTERLEAVED, _plan((4, 96, 8, 8), 3, 2, 1), "uint8", False),
     (S.INTERLEAVED, _plan((8, 64, 60), 3, 2), "float16", False),
     (S.TILES, _plan((1, 600, 8, 8), 2, 2), "float32", False),
@@ -126,7 +127,14 @@ CHOOSER_CASES = [
     (S.PLANES, _plan((1, 256, 20, 20), 5, 1, 2), "float32", False),
     (S.FUSED, _plan((1, 64, 112, 112), 3, 3, 1), "float32", False),
     (S.TILES, _plan((1, 64, 112, 112), 2, 2), "float32", False),
-    (S.INTERLEAVED, _plan((1, 832, 7, 7), 3, 1, 1), "float32", False),
+    # float32 planes of rows that fit one vector (4 values in every build), stride 1 and an
+    # output of the input's shape: NARROW; not with Indices, other dtypes, or a smaller output.
+    (S.NARROW, _plan((1, 256, 4, 4), 3, 1, 1), "float32", False),
+    (S.NARROW, _plan((1, 1024, 4, 4), 2, 1, (0, 0, 1, 1)), "float32", False),
+    (S.NARROW, _plan((1, 64, 100, 4), 3, 1, 1), "float32", False),
+    (S.FUSED, _plan((1, 256, 4, 4), 3, 1, 1, return_indices=True), "float32", True),
+    (S.INTERLEAVED, _plan((1, 256, 4, 4), 3, 1, 1), "float64", False),
+    (S.ROWS_FIRST, _plan((1, 512, 8, 8), 3, (2, 1), 1), "float32", False),
     (S.FUSED, _plan((8, 128, 4000), 3, 2, 1), "float32", False),
     # A batch's scratch past the limit (one row of a 2**24-wide 1-D input): not TILES.
     (S.SEPARABLE, _plan((1, 1, 1 << 24), 2, 2), "float32", False),
@@ -446,9 +454,33 @@ INTERLEAVED_CASES = [
 ]
 
 
+# NARROW's paths (float32 planes whose rows fit one vector, 4 lanes in the baseline build, 8 in the
+# AVX2 one): 7x7 and 8x8 planes, rows of 4 and fewer, one value per plane (every plane read from the
+# copy with margins), k5, k2 with the pad at either end, W dilation, an H stride, ceil_mode's partial
+# windows, outputs narrower than the input, a spill over two output rows, 1-D, fused activations.
+NARROW_CASES = [
+    ((1, 5, 7, 7), dict(kernel_shape=(3, 3), pads=(1, 1, 1, 1))),
+    ((1, 200, 7, 7), dict(kernel_shape=(3, 3), pads=(1, 1, 1, 1), activation="Relu")),
+    ((2, 3, 8, 8), dict(kernel_shape=(5, 5), pads=(2, 2, 2, 2))),
+    ((1, 9, 7, 6), dict(kernel_shape=(3, 3), strides=(2, 1), pads=(1, 1, 1, 1), ceil_mode=True)),
+    ((1, 6, 9, 8), dict(kernel_shape=(2, 3), dilations=(2, 2), pads=(1, 2, 0, 2))),
+    ((1, 7, 5, 4), dict(kernel_shape=(3, 3), pads=(1, 1, 1, 1))),
+    ((1, 7, 6, 4), dict(kernel_shape=(2, 2), pads=(0, 0, 1, 1))),
+    ((1, 7, 6, 4), dict(kernel_shape=(2, 2), pads=(1, 1, 0, 0), activation="Clip",
+                        activation_params=(-0.5, 1.0))),
+    ((1, 5, 9, 3), dict(kernel_shape=(4, 2))),
+    ((2, 3, 5, 2), dict(kernel_shape=(3, 1), pads=(1, 0, 1, 0))),
+    ((1, 40, 1, 1), dict(kernel_shape=(1, 1))),
+    ((1, 11, 3, 1), dict(kernel_shape=(3, 1), pads=(1, 0, 1, 0))),
+    ((2, 5, 4), dict(kernel_shape=(3,), pads=(1, 1))),
+    ((2, 5, 7), dict(kernel_shape=(16,), pads=(8, 7))),
+]
+
+
 # The window cases of the strategies that serve only some geometries, forced.
 OWN_CASES = ([(S.PLANES, *c) for c in PLANES_CASES] + [(S.TILES, *c) for c in TILES_CASES]
              + [(S.INTERLEAVED, *c) for c in INTERLEAVED_CASES])
+FLOAT32_CASES = [(S.NARROW, *c) for c in NARROW_CASES]
 
 
 @pytest.mark.parametrize("data", ["plain", "special", "zeros"])
@@ -466,10 +498,47 @@ def test_own_window_cases_against_the_twin(strategy, shape, attrs, kind, data, r
         assert_same(pooling.max_pool(x, n_threads=nt, _strategy=strategy, **attrs), want)
 
 
+@pytest.mark.parametrize("data", ["plain", "special", "zeros", "nan-plane"])
+@pytest.mark.parametrize("strategy, shape, attrs", FLOAT32_CASES,
+                         ids=[f"{c[0].value}-{c[1]}-{c[2]}" for c in FLOAT32_CASES])
+def test_float32_window_cases_against_the_twin(strategy, shape, attrs, data, rng):
+    """The float32-only strategies on their own geometries ("nan-plane": one NaN, in a middle
+    plane only, so the planes before and after it stay on the cheap compare), wherever this build
+    serves them (NARROW: rows up to its float32 lanes)."""
+    if data == "zeros":
+        x = _zeros_and_ties(rng, shape, "float32")
+    else:
+        x = make_array(rng, shape, "float32", special=data == "special")
+        if data == "nan-plane":
+            x.reshape(-1)[x.size // 2] = np.nan
+    want = reference.max_pool(x, **attrs)
+    if not serves(strategy, _plan(x.shape, **attrs), "float32", False):
+        assert strategy is S.NARROW and max(shape[-1], want.shape[-1]) > _dispatch.core.NARROW_LANES
+        pytest.skip(f"rows wider than this build's {_dispatch.core.NARROW_LANES} lanes")
+    before = x.copy()
+    for nt in (1, 2, 3):
+        assert_same(pooling.max_pool(x, n_threads=nt, _strategy=strategy, **attrs), want)
+    assert_same(x, before)
+
+
 @pytest.mark.parametrize("expected, plan, kind, indices", CHOOSER_CASES,
                          ids=lambda v: v.value if isinstance(v, Strategy) else None)
 def test_the_chooser_picks_each_strategy(expected, plan, kind, indices):
     assert choose_strategy(plan, kind, 2, indices) is expected
+
+
+@pytest.mark.parametrize("shape, kernel, pads, wider", [
+    ((1, 832, 7, 7), 3, 1, S.INTERLEAVED),        # Inception 5b's branch pool
+    ((1, 512, 8, 8), 3, 1, S.ROWS_FIRST),
+    ((1, 832, 7, 7), 5, 2, S.INTERLEAVED),
+])
+def test_narrow_takes_rows_up_to_the_builds_lanes(shape, kernel, pads, wider):
+    """NARROW serves rows of up to the build's float32 lanes: 7x7 and 8x8 planes in the AVX2 and
+    AVX-512 builds; in the baseline build (4 lanes) they go to the strategy after it."""
+    plan = _plan(shape, kernel, 1, pads)
+    want = S.NARROW if _dispatch.core.NARROW_LANES >= shape[-1] else wider
+    for nt in (1, 2):
+        assert choose_strategy(plan, "float32", nt, False) is want
 
 
 def test_the_chooser_reaches_every_strategy():

@@ -81,6 +81,16 @@ cdef extern from "pooling_interleave.h":
     void pk_il_out_uint32_t(const void* v, void* y, Py_ssize_t n, Py_ssize_t ld, Py_ssize_t nb) noexcept nogil
     void pk_il_out_uint64_t(const void* v, void* y, Py_ssize_t n, Py_ssize_t ld, Py_ssize_t nb) noexcept nogil
 
+cdef extern from "pooling_narrow.h":
+    enum:
+        PK_NARROW_LANES     # float32 lanes: the widest rows in and out (strategy NARROW)
+        PK_NARROW_MAX_K     # and the most W taps
+    Py_ssize_t pk_narrow_margin(Py_ssize_t kw, Py_ssize_t dw) noexcept nogil
+    Py_ssize_t pk_narrow_f32(const float* x, float* y, Py_ssize_t n, Py_ssize_t H, Py_ssize_t W,
+                             Py_ssize_t OH, Py_ssize_t OW, Py_ssize_t kh, const Py_ssize_t* rows,
+                             Py_ssize_t sh, Py_ssize_t dh, Py_ssize_t ph, Py_ssize_t kw, Py_ssize_t dw,
+                             Py_ssize_t pw, float* hb) noexcept nogil
+
 cdef extern from "pooling_reduce.h":
     float pk_max_f32(const float* x, Py_ssize_t n, int* odd) noexcept nogil
     double pk_max_f64(const double* x, Py_ssize_t n, int* odd) noexcept nogil

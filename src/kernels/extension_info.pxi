@@ -19,3 +19,7 @@ def build_info():
     """Compiler, SIMD baseline and thread runtime the extension was built with."""
     return {"compiler": PK_COMPILER.decode(), "simd_baseline": PK_SIMD_BASELINE.decode(),
             "threads": "pool" if PK_POOL else ("openmp" if PK_OPENMP else "none")}
+
+
+# The widest rows (in and out) strategy NARROW takes in this build: its float32 lanes.
+NARROW_LANES = PK_NARROW_LANES

@@ -47,6 +47,17 @@ class MaxPoolRows:
     def __call__(
         self, x: npt.NDArray[np.generic], y: npt.NDArray[np.generic], indices: None,
     ) -> None: ...
+NARROW_LANES: int
+class MaxPoolNarrow:
+    def __init__(
+        self, ctype: str, x_shape: tuple[int, int, int, int], y_shape: tuple[int, int, int, int],
+        kernel: tuple[int, int, int], strides: tuple[int, int, int], dilations: tuple[int, int, int],
+        pads_begin: tuple[int, int, int], taps: npt.NDArray[np.intp], act: int, lo: float, hi: float,
+        inf_bits: int, n_threads: int, chunk: int,
+    ) -> None: ...
+    def __call__(
+        self, x: npt.NDArray[np.generic], y: npt.NDArray[np.generic], indices: None,
+    ) -> None: ...
 class MaxPoolTiles:
     def __init__(
         self, ctype: str, x_shape: tuple[int, int, int, int], y_shape: tuple[int, int, int, int],

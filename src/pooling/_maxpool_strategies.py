@@ -39,6 +39,8 @@ _INTERLEAVED_BYTES = 32
 # ROWS_FIRST is chosen for rows up to this long (its row buffers, 16 KB, stay in L1; longer rows
 # were not measured), and serves rows whose buffer stays within _PLANES_LIMIT bytes.
 _ROWS_CHOSEN = 4096
+# NARROW serves windows of up to this many taps along W (PK_NARROW_MAX_K, include/pooling_narrow.h).
+_NARROW_MAX_K = 16
 # PLANES keeps four padded planes per thread; past this it is not chosen nor can be forced.
 _PLANES_LIMIT = 1 << 24
 # ... and it is chosen only while they stay in this core's L2 (half a MiB on the machines measured).
@@ -52,6 +54,7 @@ class Strategy(enum.Enum):
     TILES = "tiles"                      # windows that tile the input exactly, as flat passes (NCHW)
     INTERLEAVED = "interleaved"          # blocks of planes channels-last in padded scratch (NCHW, ranks 1-2)
     ROWS_FIRST = "rows_first"            # float32 windows up to 3x3: window rows first, then W (NCHW, ranks 1-2)
+    NARROW = "narrow"                    # float32 planes whose rows fit one vector, in registers (NCHW, ranks 1-2)
     FUSED = "fused"                      # fused two-pass kernel over N*C planes (NCHW, ranks 1-3)
     DEPTH_FIRST = "depth_first"          # 3-D: reduce the depth window first, then pool in 2-D
     DEPTH_SPLIT = "depth_split"          # 3-D: FUSED on every depth slice, then along depth
@@ -77,6 +80,9 @@ def choose_strategy(plan, kind, n_threads, with_indices):
                   exactly (stride = kernel, no pads or dilation, input
                   = output * kernel on every axis), a W kernel of 2,
                   scratch within _PLANES_LIMIT
+    NCHW          float32, no Indices, stride 1 and an output of the     NARROW
+                  input's shape, rows of at most the build's float32
+                  lanes (8 in the AVX2 build, 4 in the baseline one)
     NCHW, 2-D     float32, no Indices, windows of at most 3x3, stride 1  ROWS_FIRST
                   along W or 2 with a 2- or 3-wide window, or k4 s4
                   along W; rows of 8 to 4096 in (8 or more out), no
@@ -134,6 +140,16 @@ def choose_strategy(plan, kind, n_threads, with_indices):
       beat PLANES, INTERLEAVED and FUSED (0.45-0.97 of the best of them) but on 10x10 (INTERLEAVED
       0.74). float32 only: the other dtypes already beat the peers by 2-30x here. DEPTH_SPLIT uses
       it for its 2-D stage where it serves the slices.
+    - NARROW reduces each input row of a plane along W in one vector (the taps' lanes outside
+      the row masked to -inf), then each output row from its window's reduced rows, in registers;
+      k3 s1 p1 rolls three reduced rows (include/pooling_narrow.h). Forced against the previous
+      choice, AMD EPYC Zen 5 2-core KVM, AVX2 build, medians, one / two threads: Inception 5b
+      1x832x7x7 k3 s1 p1 0.34-0.64 / 0.44 of INTERLEAVED's time (onnxruntime 1.8x slower than
+      NARROW at one thread), 8x528x7x7 0.28 / 0.32, 1x256x4x4 0.79 / 0.81, k2 s1 1x1024x7x7 0.82
+      / 0.71, k5 s1 p2 1x832x7x7 0.95 / 0.73, 1x512x8x8 k3 s1 p1 0.46 / 0.57 of ROWS_FIRST's,
+      1x64x100x7 0.22 / 0.29 of PLANES'. Not chosen where the output is smaller than the input
+      or strided (its general form reduces every row first): 1x2048x6x6 k3 without pads 1.39 /
+      1.32 of INTERLEAVED's time, 1x512x8x8 k3 s(2,1) 1.23 / 1.20 of ROWS_FIRST's.
     - INTERLEAVED copies blocks of 32 bytes of planes per pixel channels-last into padded
       scratch, so every tap is one vector combine of whole pixels (maxpool_interleaved.pxi).
       Forced against the chosen strategy (PLANES, FUSED), AMD EPYC Zen 3 2-core KVM, AVX2
@@ -175,6 +191,8 @@ def choose_strategy(plan, kind, n_threads, with_indices):
     if (not with_indices and plan.kernel[-1] == 2 and not _whole_plane(plan)
             and serves(Strategy.TILES, plan, kind, with_indices)):
         return Strategy.TILES
+    if (not with_indices and _same_shape(plan) and serves(Strategy.NARROW, plan, kind, with_indices)):
+        return Strategy.NARROW
     if (not with_indices and len(plan.spatial) == 2 and plan.spatial[-1] <= _ROWS_CHOSEN
             and serves(Strategy.ROWS_FIRST, plan, kind, with_indices)):
         return Strategy.ROWS_FIRST
@@ -214,6 +232,8 @@ def serves(strategy, plan, kind, with_indices):
                 and _interleaved_scratch(plan) <= _PLANES_LIMIT)
     if strategy is Strategy.ROWS_FIRST:
         return n <= 2 and not with_indices and _rows_first(plan, kind)
+    if strategy is Strategy.NARROW:
+        return n <= 2 and not with_indices and _narrow(plan, kind)
     if strategy is Strategy.TILES:
         return not with_indices and n <= 3 and _tiles(plan) and _tiles_scratch(plan, kind) <= _PLANES_LIMIT
     if n != 3 or not _fits_int32(plan.spatial):
@@ -495,6 +515,34 @@ def _rows_first(plan, kind):
     return bool(np.all(taps[:, 0] < taps[:, 1]))
 
 
+def _same_shape(plan):
+    """Whether the output has the input's shape with stride 1 on every axis (the "same" pools:
+    k3 p1, k5 p2, k2 with the pad at one end)."""
+    return plan.out_shape[2:] == plan.spatial and all(s == 1 for s in plan.strides)
+
+
+def _narrow(plan, kind):
+    """Whether NARROW's kernel computes this call (include/pooling_narrow.h): float32, input and
+    output rows of at most the build's float32 lanes (8 with AVX2, 4 without), a W stride of 1
+    (one that takes effect) and at most _NARROW_MAX_K taps along W."""
+    if KINDS[kind].ctype != "float" or min(plan.spatial) == 0 or min(plan.out_shape) == 0:
+        return False
+    spatial, out, kernel, strides = _promote(plan)[:4]
+    lanes = _dispatch.kernels_for(Strategy.NARROW.value, strides[2], 4).NARROW_LANES
+    return max(spatial[2], out[2]) <= lanes and strides[2] == 1 and kernel[2] <= _NARROW_MAX_K
+
+
+def _build_narrow(plan, kind, nt, act, inf_bits, with_indices):
+    """float32 NCHW ranks 1-2 without Indices on narrow planes: a plane per work item, in
+    registers (maxpool_narrow.pxi)."""
+    planes = plan.out_shape[0] * plan.out_shape[1]
+    spatial, out, kernel, strides, dilations, pads_begin = _promote(plan)
+    taps = _tap_ranges(spatial, out, kernel, strides, dilations, pads_begin)
+    core = _dispatch.kernels_for(Strategy.NARROW.value, strides[2], 4)
+    return core.MaxPoolNarrow(KINDS[kind].ctype, (planes,) + spatial, (planes,) + out, kernel, strides,
+                              dilations, pads_begin, taps, *act, inf_bits, nt, chunk_size(planes, nt))
+
+
 def _build_rows_first(plan, kind, nt, act, inf_bits, with_indices):
     """float32 NCHW ranks 1-2 without Indices: a plane per work item, window rows first
     (maxpool_rows.pxi)."""
@@ -719,6 +767,7 @@ _BUILDERS = {
     Strategy.TILES: _build_tiles,
     Strategy.INTERLEAVED: _build_interleaved,
     Strategy.ROWS_FIRST: _build_rows_first,
+    Strategy.NARROW: _build_narrow,
     Strategy.FUSED: _build_fused,
     Strategy.DEPTH_FIRST: _build_depth_first,
     Strategy.DEPTH_SPLIT: _build_depth_split,

@@ -1,0 +1,91 @@
+# ===========================================================================
+# maxpool_narrow.pxi: MaxPoolNarrow, float32 NCHW MaxPool of ranks 1-2 without
+# Indices on planes whose input and output rows fit one vector (8 values
+# with AVX2, 4 with SSE2) and W stride 1 (strategy NARROW).
+#
+# A work item is a plane: each input row reduced along W in one vector, each
+# output row the maximum of its window's reduced rows, all in registers
+# (include/pooling_narrow.h has the loops and why they are exact).  The 7x7
+# planes of GoogLeNet's and Inception's last branch pools (1x832x7x7 k3 s1
+# p1) are this shape; there the other kernels' set-up per plane and per row,
+# or INTERLEAVED's transposes, cost more than the compares.  A plane holding
+# a NaN is redone window by window with the exact compare (_rows_exact).
+# ===========================================================================
+
+cdef class MaxPoolNarrow(_Launch):
+    """float32 NCHW MaxPool without Indices on narrow planes, a plane per work item (see the
+    banner): x (planes, 1, H, W) -> y (planes, 1, OH, OW).  The caller checks the shapes it
+    serves (pooling._maxpool_strategies.serves); they are checked again here."""
+    cdef Py_ssize_t planes, margin, per_thread
+
+    def __init__(self, str ctype, tuple x_shape, tuple y_shape, tuple kernel, tuple strides,
+                 tuple dilations, tuple pads_begin, const Py_ssize_t[:, ::1] taps not None,
+                 int act, double lo, double hi, uint16_t inf_bits, int n_threads, Py_ssize_t chunk):
+        self._setup(ctype, x_shape[1:], y_shape[1:], kernel, strides, dilations, pads_begin,
+                    taps, act, lo, hi, inf_bits)
+        cdef Geom* g = &self.g
+        self.planes = x_shape[0]
+        if (ctype != "float" or g.D != 1 or g.OD != 1 or g.sw != 1 or g.H < 1 or g.OH < 1
+                or not 1 <= g.W <= PK_NARROW_LANES or not 1 <= g.OW <= PK_NARROW_LANES
+                or not 1 <= g.kw <= PK_NARROW_MAX_K or g.pw < 0 or g.ph < 0):
+            raise ValueError(f"MaxPoolNarrow: float32 planes with rows of at most {PK_NARROW_LANES} "
+                             f"values in and out and a W stride of 1, got {ctype} input {x_shape[1:]}, "
+                             f"output {y_shape[1:]}, kernel {kernel}, strides {strides}")
+        self.margin = pk_narrow_margin(g.kw, g.dw) + g.pw
+        # per thread: the reduced rows (H vectors) and a copy of a plane with margins
+        self.per_thread = _padded(g.H * PK_NARROW_LANES + g.H * g.W + 2 * self.margin, 4)
+        self.units = self.planes
+        self.xsize, self.ysize = self.planes * g.H * g.W, self.planes * g.OH * g.OW
+        self.n_threads = max(1, min(n_threads, self.units))
+        self.chunk = max(1, chunk)
+
+    cdef Py_ssize_t _scratch_bytes(self, bint with_pos):
+        return self.n_threads * self.per_thread * 4
+
+    cdef void _run(self, const char* xb, char* yb, int64_t* ib, _Scratch s):
+        cdef _UnitsJob j
+        _start_job(&j, xb, yb, ib, self)
+        j.hv = s.block
+        j.vs = self.per_thread
+        j.ld = self.margin
+        j.nblk = self.planes
+        j.xplane, j.yplane = self.g.H * self.g.W, self.g.OH * self.g.OW
+        with nogil:
+            pk_parallel(_narrow_body, &j, self.units, self.chunk, self.n_threads)
+
+
+cdef void _narrow_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil:
+    """pk_parallel's body for MaxPoolNarrow: planes [begin, end) on thread tid.  Planes within
+    j.ld values of the array's ends are read from a copy with margins of j.ld values; a plane
+    holding a NaN is redone with the exact compare."""
+    cdef _UnitsJob* j = <_UnitsJob*>job
+    cdef Geom gc = j.g[0]
+    cdef const Geom* g = &gc
+    cdef float* hb = <float*>j.hv + tid * j.vs
+    cdef float* copy = hb + g.H * PK_NARROW_LANES
+    cdef const float* x
+    cdef float* y
+    cdef Py_ssize_t p = begin, q, done, i
+    cdef Py_ssize_t c = (j.ld + j.xplane - 1) // j.xplane   # planes near each end
+    cdef float lo = <float>j.lo, hi = <float>j.hi
+    while p < end:
+        x = <const float*>j.x + p * j.xplane
+        y = <float*>j.y + p * j.yplane
+        if p < c or p >= j.nblk - c:
+            memset(copy, 0, (j.xplane + 2 * j.ld) * sizeof(float))
+            memcpy(copy + j.ld, x, j.xplane * sizeof(float))
+            q = p + 1
+            done = pk_narrow_f32(copy + j.ld, y, 1, g.H, g.W, g.OH, g.OW, g.kh, g.thr, g.sh, g.dh,
+                                 g.ph, g.kw, g.dw, g.pw, hb)
+        else:
+            q = min(end, j.nblk - c)
+            done = pk_narrow_f32(x, y, q - p, g.H, g.W, g.OH, g.OW, g.kh, g.thr, g.sh, g.dh,
+                                 g.ph, g.kw, g.dw, g.pw, hb)
+        if p + done < q:  # plane p + done holds a NaN
+            _rows_exact(x + done * j.xplane, y + done * j.yplane, g)
+            q = p + done + 1
+        p = q
+    if j.act:
+        y = <float*>j.y + begin * j.yplane
+        for i in range((end - begin) * j.yplane):
+            y[i] = _clamp(y[i], lo, hi, j.act, 0)
