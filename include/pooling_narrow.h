@@ -1,6 +1,6 @@
 /* Strategy NARROW (src/kernels/maxpool_narrow.pxi): float32 NCHW MaxPool without Indices whose
- * input and output rows fit one vector (W, OW <= the build's float32 lanes: 8 with AVX2, 4 with
- * SSE2) and whose W stride is 1: the 7x7 planes of Inception's last branch pools, with hundreds of channels, where
+ * input and output rows fit one vector (W, OW <= the build's float32 lanes: 16 in the AVX-512
+ * build, 8 with AVX2, 4 with SSE2) and whose W stride is 1: the 7x7 planes of Inception's last branch pools, with hundreds of channels, where
  * every other kernel pays a set-up per plane or per row (or a transpose) that costs more than the
  * compares.  A plane at a time, everything in registers:
  *
@@ -22,8 +22,9 @@
  * Loads reach pw values before a row and up to L - 1 + (kw - 1) * dw - pw after its start: the
  * caller hands the first and last planes of the array over in a copy with margins.
  *
- * GCC/Clang vector extensions (x86 intrinsics for maxps and blendvps); elsewhere (MSVC, or
- * PK_NARROW_SCALAR defined) one lane, which serves only OW = 1. */
+ * GCC/Clang vector extensions (x86 intrinsics for maxps and blendvps; in the AVX-512 build the
+ * blend is the bitwise form, one vpternlogd); elsewhere (MSVC, or PK_NARROW_SCALAR defined) one
+ * lane, which serves only OW = 1. */
 #ifndef POOLING_NARROW_H
 #define POOLING_NARROW_H
 
@@ -34,7 +35,10 @@
 
 #if (defined(__GNUC__) || defined(__clang__)) && !defined(PK_NARROW_SCALAR)
 
-#if defined(__AVX2__)
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#define PK_NARROW_BYTES 64
+#elif defined(__AVX2__)
 #include <immintrin.h>
 #define PK_NARROW_BYTES 32
 #elif defined(__SSE2__)
@@ -63,7 +67,9 @@ static inline void pk_nw_st(float* p, pk_nw_v v)
 /* b if b > a else a: the cheap compare, the later value second */
 static inline pk_nw_v pk_nw_max(pk_nw_v a, pk_nw_v b)
 {
-#if PK_NARROW_BYTES == 32
+#if PK_NARROW_BYTES == 64
+    return (pk_nw_v)_mm512_max_ps((__m512)b, (__m512)a);
+#elif PK_NARROW_BYTES == 32
     return (pk_nw_v)_mm256_max_ps((__m256)b, (__m256)a);
 #elif defined(__SSE2__)
     return (pk_nw_v)_mm_max_ps((__m128)b, (__m128)a);
@@ -197,6 +203,26 @@ static inline int pk_narrow_3x3(const float* x, float* y, ptrdiff_t H, ptrdiff_t
     return pk_nw_any(bad);
 }
 
+/* A 2-row stride-1 window whose output has the input's shape (the pad of one row at the end,
+ * `ahead`, or at the start): two reduced rows roll through registers.  Returns 1 for a plane
+ * holding a NaN. */
+static inline int pk_narrow_2rows(const float* x, float* y, ptrdiff_t H, ptrdiff_t W, const pk_nw_m* tap,
+                                  pk_nw_m valid, ptrdiff_t kw, ptrdiff_t pw, int ahead, pk_nw_v neg)
+{
+    pk_nw_m bad = {0};
+    pk_nw_v a = ahead ? pk_narrow_row(x, tap, valid, kw, 1, pw, neg, &bad) : neg, b;
+    for (ptrdiff_t r = 0; r < H; r++) {
+        if (ahead) {
+            b = r + 1 < H ? pk_narrow_row(x + (r + 1) * W, tap, valid, kw, 1, pw, neg, &bad) : neg;
+        } else {
+            b = pk_narrow_row(x + r * W, tap, valid, kw, 1, pw, neg, &bad);
+        }
+        pk_narrow_store(y, r, H, W, pk_nw_max(a, b));
+        a = b;
+    }
+    return pk_nw_any(bad);
+}
+
 /* One H x W plane into its OH x OW result (W, OW <= L), any geometry NARROW serves, through hb (H
  * vectors of scratch).  rows[2 * oh], rows[2 * oh + 1]: the valid H taps [t0, t1) of output row
  * oh.  Returns 1 when the plane holds a NaN (y then holds no promised values). */
@@ -239,6 +265,15 @@ static inline ptrdiff_t pk_narrow_f32(const float* x, float* y, ptrdiff_t n, ptr
     if (kh == 3 && kw == 3 && sh == 1 && dh == 1 && dw == 1 && ph == 1 && pw == 1 && OH == H && OW == W) {
         for (p = 0; p < n; p++)
             if (pk_narrow_3x3(x + p * H * W, y + p * OH * OW, H, W, mk.tap[0], mk.tap[2], mk.valid, neg))
+                return p;
+        return n;
+    }
+    if (kh == 2 && sh == 1 && dh == 1 && dw == 1 && OH == H && OW == W) {
+        for (p = 0; p < n; p++)
+            if (kw == 2 ? pk_narrow_2rows(x + p * H * W, y + p * OH * OW, H, W, mk.tap, mk.valid, 2, pw,
+                                          ph == 0, neg)
+                        : pk_narrow_2rows(x + p * H * W, y + p * OH * OW, H, W, mk.tap, mk.valid, kw, pw,
+                                          ph == 0, neg))
                 return p;
         return n;
     }

@@ -120,7 +120,7 @@ CHOOSER_CASES = [
     (S.ROWS_FIRST, _plan((1, 64, 112, 112), 3, 2, 1), "float32", False),
     (S.ROWS_FIRST, _plan((1, 480, 28, 28), 3, 2, ceil_mode=True), "float32", False),
     (S.ROWS_FIRST, _plan((1, 192, 28, 28), 3, 1, 1), "float32", False),
-    (S.ROWS_FIRST, _plan((1, 512, 13, 13), 2, 1, (0, 0, 1, 1)), "float32", False),
+    (S.ROWS_FIRST, _plan((1, 512, 26, 26), 2, 1, (0, 0, 1, 1)), "float32", False),
     (S.ROWS_FIRST, _plan((1, 64, 56, 56), 3, 1, 2, dilations=(2, 2)), "float32", False),
     (S.FUSED, _plan((1, 64, 112, 112), 3, 2, 1, return_indices=True), "float32", True),
     (S.FUSED, _plan((1, 64, 112, 112), 3, 2, 1), "float16", False),
@@ -474,6 +474,10 @@ NARROW_CASES = [
     ((1, 11, 3, 1), dict(kernel_shape=(3, 1), pads=(1, 0, 1, 0))),
     ((2, 5, 4), dict(kernel_shape=(3,), pads=(1, 1))),
     ((2, 5, 7), dict(kernel_shape=(16,), pads=(8, 7))),
+    # rows of 9 to 16: the AVX-512 build's lanes
+    ((1, 9, 13, 13), dict(kernel_shape=(2, 2), pads=(0, 0, 1, 1))),
+    ((1, 5, 14, 16), dict(kernel_shape=(3, 3), pads=(1, 1, 1, 1))),
+    ((1, 3, 10, 15), dict(kernel_shape=(5, 5), pads=(2, 2, 2, 2), activation="Relu")),
 ]
 
 
@@ -513,8 +517,9 @@ def test_float32_window_cases_against_the_twin(strategy, shape, attrs, data, rng
             x.reshape(-1)[x.size // 2] = np.nan
     want = reference.max_pool(x, **attrs)
     if not serves(strategy, _plan(x.shape, **attrs), "float32", False):
-        assert strategy is S.NARROW and max(shape[-1], want.shape[-1]) > _dispatch.core.NARROW_LANES
-        pytest.skip(f"rows wider than this build's {_dispatch.core.NARROW_LANES} lanes")
+        lanes = _dispatch.kernels_for("narrow", 1, 4).NARROW_LANES
+        assert strategy is S.NARROW and max(shape[-1], want.shape[-1]) > lanes
+        pytest.skip(f"rows wider than this build's {lanes} lanes")
     before = x.copy()
     for nt in (1, 2, 3):
         assert_same(pooling.max_pool(x, n_threads=nt, _strategy=strategy, **attrs), want)
@@ -531,12 +536,14 @@ def test_the_chooser_picks_each_strategy(expected, plan, kind, indices):
     ((1, 832, 7, 7), 3, 1, S.INTERLEAVED),        # Inception 5b's branch pool
     ((1, 512, 8, 8), 3, 1, S.ROWS_FIRST),
     ((1, 832, 7, 7), 5, 2, S.INTERLEAVED),
+    ((1, 512, 13, 13), 2, (0, 0, 1, 1), S.ROWS_FIRST),    # YOLOv3-tiny's k2 s1
 ])
 def test_narrow_takes_rows_up_to_the_builds_lanes(shape, kernel, pads, wider):
-    """NARROW serves rows of up to the build's float32 lanes: 7x7 and 8x8 planes in the AVX2 and
-    AVX-512 builds; in the baseline build (4 lanes) they go to the strategy after it."""
+    """NARROW serves rows of up to the float32 lanes of the build it runs from: 7x7 and 8x8 planes
+    in the AVX2 build, 13x13 too where it runs from the AVX-512 build (_dispatch.WIDE_FASTER); in
+    the baseline build (4 lanes) they go to the strategy after it."""
     plan = _plan(shape, kernel, 1, pads)
-    want = S.NARROW if _dispatch.core.NARROW_LANES >= shape[-1] else wider
+    want = S.NARROW if _dispatch.kernels_for("narrow", 1, 4).NARROW_LANES >= shape[-1] else wider
     for nt in (1, 2):
         assert choose_strategy(plan, "float32", nt, False) is want
 

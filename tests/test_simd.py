@@ -7,6 +7,7 @@ import pytest
 
 import pooling
 from pooling import _dispatch
+from pooling._maxpool_strategies import Strategy
 
 # The tests that compare every kernel path with the pure-numpy reference.
 KERNEL_TESTS = ["test_maxpool_values.py", "test_maxpool_nhwc.py", "test_maxunpool.py",
@@ -90,7 +91,7 @@ def test_baseline_rules_by_cpu_family(monkeypatch, cpu, expected):
 
 
 @pytest.mark.parametrize("cpu, expected", [
-    (("AuthenticAMD", 0x1A), {"planes"}),             # Zen 5: measured
+    (("AuthenticAMD", 0x1A), {"planes", "narrow"}),   # Zen 5: measured
     (("AuthenticAMD", 0x19), set()),                  # Zen 4 (512-bit operations in halves): not measured
     (("GenuineIntel", 6), set()),                     # not measured
     (("", 0), set()),
@@ -128,7 +129,8 @@ ALL_SIZES = (1, 2, 4, 8)
 @pytest.mark.parametrize("rules, wide_rules", [
     ((), ()),
     ((("fused", 2, ALL_SIZES), ("tiles", 2, ALL_SIZES)), ()),
-    ((), (("planes", 1, ALL_SIZES), ("fused", 2, ALL_SIZES), ("tiles", 2, ALL_SIZES))),
+    ((), (("planes", 1, ALL_SIZES), ("narrow", 1, ALL_SIZES), ("fused", 2, ALL_SIZES),
+          ("tiles", 2, ALL_SIZES))),
 ], ids=["process-build", "baseline-kernels", "avx512-kernels"])
 def test_mixed_builds_give_the_same_results(monkeypatch, rules, wide_rules, rng):
     """Whichever build a strategy's kernels come from, the results are the twin's."""
@@ -144,6 +146,8 @@ def test_mixed_builds_give_the_same_results(monkeypatch, rules, wide_rules, rng)
         for kind in ("float32", "float64", "uint8", "int8", "float16"):
             for shape, attrs in [((2, 3, 14, 14), dict(kernel_shape=(2, 2), strides=(2, 2))),
                                  ((2, 3, 20, 19), dict(kernel_shape=(5, 5), pads=(2, 2, 2, 2))),
+                                 ((2, 3, 13, 13), dict(kernel_shape=(3, 3), pads=(1, 1, 1, 1))),
+                                 ((2, 3, 7, 7), dict(kernel_shape=(2, 2), pads=(0, 0, 1, 1))),
                                  ((2, 3, 15, 13), dict(kernel_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1))),
                                  ((2, 3, 15, 13), dict(kernel_shape=(3, 3), strides=(2, 2), return_indices=True))]:
                 x = make_array(rng, shape, kind)
@@ -196,7 +200,24 @@ def test_launches_come_from_the_build_the_rules_name(monkeypatch):
         assert type(launch(sppf, "float32", 1, False, "planes")) is wide.MaxPoolPlanes
         assert type(launch(sppf, "float16", 1, False, "planes")) is avx2.MaxPoolPlanes
         # a whole-plane window (here with W stride 1) is a reduction, kept in the process's build
-        assert type(launch(glob, "float32", 1, False, "planes")) is avx2.MaxPoolPlanes
+        from pooling import _maxpool_strategies
+        process = _maxpool_strategies._core
+        assert type(launch(glob, "float32", 1, False, "planes")) is process.MaxPoolPlanes
+        # NARROW: rows its own build's lanes hold stay there; wider ones (up to 16) come from the
+        # AVX-512 build where the rules name it, and are not served where they do not
+        narrow = [maxpool._plan((1, 8, w, w), kernel_shape=(3, 3), strides=None, pads=(1, 1, 1, 1),
+                                dilations=None, auto_pad="NOTSET", ceil_mode=False, storage_order=0,
+                                return_indices=False, layout="NCHW", activation=None,
+                                activation_params=None, opset=None, index_format="onnx") for w in (4, 13)]
+        monkeypatch.setattr(_dispatch, "wide_rules", (("narrow", 1, (4,)),))
+        launch.cache_clear()
+        assert type(launch(narrow[0], "float32", 1, False, "narrow")) is process.MaxPoolNarrow
+        assert type(launch(narrow[1], "float32", 1, False, "narrow")) is (
+            process if process.NARROW_LANES >= 13 else wide).MaxPoolNarrow
+        monkeypatch.setattr(_dispatch, "wide_rules", ())
+        launch.cache_clear()
+        assert _maxpool_strategies.serves(Strategy.NARROW, narrow[1], "float32", False) == (
+            process.NARROW_LANES >= 13)
     finally:
         launch.cache_clear()
 

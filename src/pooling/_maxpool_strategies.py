@@ -527,9 +527,21 @@ def _narrow(plan, kind):
     (one that takes effect) and at most _NARROW_MAX_K taps along W."""
     if KINDS[kind].ctype != "float" or min(plan.spatial) == 0 or min(plan.out_shape) == 0:
         return False
-    spatial, out, kernel, strides = _promote(plan)[:4]
-    lanes = _dispatch.kernels_for(Strategy.NARROW.value, strides[2], 4).NARROW_LANES
-    return max(spatial[2], out[2]) <= lanes and strides[2] == 1 and kernel[2] <= _NARROW_MAX_K
+    kernel, strides = _promote(plan)[2:4]
+    return _narrow_core(plan) is not None and strides[2] == 1 and kernel[2] <= _NARROW_MAX_K
+
+
+def _narrow_core(plan):
+    """The build NARROW runs from: the process's where its lanes hold the rows (8 in the AVX2
+    build), else the AVX-512 one (16 lanes) where _dispatch.WIDE_FASTER names NARROW for this
+    CPU (its 16-lane form was slower on rows of 8 or fewer: 7x7 1.4-1.6x the AVX2 build's time);
+    None where neither holds them."""
+    spatial, out = _promote(plan)[:2]
+    width = max(spatial[2], out[2])
+    for core in (_core, _dispatch.kernels_for(Strategy.NARROW.value, 1, 4)):
+        if width <= core.NARROW_LANES:
+            return core
+    return None
 
 
 def _build_narrow(plan, kind, nt, act, inf_bits, with_indices):
@@ -538,8 +550,7 @@ def _build_narrow(plan, kind, nt, act, inf_bits, with_indices):
     planes = plan.out_shape[0] * plan.out_shape[1]
     spatial, out, kernel, strides, dilations, pads_begin = _promote(plan)
     taps = _tap_ranges(spatial, out, kernel, strides, dilations, pads_begin)
-    core = _dispatch.kernels_for(Strategy.NARROW.value, strides[2], 4)
-    return core.MaxPoolNarrow(KINDS[kind].ctype, (planes,) + spatial, (planes,) + out, kernel, strides,
+    return _narrow_core(plan).MaxPoolNarrow(KINDS[kind].ctype, (planes,) + spatial, (planes,) + out, kernel, strides,
                               dilations, pads_begin, taps, *act, inf_bits, nt, chunk_size(planes, nt))
 
 
