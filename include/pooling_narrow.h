@@ -1,30 +1,34 @@
 /* Strategy NARROW (src/kernels/maxpool_narrow.pxi): float32 NCHW MaxPool without Indices whose
- * input and output rows fit one vector (W, OW <= the build's float32 lanes: 16 in the AVX-512
- * build, 8 with AVX2, 4 with SSE2) and whose W stride is 1: the 7x7 planes of Inception's last branch pools, with hundreds of channels, where
- * every other kernel pays a set-up per plane or per row (or a transpose) that costs more than the
- * compares.  A plane at a time, everything in registers:
+ * input and output rows fit two vectors (W, OW <= twice the build's float32 lanes L: 32 in the
+ * AVX-512 build, 16 with AVX2, 8 with SSE2) and whose W stride is 1: the 7x7 planes of Inception's
+ * last branch pools and the 13x13 to 20x20 ones of YOLO's SPPF/SPP, with hundreds of channels,
+ * where every other kernel pays a set-up per plane or per row (or a transpose) that costs more
+ * than the compares.  A plane at a time, a strip of L columns at a time, in registers:
  *
- *   1. each input row r the windows read is reduced along W as one vector: lane l is the first
- *      maximum of x[r][l - pw + t * dw] over the taps t < kw, each tap one load at the row's
- *      start plus t * dw - pw, its lanes outside the row replaced by -inf (masks fixed for the
- *      call: they depend only on the lane);
+ *   1. each input row r the windows read is reduced along W as one vector per strip: lane l is
+ *      the first maximum of x[r][c0 + l - pw + t * dw] over the taps t < kw, each tap one load
+ *      at the strip's start plus t * dw - pw, its lanes outside the row replaced by -inf (masks
+ *      fixed for the call: they depend only on the lane and the strip);
  *   2. each output row is the first maximum of its window's reduced rows (the valid taps only),
- *      stored as one vector: its lanes past OW spill into the next output rows, whose stores
- *      then overwrite them; rows whose spill would leave the plane are stored lane by lane.
+ *      stored as one vector per strip: its lanes past OW spill into the next row's first strip,
+ *      which is stored after it (strips go last to first); a vector that would leave the plane
+ *      is stored lane by lane.  Windows of the input's shape (k3 p1, k5 p2, k2 s1) roll their
+ *      reduced rows through registers; other geometries keep them in a scratch row.
  *
  * Exactness: taps are combined in order, W before H, each combine keeping its earlier operand
  * unless the later one is strictly greater (maxps with the new value first), so ties (-0.0
  * against +0.0) resolve as in the contract, and a -inf put in for a missing tap has the bits of
  * any -inf it ties with.  Only NaN breaks the cheap compare: every input value of the plane is
- * checked (lanes below W of each row's unshifted load), and pk_narrow_f32 returns 1 for a plane
- * holding one; the caller redoes it with the exact compare.
+ * checked (lanes below W of each strip's unshifted load), and pk_narrow_f32 returns the first
+ * plane holding one; the caller redoes it with the exact compare.
  *
- * Loads reach pw values before a row and up to L - 1 + (kw - 1) * dw - pw after its start: the
- * caller hands the first and last planes of the array over in a copy with margins.
+ * Loads reach pw values before a row and up to 2L - 1 + (kw - 1) * dw - pw after its start
+ * (pk_narrow_margin): the caller hands the planes that near the array's ends over in a copy
+ * with margins.
  *
  * GCC/Clang vector extensions (x86 intrinsics for maxps and blendvps; in the AVX-512 build the
  * blend is the bitwise form, one vpternlogd); elsewhere (MSVC, or PK_NARROW_SCALAR defined) one
- * lane, which serves only OW = 1. */
+ * lane, which serves rows of up to 2 values. */
 #ifndef POOLING_NARROW_H
 #define POOLING_NARROW_H
 
@@ -99,16 +103,17 @@ static inline int pk_nw_any(pk_nw_m m)
     return r;
 }
 
-static inline void pk_nw_lane_masks(pk_nw_m* masks, pk_nw_m* valid, ptrdiff_t W, ptrdiff_t kw,
-                                    ptrdiff_t dw, ptrdiff_t pw)
+/* Lane l of a strip whose first column is c0: tap t reads column c0 + l - pw + t * dw */
+static inline void pk_nw_lane_masks(pk_nw_m* masks, pk_nw_m* valid, ptrdiff_t W, ptrdiff_t c0,
+                                    ptrdiff_t kw, ptrdiff_t dw, ptrdiff_t pw)
 {
     for (ptrdiff_t t = 0; t < kw; t++)
         for (int l = 0; l < PK_NARROW_L; l++) {
-            ptrdiff_t c = l - pw + t * dw;
+            ptrdiff_t c = c0 + l - pw + t * dw;
             masks[t][l] = (0 <= c && c < W) ? -1 : 0;
         }
     for (int l = 0; l < PK_NARROW_L; l++)
-        (*valid)[l] = l < W ? -1 : 0;
+        (*valid)[l] = c0 + l < W ? -1 : 0;
 }
 
 static inline pk_nw_v pk_nw_neg(void)
@@ -132,30 +137,31 @@ static inline pk_nw_v pk_nw_blend(pk_nw_v v, pk_nw_v f, pk_nw_m m) { return m ? 
 static inline pk_nw_m pk_nw_nan(pk_nw_v a) { return a != a; }
 static inline int pk_nw_any(pk_nw_m m) { return m != 0; }
 static inline pk_nw_v pk_nw_neg(void) { return -INFINITY; }
-static inline void pk_nw_lane_masks(pk_nw_m* masks, pk_nw_m* valid, ptrdiff_t W, ptrdiff_t kw,
-                                    ptrdiff_t dw, ptrdiff_t pw)
+static inline void pk_nw_lane_masks(pk_nw_m* masks, pk_nw_m* valid, ptrdiff_t W, ptrdiff_t c0,
+                                    ptrdiff_t kw, ptrdiff_t dw, ptrdiff_t pw)
 {
     for (ptrdiff_t t = 0; t < kw; t++)
-        masks[t] = (0 <= t * dw - pw && t * dw - pw < W) ? -1 : 0;
-    *valid = W > 0 ? -1 : 0;
+        masks[t] = (0 <= c0 + t * dw - pw && c0 + t * dw - pw < W) ? -1 : 0;
+    *valid = c0 < W ? -1 : 0;
 }
 
 #endif
 
-/* The widest output row (float32 lanes of this build) and the most taps per axis. */
-#define PK_NARROW_LANES PK_NARROW_L
+/* The widest rows (two vectors of this build's float32 lanes) and the most taps per axis. */
+#define PK_NARROW_STRIPS 2
+#define PK_NARROW_WIDTH (PK_NARROW_STRIPS * PK_NARROW_L)
 #define PK_NARROW_MAX_K 16
 
 /* Values a plane's copy needs before and after it so that no load leaves it. */
 static inline ptrdiff_t pk_narrow_margin(ptrdiff_t kw, ptrdiff_t dw)
 {
-    return PK_NARROW_L + (kw - 1) * dw + 1;
+    return PK_NARROW_STRIPS * PK_NARROW_L + (kw - 1) * dw + 1;
 }
 
-/* The lane masks of a call's W taps (kw <= PK_NARROW_MAX_K). */
+/* The lane masks of one strip of a call's W taps (kw <= PK_NARROW_MAX_K). */
 typedef struct {
     pk_nw_m tap[PK_NARROW_MAX_K];
-    pk_nw_m valid;   /* lanes below W */
+    pk_nw_m valid;   /* lanes whose column is below W */
 } pk_narrow_masks;
 
 /* The row reduced along W (step 1 of the banner), NaN lanes of its values or-ed into *bad. */
@@ -171,64 +177,57 @@ static inline pk_nw_v pk_narrow_row(const float* row, const pk_nw_m* tap, pk_nw_
     return m;
 }
 
-/* Output row oh's vector to y + oh * OW: whole where its spill (lanes past OW) stays inside the
- * plane's OH rows, where the later rows' stores overwrite it; lane by lane otherwise. */
-static inline void pk_narrow_store(float* y, ptrdiff_t oh, ptrdiff_t OH, ptrdiff_t OW, pk_nw_v m)
+/* Output row oh's strip vector to y + oh * OW (y: the strip's first column): whole where it ends
+ * inside the plane's OH rows (its lanes past the row spill into the next row's first strip, which
+ * is stored after it), lane by lane otherwise (the lanes below OW - c0). */
+static inline void pk_narrow_store(float* y, ptrdiff_t oh, ptrdiff_t OH, ptrdiff_t OW, ptrdiff_t c0,
+                                   pk_nw_v m)
 {
-    if ((oh + 1) * OW + PK_NARROW_L - OW <= OH * OW) {
+    if (oh * OW + c0 + PK_NARROW_L <= OH * OW) {
         pk_nw_st(y + oh * OW, m);
     } else {
         float last[PK_NARROW_L];
+        ptrdiff_t n = OW - c0 < PK_NARROW_L ? OW - c0 : PK_NARROW_L;
         pk_nw_st(last, m);
-        for (ptrdiff_t t = 0; t < OW; t++)
+        for (ptrdiff_t t = 0; t < n; t++)
             y[oh * OW + t] = last[t];
     }
 }
 
-/* The common 3x3 stride-1 window with one pad each side on a plane of H rows: the reduced rows
- * roll through three registers, each output row the maximum of the one above, its own and the
- * one below (-inf past the plane's edges, in tap order).  Returns 1 for a plane holding a NaN. */
-static inline int pk_narrow_3x3(const float* x, float* y, ptrdiff_t H, ptrdiff_t W, pk_nw_m m0,
-                                pk_nw_m m2, pk_nw_m valid, pk_nw_v neg)
+/* A stride-1 window of K rows whose output has the input's shape, P of them above the output
+ * row (P pads at the top): the reduced rows roll through K registers (K, P, kw literals at the
+ * call sites of the common windows), each output row their first maximum in tap order, -inf
+ * past the plane's edges.  One strip (y, x at its first column).  Returns 1 for a NaN. */
+static inline int pk_narrow_roll(const float* x, float* y, ptrdiff_t H, ptrdiff_t W, ptrdiff_t c0,
+                                 const pk_narrow_masks* mk, ptrdiff_t K, ptrdiff_t P, ptrdiff_t kw,
+                                 ptrdiff_t dw, ptrdiff_t pw, pk_nw_v neg)
 {
     pk_nw_m bad = {0};
-    pk_nw_m tap[3] = {m0, m0 | ~m0, m2};
-    pk_nw_v up = neg, here = pk_narrow_row(x, tap, valid, 3, 1, 1, neg, &bad), down;
-    for (ptrdiff_t r = 0; r < H; r++) {
-        down = r + 1 < H ? pk_narrow_row(x + (r + 1) * W, tap, valid, 3, 1, 1, neg, &bad) : neg;
-        pk_narrow_store(y, r, H, W, pk_nw_max(pk_nw_max(up, here), down));
-        up = here;
-        here = down;
+    pk_nw_v h[PK_NARROW_MAX_K], m;
+    ptrdiff_t r, t;
+    for (t = 0; t < K; t++) {   /* h[t]: input row t - P */
+        ptrdiff_t i = t - P;
+        h[t] = 0 <= i && i < H ? pk_narrow_row(x + i * W, mk->tap, mk->valid, kw, dw, pw, neg, &bad) : neg;
+    }
+    for (r = 0; r < H; r++) {
+        m = h[0];
+        for (t = 1; t < K; t++)
+            m = pk_nw_max(m, h[t]);
+        pk_narrow_store(y, r, H, W, c0, m);
+        for (t = 0; t + 1 < K; t++)
+            h[t] = h[t + 1];
+        t = r + 1 + K - 1 - P;   /* the input row entering the window of output row r + 1 */
+        h[K - 1] = t < H ? pk_narrow_row(x + t * W, mk->tap, mk->valid, kw, dw, pw, neg, &bad) : neg;
     }
     return pk_nw_any(bad);
 }
 
-/* A 2-row stride-1 window whose output has the input's shape (the pad of one row at the end,
- * `ahead`, or at the start): two reduced rows roll through registers.  Returns 1 for a plane
- * holding a NaN. */
-static inline int pk_narrow_2rows(const float* x, float* y, ptrdiff_t H, ptrdiff_t W, const pk_nw_m* tap,
-                                  pk_nw_m valid, ptrdiff_t kw, ptrdiff_t pw, int ahead, pk_nw_v neg)
-{
-    pk_nw_m bad = {0};
-    pk_nw_v a = ahead ? pk_narrow_row(x, tap, valid, kw, 1, pw, neg, &bad) : neg, b;
-    for (ptrdiff_t r = 0; r < H; r++) {
-        if (ahead) {
-            b = r + 1 < H ? pk_narrow_row(x + (r + 1) * W, tap, valid, kw, 1, pw, neg, &bad) : neg;
-        } else {
-            b = pk_narrow_row(x + r * W, tap, valid, kw, 1, pw, neg, &bad);
-        }
-        pk_narrow_store(y, r, H, W, pk_nw_max(a, b));
-        a = b;
-    }
-    return pk_nw_any(bad);
-}
-
-/* One H x W plane into its OH x OW result (W, OW <= L), any geometry NARROW serves, through hb (H
- * vectors of scratch).  rows[2 * oh], rows[2 * oh + 1]: the valid H taps [t0, t1) of output row
- * oh.  Returns 1 when the plane holds a NaN (y then holds no promised values). */
+/* One strip of an H x W plane into its OH x OW result, any geometry NARROW serves, through hb
+ * (H vectors of scratch).  rows[2 * oh], rows[2 * oh + 1]: the valid H taps [t0, t1) of output
+ * row oh.  Returns 1 when the plane holds a NaN (y then holds no promised values). */
 static inline int pk_narrow_plane(const float* x, float* y, ptrdiff_t H, ptrdiff_t W, ptrdiff_t OH,
-                                  ptrdiff_t OW, const ptrdiff_t* rows, ptrdiff_t sh, ptrdiff_t dh,
-                                  ptrdiff_t ph, ptrdiff_t kw, ptrdiff_t dw, ptrdiff_t pw,
+                                  ptrdiff_t OW, ptrdiff_t c0, const ptrdiff_t* rows, ptrdiff_t sh,
+                                  ptrdiff_t dh, ptrdiff_t ph, ptrdiff_t kw, ptrdiff_t dw, ptrdiff_t pw,
                                   const pk_narrow_masks* mk, pk_nw_v neg, float* hb)
 {
     pk_nw_m bad = {0};
@@ -244,43 +243,54 @@ static inline int pk_narrow_plane(const float* x, float* y, ptrdiff_t H, ptrdiff
             pk_nw_v v = pk_nw_ld(hb + (r0 + t * dh) * PK_NARROW_L);
             m = t == t0 ? v : pk_nw_max(m, v);
         }
-        pk_narrow_store(y, oh, OH, OW, m);
+        pk_narrow_store(y, oh, OH, OW, c0, m);
     }
     return 0;
 }
 
-/* Planes [0, n) of x (H x W each) into y (OH x OW each), through hb (H vectors of scratch): the
- * W masks are made once, then each plane in registers.  Returns the first plane that holds a NaN
- * (it and the planes after it are not done), or n. */
+/* One plane's strip at column c0 through the form its geometry takes. */
+static inline int pk_narrow_strip(const float* x, float* y, ptrdiff_t H, ptrdiff_t W, ptrdiff_t OH,
+                                  ptrdiff_t OW, ptrdiff_t c0, ptrdiff_t kh, const ptrdiff_t* rows,
+                                  ptrdiff_t sh, ptrdiff_t dh, ptrdiff_t ph, ptrdiff_t kw, ptrdiff_t dw,
+                                  ptrdiff_t pw, const pk_narrow_masks* mk, pk_nw_v neg, float* hb)
+{
+    x += c0;
+    y += c0;
+    if (sh == 1 && dh == 1 && OH == H && OW == W && dw == 1) {   /* the "same" windows roll */
+        if (kh == 3 && kw == 3)
+            return pk_narrow_roll(x, y, H, W, c0, mk, 3, 1, 3, 1, 1, neg);
+        if (kh == 5 && kw == 5)
+            return pk_narrow_roll(x, y, H, W, c0, mk, 5, 2, 5, 1, 2, neg);
+        if (kh == 2 && kw == 2)
+            return ph ? pk_narrow_roll(x, y, H, W, c0, mk, 2, 1, 2, 1, pw, neg)
+                      : pk_narrow_roll(x, y, H, W, c0, mk, 2, 0, 2, 1, pw, neg);
+        if (kh <= PK_NARROW_MAX_K)
+            return pk_narrow_roll(x, y, H, W, c0, mk, kh, ph, kw, 1, pw, neg);
+    }
+    return pk_narrow_plane(x, y, H, W, OH, OW, c0, rows, sh, dh, ph, kw, dw, pw, mk, neg, hb);
+}
+
+/* Planes [0, n) of x (H x W each) into y (OH x OW each), through hb (H vectors of scratch): rows
+ * of up to two vectors, as strips of a vector's columns, the last strip first (its stores spill
+ * into the next row's first strip, which is stored after it); the W masks are made once per
+ * strip.  Returns the first plane that holds a NaN (it and the planes after it are not done),
+ * or n. */
 static inline ptrdiff_t pk_narrow_f32(const float* x, float* y, ptrdiff_t n, ptrdiff_t H, ptrdiff_t W,
                                       ptrdiff_t OH, ptrdiff_t OW, ptrdiff_t kh, const ptrdiff_t* rows,
                                       ptrdiff_t sh, ptrdiff_t dh, ptrdiff_t ph, ptrdiff_t kw, ptrdiff_t dw,
                                       ptrdiff_t pw, float* hb)
 {
-    pk_narrow_masks mk;
+    pk_narrow_masks mk[PK_NARROW_STRIPS];
     const pk_nw_v neg = pk_nw_neg();
-    ptrdiff_t p;
-    memset(&mk, 0, sizeof mk);
-    pk_nw_lane_masks(mk.tap, &mk.valid, W, kw, dw, pw);
-    if (kh == 3 && kw == 3 && sh == 1 && dh == 1 && dw == 1 && ph == 1 && pw == 1 && OH == H && OW == W) {
-        for (p = 0; p < n; p++)
-            if (pk_narrow_3x3(x + p * H * W, y + p * OH * OW, H, W, mk.tap[0], mk.tap[2], mk.valid, neg))
-                return p;
-        return n;
-    }
-    if (kh == 2 && sh == 1 && dh == 1 && dw == 1 && OH == H && OW == W) {
-        for (p = 0; p < n; p++)
-            if (kw == 2 ? pk_narrow_2rows(x + p * H * W, y + p * OH * OW, H, W, mk.tap, mk.valid, 2, pw,
-                                          ph == 0, neg)
-                        : pk_narrow_2rows(x + p * H * W, y + p * OH * OW, H, W, mk.tap, mk.valid, kw, pw,
-                                          ph == 0, neg))
-                return p;
-        return n;
-    }
+    ptrdiff_t p, j, strips = (OW + PK_NARROW_L - 1) / PK_NARROW_L;
+    memset(mk, 0, sizeof mk);
+    for (j = 0; j < strips; j++)
+        pk_nw_lane_masks(mk[j].tap, &mk[j].valid, W, j * PK_NARROW_L, kw, dw, pw);
     for (p = 0; p < n; p++)
-        if (pk_narrow_plane(x + p * H * W, y + p * OH * OW, H, W, OH, OW, rows, sh, dh, ph, kw, dw, pw,
-                            &mk, neg, hb))
-            return p;
+        for (j = strips - 1; j >= 0; j--)
+            if (pk_narrow_strip(x + p * H * W, y + p * OH * OW, H, W, OH, OW, j * PK_NARROW_L, kh, rows,
+                                sh, dh, ph, kw, dw, pw, &mk[j], neg, hb))
+                return p;
     return n;
 }
 

@@ -82,7 +82,8 @@ CHOOSER_CASES = [
     (S.NHWC, _plan((1, 56, 56, 64), 3, 2, 1, "NHWC"), "float32", True),
     (S.NHWC_TRANSPOSED, _plan((1, 4, 4, 4, 4, 2), 2, layout="NHWC"), "float32", False),
     (S.FUSED, _plan((1, 64, 112, 112), 3, 2, 1), "float64", False),
-    (S.PLANES, _plan((1, 256, 20, 20), 5, 1, 2), "float32", False),
+    (S.PLANES, _plan((1, 256, 40, 40), 5, 1, 2), "float32", False),
+    (S.PLANES, _plan((1, 512, 19, 19), 9, 1, 4), "float32", False),
     (S.PLANES, _plan((1, 2048, 7, 7), 7, 7), "float16", False),
     (S.FUSED, _plan((2, 32, 32, 56, 56), 3, 2, 1, return_indices=True), "float32", True),
     (S.DEPTH_FIRST, _plan((2, 32, 32, 56, 56), 3, 2, 1), "uint8", False),
@@ -119,12 +120,12 @@ CHOOSER_CASES = [
     # the windows tile the input (TILES).
     (S.ROWS_FIRST, _plan((1, 64, 112, 112), 3, 2, 1), "float32", False),
     (S.ROWS_FIRST, _plan((1, 480, 28, 28), 3, 2, ceil_mode=True), "float32", False),
-    (S.ROWS_FIRST, _plan((1, 192, 28, 28), 3, 1, 1), "float32", False),
+    (S.ROWS_FIRST, _plan((1, 192, 56, 56), 3, 1, 1), "float32", False),
     (S.ROWS_FIRST, _plan((1, 512, 26, 26), 2, 1, (0, 0, 1, 1)), "float32", False),
     (S.ROWS_FIRST, _plan((1, 64, 56, 56), 3, 1, 2, dilations=(2, 2)), "float32", False),
     (S.FUSED, _plan((1, 64, 112, 112), 3, 2, 1, return_indices=True), "float32", True),
     (S.FUSED, _plan((1, 64, 112, 112), 3, 2, 1), "float16", False),
-    (S.PLANES, _plan((1, 256, 20, 20), 5, 1, 2), "float32", False),
+    (S.PLANES, _plan((1, 256, 20, 20), 5, 1, 2), "float16", False),
     (S.FUSED, _plan((1, 64, 112, 112), 3, 3, 1), "float32", False),
     (S.TILES, _plan((1, 64, 112, 112), 2, 2), "float32", False),
     # float32 planes of rows that fit one vector (4 values in every build), stride 1 and an
@@ -474,10 +475,20 @@ NARROW_CASES = [
     ((1, 11, 3, 1), dict(kernel_shape=(3, 1), pads=(1, 0, 1, 0))),
     ((2, 5, 4), dict(kernel_shape=(3,), pads=(1, 1))),
     ((2, 5, 7), dict(kernel_shape=(16,), pads=(8, 7))),
-    # rows of 9 to 16: the AVX-512 build's lanes
+    # rows of 9 to 32: two strips of the AVX2 build's lanes, one or two of the AVX-512 build's;
+    # the rolling forms (k2 with the pad at either end, k3, k5, wider windows of the input's
+    # shape), the general form (dilation, an H stride), spills of the second strip
     ((1, 9, 13, 13), dict(kernel_shape=(2, 2), pads=(0, 0, 1, 1))),
+    ((1, 3, 11, 17), dict(kernel_shape=(2, 2), pads=(1, 1, 0, 0))),
     ((1, 5, 14, 16), dict(kernel_shape=(3, 3), pads=(1, 1, 1, 1))),
     ((1, 3, 10, 15), dict(kernel_shape=(5, 5), pads=(2, 2, 2, 2), activation="Relu")),
+    ((1, 4, 20, 20), dict(kernel_shape=(5, 5), pads=(2, 2, 2, 2))),
+    ((1, 3, 19, 19), dict(kernel_shape=(5, 5), pads=(2, 2, 2, 2))),
+    ((1, 2, 9, 32), dict(kernel_shape=(3, 3), pads=(1, 1, 1, 1))),
+    ((1, 3, 15, 15), dict(kernel_shape=(7, 7), pads=(3, 3, 3, 3))),
+    ((1, 2, 9, 9), dict(kernel_shape=(9, 9), pads=(4, 4, 4, 4))),
+    ((1, 3, 12, 20), dict(kernel_shape=(3, 3), strides=(2, 1), pads=(1, 1, 1, 1), ceil_mode=True)),
+    ((1, 3, 10, 30), dict(kernel_shape=(4, 7), dilations=(1, 2), pads=(1, 6, 2, 6))),
 ]
 
 
@@ -502,6 +513,13 @@ def test_own_window_cases_against_the_twin(strategy, shape, attrs, kind, data, r
         assert_same(pooling.max_pool(x, n_threads=nt, _strategy=strategy, **attrs), want)
 
 
+def _narrow_builds():
+    """The builds NARROW may run from here: the process's, and the AVX-512 one where the rules
+    name it (pooling._maxpool_strategies._narrow_core)."""
+    from pooling import _maxpool_strategies
+    return _maxpool_strategies._core, _dispatch.kernels_for("narrow", 1, 4)
+
+
 @pytest.mark.parametrize("data", ["plain", "special", "zeros", "nan-plane"])
 @pytest.mark.parametrize("strategy, shape, attrs", FLOAT32_CASES,
                          ids=[f"{c[0].value}-{c[1]}-{c[2]}" for c in FLOAT32_CASES])
@@ -517,9 +535,9 @@ def test_float32_window_cases_against_the_twin(strategy, shape, attrs, data, rng
             x.reshape(-1)[x.size // 2] = np.nan
     want = reference.max_pool(x, **attrs)
     if not serves(strategy, _plan(x.shape, **attrs), "float32", False):
-        lanes = _dispatch.kernels_for("narrow", 1, 4).NARROW_LANES
-        assert strategy is S.NARROW and max(shape[-1], want.shape[-1]) > lanes
-        pytest.skip(f"rows wider than this build's {lanes} lanes")
+        width = max(core.NARROW_WIDTH for core in _narrow_builds())
+        assert strategy is S.NARROW and max(shape[-1], want.shape[-1]) > width
+        pytest.skip(f"rows wider than the {width} values NARROW takes here")
     before = x.copy()
     for nt in (1, 2, 3):
         assert_same(pooling.max_pool(x, n_threads=nt, _strategy=strategy, **attrs), want)
@@ -536,14 +554,19 @@ def test_the_chooser_picks_each_strategy(expected, plan, kind, indices):
     ((1, 832, 7, 7), 3, 1, S.INTERLEAVED),        # Inception 5b's branch pool
     ((1, 512, 8, 8), 3, 1, S.ROWS_FIRST),
     ((1, 832, 7, 7), 5, 2, S.INTERLEAVED),
-    ((1, 512, 13, 13), 2, (0, 0, 1, 1), S.ROWS_FIRST),    # YOLOv3-tiny's k2 s1
+    ((1, 512, 13, 13), 2, (0, 0, 1, 1), S.ROWS_FIRST),    # YOLOv3-tiny's k2 s1: on one vector only
+    ((1, 256, 20, 20), 5, 2, S.PLANES),                   # YOLOv5's SPPF
+    ((1, 192, 28, 28), 3, 1, S.ROWS_FIRST),               # Inception 3a's branch pool
 ])
 def test_narrow_takes_rows_up_to_the_builds_lanes(shape, kernel, pads, wider):
-    """NARROW serves rows of up to the float32 lanes of the build it runs from: 7x7 and 8x8 planes
-    in the AVX2 build, 13x13 too where it runs from the AVX-512 build (_dispatch.WIDE_FASTER); in
-    the baseline build (4 lanes) they go to the strategy after it."""
+    """NARROW serves rows of up to two vectors of the build it runs from: 16 values in the AVX2
+    build, 32 where it runs from the AVX-512 build (_dispatch.WIDE_FASTER); in the baseline build
+    (8) wider rows go to the strategy after it.  2-tap windows take it on one vector only."""
     plan = _plan(shape, kernel, 1, pads)
-    want = S.NARROW if _dispatch.kernels_for("narrow", 1, 4).NARROW_LANES >= shape[-1] else wider
+    fits = [core for core in _narrow_builds() if core.NARROW_WIDTH >= shape[-1]]
+    if kernel == 2:
+        fits = [core for core in fits if core.NARROW_LANES >= shape[-1]]
+    want = S.NARROW if fits else wider
     for nt in (1, 2):
         assert choose_strategy(plan, "float32", nt, False) is want
 

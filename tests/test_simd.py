@@ -205,19 +205,22 @@ def test_launches_come_from_the_build_the_rules_name(monkeypatch):
         assert type(launch(glob, "float32", 1, False, "planes")) is process.MaxPoolPlanes
         # NARROW: rows its own build's lanes hold stay there; wider ones (up to 16) come from the
         # AVX-512 build where the rules name it, and are not served where they do not
-        narrow = [maxpool._plan((1, 8, w, w), kernel_shape=(3, 3), strides=None, pads=(1, 1, 1, 1),
-                                dilations=None, auto_pad="NOTSET", ceil_mode=False, storage_order=0,
-                                return_indices=False, layout="NCHW", activation=None,
-                                activation_params=None, opset=None, index_format="onnx") for w in (4, 13)]
+        narrow = {w: maxpool._plan((1, 8, w, w), kernel_shape=(3, 3), strides=None, pads=(1, 1, 1, 1),
+                                   dilations=None, auto_pad="NOTSET", ceil_mode=False, storage_order=0,
+                                   return_indices=False, layout="NCHW", activation=None,
+                                   activation_params=None, opset=None, index_format="onnx")
+                  for w in (4, 13, 30)}
         monkeypatch.setattr(_dispatch, "wide_rules", (("narrow", 1, (4,)),))
         launch.cache_clear()
-        assert type(launch(narrow[0], "float32", 1, False, "narrow")) is process.MaxPoolNarrow
-        assert type(launch(narrow[1], "float32", 1, False, "narrow")) is (
-            process if process.NARROW_LANES >= 13 else wide).MaxPoolNarrow
+        for w, plan in narrow.items():
+            # the build whose vectors take the rows in the fewest strips, the process's on a tie
+            strips = {core: -(-w // core.NARROW_LANES) for core in (process, wide) if w <= core.NARROW_WIDTH}
+            want = min(strips, key=lambda core: (strips[core], core is not process))
+            assert type(launch(plan, "float32", 1, False, "narrow")) is want.MaxPoolNarrow
         monkeypatch.setattr(_dispatch, "wide_rules", ())
         launch.cache_clear()
-        assert _maxpool_strategies.serves(Strategy.NARROW, narrow[1], "float32", False) == (
-            process.NARROW_LANES >= 13)
+        assert _maxpool_strategies.serves(Strategy.NARROW, narrow[30], "float32", False) == (
+            process.NARROW_WIDTH >= 30)
     finally:
         launch.cache_clear()
 

@@ -83,8 +83,9 @@ cdef extern from "pooling_interleave.h":
 
 cdef extern from "pooling_narrow.h":
     enum:
-        PK_NARROW_LANES     # float32 lanes: the widest rows in and out (strategy NARROW)
+        PK_NARROW_WIDTH     # the widest rows in and out (strategy NARROW: two vectors of float32)
         PK_NARROW_MAX_K     # and the most W taps
+        PK_NARROW_L         # float32 lanes of a vector
     Py_ssize_t pk_narrow_margin(Py_ssize_t kw, Py_ssize_t dw) noexcept nogil
     Py_ssize_t pk_narrow_f32(const float* x, float* y, Py_ssize_t n, Py_ssize_t H, Py_ssize_t W,
                              Py_ssize_t OH, Py_ssize_t OW, Py_ssize_t kh, const Py_ssize_t* rows,

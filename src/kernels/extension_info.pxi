@@ -21,5 +21,7 @@ def build_info():
             "threads": "pool" if PK_POOL else ("openmp" if PK_OPENMP else "none")}
 
 
-# The widest rows (in and out) strategy NARROW takes in this build: its float32 lanes.
-NARROW_LANES = PK_NARROW_LANES
+# The widest rows (in and out) strategy NARROW takes in this build (two vectors of its float32
+# lanes), and the lanes: a row of more than NARROW_LANES values takes two strips.
+NARROW_WIDTH = PK_NARROW_WIDTH
+NARROW_LANES = PK_NARROW_L

@@ -1,10 +1,10 @@
 # ===========================================================================
 # maxpool_narrow.pxi: MaxPoolNarrow, float32 NCHW MaxPool of ranks 1-2 without
-# Indices on planes whose input and output rows fit one vector (8 values
-# with AVX2, 4 with SSE2) and W stride 1 (strategy NARROW).
+# Indices on planes whose input and output rows fit two vectors (16 values
+# with AVX2, 32 in the AVX-512 build, 8 with SSE2) and W stride 1 (strategy NARROW).
 #
-# A work item is a plane: each input row reduced along W in one vector, each
-# output row the maximum of its window's reduced rows, all in registers
+# A work item is a plane: each input row reduced along W in a vector per strip
+# of columns, each output row the maximum of its window's reduced rows, in registers
 # (include/pooling_narrow.h has the loops and why they are exact).  The 7x7
 # planes of GoogLeNet's and Inception's last branch pools (1x832x7x7 k3 s1
 # p1) are this shape; there the other kernels' set-up per plane and per row,
@@ -26,14 +26,14 @@ cdef class MaxPoolNarrow(_Launch):
         cdef Geom* g = &self.g
         self.planes = x_shape[0]
         if (ctype != "float" or g.D != 1 or g.OD != 1 or g.sw != 1 or g.H < 1 or g.OH < 1
-                or not 1 <= g.W <= PK_NARROW_LANES or not 1 <= g.OW <= PK_NARROW_LANES
+                or not 1 <= g.W <= PK_NARROW_WIDTH or not 1 <= g.OW <= PK_NARROW_WIDTH
                 or not 1 <= g.kw <= PK_NARROW_MAX_K or g.pw < 0 or g.ph < 0):
-            raise ValueError(f"MaxPoolNarrow: float32 planes with rows of at most {PK_NARROW_LANES} "
+            raise ValueError(f"MaxPoolNarrow: float32 planes with rows of at most {PK_NARROW_WIDTH} "
                              f"values in and out and a W stride of 1, got {ctype} input {x_shape[1:]}, "
                              f"output {y_shape[1:]}, kernel {kernel}, strides {strides}")
         self.margin = pk_narrow_margin(g.kw, g.dw) + g.pw
         # per thread: the reduced rows (H vectors) and a copy of a plane with margins
-        self.per_thread = _padded(g.H * PK_NARROW_LANES + g.H * g.W + 2 * self.margin, 4)
+        self.per_thread = _padded(g.H * PK_NARROW_L + g.H * g.W + 2 * self.margin, 4)
         self.units = self.planes
         self.xsize, self.ysize = self.planes * g.H * g.W, self.planes * g.OH * g.OW
         self.n_threads = max(1, min(n_threads, self.units))
@@ -62,7 +62,7 @@ cdef void _narrow_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noe
     cdef Geom gc = j.g[0]
     cdef const Geom* g = &gc
     cdef float* hb = <float*>j.hv + tid * j.vs
-    cdef float* copy = hb + g.H * PK_NARROW_LANES
+    cdef float* copy = hb + g.H * PK_NARROW_L
     cdef const float* x
     cdef float* y
     cdef Py_ssize_t p = begin, q, done, i

@@ -47,6 +47,7 @@ class MaxPoolRows:
     def __call__(
         self, x: npt.NDArray[np.generic], y: npt.NDArray[np.generic], indices: None,
     ) -> None: ...
+NARROW_WIDTH: int
 NARROW_LANES: int
 class MaxPoolNarrow:
     def __init__(

@@ -81,8 +81,10 @@ def choose_strategy(plan, kind, n_threads, with_indices):
                   = output * kernel on every axis), a W kernel of 2,
                   scratch within _PLANES_LIMIT
     NCHW          float32, no Indices, stride 1 and an output of the     NARROW
-                  input's shape, rows of at most the build's float32
-                  lanes (8 in the AVX2 build, 4 in the baseline one)
+                  input's shape, windows of 3 to 5 taps per axis on
+                  rows of at most two vectors (16 values in the AVX2
+                  build, 32 from the AVX-512 one, 8 in the baseline),
+                  or of 2 taps on rows of one vector
     NCHW, 2-D     float32, no Indices, windows of at most 3x3, stride 1  ROWS_FIRST
                   along W or 2 with a 2- or 3-wide window, or k4 s4
                   along W; rows of 8 to 4096 in (8 or more out), no
@@ -147,9 +149,16 @@ def choose_strategy(plan, kind, n_threads, with_indices):
       1x832x7x7 k3 s1 p1 0.34-0.64 / 0.44 of INTERLEAVED's time (onnxruntime 1.8x slower than
       NARROW at one thread), 8x528x7x7 0.28 / 0.32, 1x256x4x4 0.79 / 0.81, k2 s1 1x1024x7x7 0.82
       / 0.71, k5 s1 p2 1x832x7x7 0.95 / 0.73, 1x512x8x8 k3 s1 p1 0.46 / 0.57 of ROWS_FIRST's,
-      1x64x100x7 0.22 / 0.29 of PLANES'. Not chosen where the output is smaller than the input
-      or strided (its general form reduces every row first): 1x2048x6x6 k3 without pads 1.39 /
-      1.32 of INTERLEAVED's time, 1x512x8x8 k3 s(2,1) 1.23 / 1.20 of ROWS_FIRST's.
+      1x64x100x7 0.22 / 0.29 of PLANES'. Rows of two vectors (AVX2 build: 1x1024x14x14 k3 s1 p1
+      0.71 / 0.60 of ROWS_FIRST's time, 1x256x16x16 k5 s1 p2 0.39 / 0.46 of PLANES'; from the
+      AVX-512 build on Zen 5: YOLOv5 SPPF 1x256x20x20 k5 0.76 / 0.82 of PLANES' (itself from the
+      AVX-512 build), YOLOv3 SPP k5 1x512x19x19 0.70 / 0.72, 1x192x28x28 k3 0.77 / 0.78 of
+      ROWS_FIRST's). Not chosen: for k2 on two vectors (1x512x13x13 k2 s1 in the AVX2 build 1.21
+      / 1.02 of ROWS_FIRST's time; one vector of the AVX-512 build 0.70 / 0.67), for windows of
+      more than 5 taps (its rolling rows cost O(k) per axis: SPP k9 on 19x19 1.9x, k13 on 13x13
+      1.2x PLANES' time), nor where the output is smaller than the input or strided (its general
+      form reduces every row first): 1x2048x6x6 k3 without pads 1.39 / 1.32 of INTERLEAVED's
+      time, 1x512x8x8 k3 s(2,1) 1.23 / 1.20 of ROWS_FIRST's.
     - INTERLEAVED copies blocks of 32 bytes of planes per pixel channels-last into padded
       scratch, so every tap is one vector combine of whole pixels (maxpool_interleaved.pxi).
       Forced against the chosen strategy (PLANES, FUSED), AMD EPYC Zen 3 2-core KVM, AVX2
@@ -191,7 +200,7 @@ def choose_strategy(plan, kind, n_threads, with_indices):
     if (not with_indices and plan.kernel[-1] == 2 and not _whole_plane(plan)
             and serves(Strategy.TILES, plan, kind, with_indices)):
         return Strategy.TILES
-    if (not with_indices and _same_shape(plan) and serves(Strategy.NARROW, plan, kind, with_indices)):
+    if not with_indices and _narrow_pays(plan) and serves(Strategy.NARROW, plan, kind, with_indices):
         return Strategy.NARROW
     if (not with_indices and len(plan.spatial) == 2 and plan.spatial[-1] <= _ROWS_CHOSEN
             and serves(Strategy.ROWS_FIRST, plan, kind, with_indices)):
@@ -521,10 +530,20 @@ def _same_shape(plan):
     return plan.out_shape[2:] == plan.spatial and all(s == 1 for s in plan.strides)
 
 
+def _narrow_pays(plan):
+    """Whether NARROW beats the other kernels (choose_strategy's table says why): stride 1 and an
+    output of the input's shape, windows of at most 5 taps per axis, and 2-tap windows only on
+    rows one vector holds."""
+    if not _same_shape(plan) or max(plan.kernel) > 5:
+        return False
+    core = _narrow_core(plan)
+    return core is not None and (min(plan.kernel) >= 3 or plan.spatial[-1] <= core.NARROW_LANES)
+
+
 def _narrow(plan, kind):
     """Whether NARROW's kernel computes this call (include/pooling_narrow.h): float32, input and
-    output rows of at most the build's float32 lanes (8 with AVX2, 4 without), a W stride of 1
-    (one that takes effect) and at most _NARROW_MAX_K taps along W."""
+    output rows of at most two vectors of the build it runs from (16 with AVX2, 32 with AVX-512,
+    8 without), a W stride of 1 (one that takes effect) and at most _NARROW_MAX_K taps along W."""
     if KINDS[kind].ctype != "float" or min(plan.spatial) == 0 or min(plan.out_shape) == 0:
         return False
     kernel, strides = _promote(plan)[2:4]
@@ -532,16 +551,18 @@ def _narrow(plan, kind):
 
 
 def _narrow_core(plan):
-    """The build NARROW runs from: the process's where its lanes hold the rows (8 in the AVX2
-    build), else the AVX-512 one (16 lanes) where _dispatch.WIDE_FASTER names NARROW for this
-    CPU (its 16-lane form was slower on rows of 8 or fewer: 7x7 1.4-1.6x the AVX2 build's time);
-    None where neither holds them."""
+    """The build NARROW runs from, or None where none holds the rows: of the process's build and
+    the AVX-512 one (where _dispatch.WIDE_FASTER names NARROW for this CPU), the one whose vectors
+    take the rows in the fewest strips, the process's on a tie (on 7x7 rows the AVX-512 build's
+    16 lanes were 1.4-1.6x slower than the AVX2 build's 8)."""
     spatial, out = _promote(plan)[:2]
     width = max(spatial[2], out[2])
+    best = None
     for core in (_core, _dispatch.kernels_for(Strategy.NARROW.value, 1, 4)):
-        if width <= core.NARROW_LANES:
-            return core
-    return None
+        if width <= core.NARROW_WIDTH and (best is None or -(-width // core.NARROW_LANES)
+                                           < -(-width // best.NARROW_LANES)):
+            best = core
+    return best
 
 
 def _build_narrow(plan, kind, nt, act, inf_bits, with_indices):
