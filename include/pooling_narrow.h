@@ -1,7 +1,7 @@
 /* Strategy NARROW (src/kernels/maxpool_narrow.pxi): float32 NCHW MaxPool without Indices whose
- * input and output rows fit two vectors (W, OW <= twice the build's float32 lanes L: 32 in the
- * AVX-512 build, 16 with AVX2, 8 with SSE2) and whose W stride is 1: the 7x7 planes of Inception's
- * last branch pools and the 13x13 to 20x20 ones of YOLO's SPPF/SPP, with hundreds of channels,
+ * input and output rows fit three vectors (W, OW <= three times the build's float32 lanes L: 48
+ * in the AVX-512 build, 24 with AVX2, 12 with SSE2) and whose W stride is 1: the 7x7 planes of Inception's
+ * last branch pools, the 13x13 to 40x40 ones of YOLO's SPPF/SPP, Inception-v3's 35x35, with hundreds of channels,
  * where every other kernel pays a set-up per plane or per row (or a transpose) that costs more
  * than the compares.  A plane at a time, a strip of L columns at a time, in registers:
  *
@@ -22,7 +22,7 @@
  * checked (lanes below W of each strip's unshifted load), and pk_narrow_f32 returns the first
  * plane holding one; the caller redoes it with the exact compare.
  *
- * Loads reach pw values before a row and up to 2L - 1 + (kw - 1) * dw - pw after its start
+ * Loads reach pw values before a row and up to 3L - 1 + (kw - 1) * dw - pw after its start
  * (pk_narrow_margin): the caller hands the planes that near the array's ends over in a copy
  * with margins.
  *
@@ -147,8 +147,8 @@ static inline void pk_nw_lane_masks(pk_nw_m* masks, pk_nw_m* valid, ptrdiff_t W,
 
 #endif
 
-/* The widest rows (two vectors of this build's float32 lanes) and the most taps per axis. */
-#define PK_NARROW_STRIPS 2
+/* The widest rows (three vectors of this build's float32 lanes) and the most taps per axis. */
+#define PK_NARROW_STRIPS 3
 #define PK_NARROW_WIDTH (PK_NARROW_STRIPS * PK_NARROW_L)
 #define PK_NARROW_MAX_K 16
 
@@ -271,7 +271,7 @@ static inline int pk_narrow_strip(const float* x, float* y, ptrdiff_t H, ptrdiff
 }
 
 /* Planes [0, n) of x (H x W each) into y (OH x OW each), through hb (H vectors of scratch): rows
- * of up to two vectors, as strips of a vector's columns, the last strip first (its stores spill
+ * of up to three vectors, as strips of a vector's columns, the last strip first (its stores spill
  * into the next row's first strip, which is stored after it); the W masks are made once per
  * strip.  Returns the first plane that holds a NaN (it and the planes after it are not done),
  * or n. */

@@ -82,7 +82,7 @@ CHOOSER_CASES = [
     (S.NHWC, _plan((1, 56, 56, 64), 3, 2, 1, "NHWC"), "float32", True),
     (S.NHWC_TRANSPOSED, _plan((1, 4, 4, 4, 4, 2), 2, layout="NHWC"), "float32", False),
     (S.FUSED, _plan((1, 64, 112, 112), 3, 2, 1), "float64", False),
-    (S.PLANES, _plan((1, 256, 40, 40), 5, 1, 2), "float32", False),
+    (S.PLANES, _plan((1, 256, 80, 80), 5, 1, 2), "float32", False),
     (S.PLANES, _plan((1, 512, 19, 19), 9, 1, 4), "float32", False),
     (S.PLANES, _plan((1, 2048, 7, 7), 7, 7), "float16", False),
     (S.FUSED, _plan((2, 32, 32, 56, 56), 3, 2, 1, return_indices=True), "float32", True),
@@ -475,7 +475,8 @@ NARROW_CASES = [
     ((1, 11, 3, 1), dict(kernel_shape=(3, 1), pads=(1, 0, 1, 0))),
     ((2, 5, 4), dict(kernel_shape=(3,), pads=(1, 1))),
     ((2, 5, 7), dict(kernel_shape=(16,), pads=(8, 7))),
-    # rows of 9 to 32: two strips of the AVX2 build's lanes, one or two of the AVX-512 build's;
+    # rows of 9 to 48: two or three strips of the AVX2 build's lanes, one to three of the AVX-512
+    # build's;
     # the rolling forms (k2 with the pad at either end, k3, k5, wider windows of the input's
     # shape), the general form (dilation, an H stride), spills of the second strip
     ((1, 9, 13, 13), dict(kernel_shape=(2, 2), pads=(0, 0, 1, 1))),
@@ -489,6 +490,11 @@ NARROW_CASES = [
     ((1, 2, 9, 9), dict(kernel_shape=(9, 9), pads=(4, 4, 4, 4))),
     ((1, 3, 12, 20), dict(kernel_shape=(3, 3), strides=(2, 1), pads=(1, 1, 1, 1), ceil_mode=True)),
     ((1, 3, 10, 30), dict(kernel_shape=(4, 7), dilations=(1, 2), pads=(1, 6, 2, 6))),
+    ((1, 3, 35, 35), dict(kernel_shape=(3, 3), pads=(1, 1, 1, 1))),
+    ((1, 2, 24, 24), dict(kernel_shape=(3, 3), pads=(1, 1, 1, 1), activation="Relu")),
+    ((1, 2, 40, 40), dict(kernel_shape=(5, 5), pads=(2, 2, 2, 2))),
+    ((1, 3, 6, 48), dict(kernel_shape=(2, 2), pads=(0, 0, 1, 1))),
+    ((1, 3, 7, 45), dict(kernel_shape=(3, 5), strides=(2, 1), pads=(1, 2, 1, 2))),
 ]
 
 
@@ -557,14 +563,16 @@ def test_the_chooser_picks_each_strategy(expected, plan, kind, indices):
     ((1, 512, 13, 13), 2, (0, 0, 1, 1), S.ROWS_FIRST),    # YOLOv3-tiny's k2 s1: on one vector only
     ((1, 256, 20, 20), 5, 2, S.PLANES),                   # YOLOv5's SPPF
     ((1, 192, 28, 28), 3, 1, S.ROWS_FIRST),               # Inception 3a's branch pool
+    ((1, 288, 35, 35), 3, 1, S.ROWS_FIRST),               # Inception-v3's 35x35 branch pool
+    ((1, 256, 40, 40), 5, 2, S.PLANES),                   # YOLOv5's SPPF at 1280
 ])
 def test_narrow_takes_rows_up_to_the_builds_lanes(shape, kernel, pads, wider):
-    """NARROW serves rows of up to two vectors of the build it runs from: 16 values in the AVX2
-    build, 32 where it runs from the AVX-512 build (_dispatch.WIDE_FASTER); in the baseline build
-    (8) wider rows go to the strategy after it.  2-tap windows take it on one vector only."""
+    """NARROW serves rows of up to three vectors of the build it runs from: 24 values in the AVX2
+    build, 48 where it runs from the AVX-512 build (_dispatch.WIDE_FASTER); in the baseline build
+    (12) wider rows go to the strategy after it.  2-tap windows take it on one vector only."""
     plan = _plan(shape, kernel, 1, pads)
     fits = [core for core in _narrow_builds() if core.NARROW_WIDTH >= shape[-1]]
-    if kernel == 2:
+    if kernel == 2:  # (on the build the lane rule picks: the process's where both fit one vector)
         fits = [core for core in fits if core.NARROW_LANES >= shape[-1]]
     want = S.NARROW if fits else wider
     for nt in (1, 2):

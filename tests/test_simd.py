@@ -209,18 +209,19 @@ def test_launches_come_from_the_build_the_rules_name(monkeypatch):
                                    dilations=None, auto_pad="NOTSET", ceil_mode=False, storage_order=0,
                                    return_indices=False, layout="NCHW", activation=None,
                                    activation_params=None, opset=None, index_format="onnx")
-                  for w in (4, 13, 30)}
+                  for w in (4, 13, 20, 40)}
         monkeypatch.setattr(_dispatch, "wide_rules", (("narrow", 1, (4,)),))
         launch.cache_clear()
         for w, plan in narrow.items():
-            # the build whose vectors take the rows in the fewest strips, the process's on a tie
+            # the build whose strips hold the rows in the fewest lanes, then strips, then the process's
             strips = {core: -(-w // core.NARROW_LANES) for core in (process, wide) if w <= core.NARROW_WIDTH}
-            want = min(strips, key=lambda core: (strips[core], core is not process))
+            want = min(strips, key=lambda core: (strips[core] * core.NARROW_LANES, strips[core],
+                                                 core is not process))
             assert type(launch(plan, "float32", 1, False, "narrow")) is want.MaxPoolNarrow
         monkeypatch.setattr(_dispatch, "wide_rules", ())
         launch.cache_clear()
-        assert _maxpool_strategies.serves(Strategy.NARROW, narrow[30], "float32", False) == (
-            process.NARROW_WIDTH >= 30)
+        assert _maxpool_strategies.serves(Strategy.NARROW, narrow[40], "float32", False) == (
+            process.NARROW_WIDTH >= 40)
     finally:
         launch.cache_clear()
 

@@ -1,7 +1,7 @@
 # ===========================================================================
 # maxpool_narrow.pxi: MaxPoolNarrow, float32 NCHW MaxPool of ranks 1-2 without
-# Indices on planes whose input and output rows fit two vectors (16 values
-# with AVX2, 32 in the AVX-512 build, 8 with SSE2) and W stride 1 (strategy NARROW).
+# Indices on planes whose input and output rows fit three vectors (24 values
+# with AVX2, 48 in the AVX-512 build, 12 with SSE2) and W stride 1 (strategy NARROW).
 #
 # A work item is a plane: each input row reduced along W in a vector per strip
 # of columns, each output row the maximum of its window's reduced rows, in registers

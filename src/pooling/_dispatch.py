@@ -94,11 +94,12 @@ BASELINE_FASTER = {
 # (1.28) and int8 (1.14-1.17), whole-plane windows (1.07-1.10), k2 s1 on 13x13 (1.05-1.11), and
 # most other kernels of the sweep (INTERLEAVED 7x7 1.22, 1-D k3 s2 1.24, Col2Im 1.16 in an earlier
 # run).  Not measured on Intel cores nor on Zen 4 (which runs 512-bit operations in two halves).
-# NARROW (float32 planes whose rows fit two vectors) runs from the AVX-512 build where it names
-# NARROW and its 16 lanes take the rows in fewer strips than the AVX2 build's 8
-# (_maxpool_strategies._narrow_core): on Zen 5, one / two threads, 1x512x13x13 k2 s1 0.70 / 0.67 of
+# NARROW (float32 planes whose rows fit three vectors) runs from the AVX-512 build where it names
+# NARROW and its strips of 16 lanes hold the rows in fewer lanes, or as many in fewer strips, than
+# the AVX2 build's of 8 (_maxpool_strategies._narrow_core): on Zen 5, one / two threads, 1x512x13x13 k2 s1 0.70 / 0.67 of
 # ROWS_FIRST's time (the AVX2 build's two strips 1.21 / 1.02), YOLOv5 SPPF 1x256x20x20 k5 s1 p2
-# 0.76 / 0.82 of PLANES' (from the AVX-512 build too), YOLOv3 SPP k5 1x512x19x19 0.70 / 0.72.
+# 0.76 / 0.82 of PLANES' (from the AVX-512 build too), YOLOv3 SPP k5 1x512x19x19 0.70 / 0.72,
+# Inception-v3 1x288x35x35 k3 s1 p1 0.89 / 0.84 of ROWS_FIRST's, SPPF 1x256x40x40 0.64 / 0.63.
 WIDE_FASTER = {
     ("AuthenticAMD", (0x1A,)): (("planes", 1, (4,)), ("narrow", 1, (4,))),
 }

@@ -82,8 +82,8 @@ def choose_strategy(plan, kind, n_threads, with_indices):
                   scratch within _PLANES_LIMIT
     NCHW          float32, no Indices, stride 1 and an output of the     NARROW
                   input's shape, windows of 3 to 5 taps per axis on
-                  rows of at most two vectors (16 values in the AVX2
-                  build, 32 from the AVX-512 one, 8 in the baseline),
+                  rows of at most three vectors (24 values in the AVX2
+                  build, 48 from the AVX-512 one, 12 in the baseline),
                   or of 2 taps on rows of one vector
     NCHW, 2-D     float32, no Indices, windows of at most 3x3, stride 1  ROWS_FIRST
                   along W or 2 with a 2- or 3-wide window, or k4 s4
@@ -542,8 +542,8 @@ def _narrow_pays(plan):
 
 def _narrow(plan, kind):
     """Whether NARROW's kernel computes this call (include/pooling_narrow.h): float32, input and
-    output rows of at most two vectors of the build it runs from (16 with AVX2, 32 with AVX-512,
-    8 without), a W stride of 1 (one that takes effect) and at most _NARROW_MAX_K taps along W."""
+    output rows of at most three vectors of the build it runs from (24 with AVX2, 48 with AVX-512,
+    12 without), a W stride of 1 (one that takes effect) and at most _NARROW_MAX_K taps along W."""
     if KINDS[kind].ctype != "float" or min(plan.spatial) == 0 or min(plan.out_shape) == 0:
         return False
     kernel, strides = _promote(plan)[2:4]
@@ -552,16 +552,19 @@ def _narrow(plan, kind):
 
 def _narrow_core(plan):
     """The build NARROW runs from, or None where none holds the rows: of the process's build and
-    the AVX-512 one (where _dispatch.WIDE_FASTER names NARROW for this CPU), the one whose vectors
-    take the rows in the fewest strips, the process's on a tie (on 7x7 rows the AVX-512 build's
-    16 lanes were 1.4-1.6x slower than the AVX2 build's 8)."""
+    the AVX-512 one (where _dispatch.WIDE_FASTER names NARROW for this CPU), the one whose strips
+    hold the rows in the fewest lanes, then the fewest strips, then the process's.  (Zen 5: on
+    7x7 rows 16 lanes were 1.4-1.6x slower than 8; on 20x20 three strips of 8 took 0.86 of the
+    time of two of 16; on 13x13 one strip of 16 took 0.58 of two of 8.)"""
     spatial, out = _promote(plan)[:2]
     width = max(spatial[2], out[2])
-    best = None
-    for core in (_core, _dispatch.kernels_for(Strategy.NARROW.value, 1, 4)):
-        if width <= core.NARROW_WIDTH and (best is None or -(-width // core.NARROW_LANES)
-                                           < -(-width // best.NARROW_LANES)):
-            best = core
+    best, best_key = None, None
+    for rank, core in enumerate((_core, _dispatch.kernels_for(Strategy.NARROW.value, 1, 4))):
+        if width <= core.NARROW_WIDTH:
+            strips = -(-width // core.NARROW_LANES)
+            key = (strips * core.NARROW_LANES, strips, rank)
+            if best_key is None or key < best_key:
+                best, best_key = core, key
     return best
 
 
