@@ -19,8 +19,9 @@
  * unless the later one is strictly greater (maxps with the new value first), so ties (-0.0
  * against +0.0) resolve as in the contract, and a -inf put in for a missing tap has the bits of
  * any -inf it ties with.  Only NaN breaks the cheap compare: every input value of the plane is
- * checked (lanes below W of each strip's unshifted load), and pk_narrow_f32 returns the first
- * plane holding one; the caller redoes it with the exact compare.
+ * checked (lanes below W of each strip's unshifted load, and the columns past the strips where
+ * the output is narrower than the input), and pk_narrow_f32 returns the first plane holding one;
+ * the caller redoes it with the exact compare.
  *
  * Loads reach pw values before a row and up to 3L - 1 + (kw - 1) * dw - pw after its start
  * (pk_narrow_margin): the caller hands the planes that near the array's ends over in a copy
@@ -258,9 +259,9 @@ static inline int pk_narrow_strip(const float* x, float* y, ptrdiff_t H, ptrdiff
     y += c0;
     if (sh == 1 && dh == 1 && OH == H && OW == W && dw == 1) {   /* the "same" windows roll */
         if (kh == 3 && kw == 3)
-            return pk_narrow_roll(x, y, H, W, c0, mk, 3, 1, 3, 1, 1, neg);
+            return pk_narrow_roll(x, y, H, W, c0, mk, 3, ph, 3, 1, pw, neg);
         if (kh == 5 && kw == 5)
-            return pk_narrow_roll(x, y, H, W, c0, mk, 5, 2, 5, 1, 2, neg);
+            return pk_narrow_roll(x, y, H, W, c0, mk, 5, ph, 5, 1, pw, neg);
         if (kh == 2 && kw == 2)
             return ph ? pk_narrow_roll(x, y, H, W, c0, mk, 2, 1, 2, 1, pw, neg)
                       : pk_narrow_roll(x, y, H, W, c0, mk, 2, 0, 2, 1, pw, neg);
@@ -286,11 +287,18 @@ static inline ptrdiff_t pk_narrow_f32(const float* x, float* y, ptrdiff_t n, ptr
     memset(mk, 0, sizeof mk);
     for (j = 0; j < strips; j++)
         pk_nw_lane_masks(mk[j].tap, &mk[j].valid, W, j * PK_NARROW_L, kw, dw, pw);
-    for (p = 0; p < n; p++)
+    for (p = 0; p < n; p++) {
+        /* input columns past the strips (an output narrower than the input) are read by the
+         * taps but not checked by the strips: checked here */
+        for (ptrdiff_t r = 0; r < H && W > strips * PK_NARROW_L; r++)
+            for (ptrdiff_t c = strips * PK_NARROW_L; c < W; c++)
+                if (x[p * H * W + r * W + c] != x[p * H * W + r * W + c])
+                    return p;
         for (j = strips - 1; j >= 0; j--)
             if (pk_narrow_strip(x + p * H * W, y + p * OH * OW, H, W, OH, OW, j * PK_NARROW_L, kh, rows,
                                 sh, dh, ph, kw, dw, pw, &mk[j], neg, hb))
                 return p;
+    }
     return n;
 }
 

@@ -556,6 +556,62 @@ def test_the_chooser_picks_each_strategy(expected, plan, kind, indices):
     assert choose_strategy(plan, kind, 2, indices) is expected
 
 
+@pytest.mark.parametrize("shape, attrs, nan_at", [
+    # a "same" k3 window with both pads above the row (the rolling form's rows start at -ph)
+    ((1, 7, 18, 18), dict(kernel_shape=(3, 3), pads=(2, 1, 0, 1)), None),
+    ((1, 5, 9, 11), dict(kernel_shape=(5, 5), pads=(0, 4, 4, 0)), None),
+    # an output narrower than the input: the taps read columns past the strips, checked apart
+    ((1, 4, 10, 10), dict(kernel_shape=(1, 6), dilations=(2, 2), pads=(0, 0, 0, 4)), (2, 3, 9)),
+    ((1, 4, 10, 30), dict(kernel_shape=(2, 9), dilations=(1, 3)), (2, 5, 29)),
+    # windows wholly in the padding, in a plane redone with the exact compare: the empty value
+    ((1, 9, 1, 7), dict(kernel_shape=(2, 3), strides=(2, 1), dilations=(2, 1), pads=(1, 2, 0, 0),
+                        ceil_mode=True), (3, 0, 4)),
+])
+def test_narrow_geometries_the_fuzzing_found(shape, attrs, nan_at, rng):
+    """NARROW against the twin on geometries a fuzz run (random windows, values from {-1, -0.0, 0,
+    1, 2, +-inf} and NaN) found wrong, wherever a build here serves them."""
+    x = rng.choice(np.array([-1.0, -0.0, 0.0, 1.0, 2.0, np.inf, -np.inf], np.float32), size=shape)
+    if nan_at is not None:
+        x[(0,) + nan_at] = np.nan
+    want = reference.max_pool(x, **attrs)
+    if not serves(S.NARROW, _plan(x.shape, **attrs), "float32", False):
+        pytest.skip("rows wider than NARROW takes here")
+    for nt in (1, 2):
+        assert_same(pooling.max_pool(x, n_threads=nt, _strategy=S.NARROW, **attrs), want)
+
+
+def test_narrow_random_geometries(rng):
+    """NARROW forced on random geometries it serves here (planes up to 49 wide and 19 tall, windows
+    of 1-6 taps with pads, dilation, an H stride and ceil_mode, 1-D too) over values with ties of
+    -0.0/+0.0, infinities and a NaN in some, against the twin bit for bit (the fuzz run that found
+    the cases above, kept)."""
+    values = np.array([-1.0, -0.0, 0.0, 1.0, 2.0, np.inf, -np.inf], np.float32)
+    done = 0
+    for _ in range(1500):
+        rank = 2 if rng.random() < 0.85 else 1
+        W, H, planes = int(rng.integers(1, 50)), int(rng.integers(1, 20)), int(rng.integers(1, 40))
+        k = tuple(int(v) for v in rng.integers(1, 7, size=rank))
+        attrs = dict(kernel_shape=k,
+                     strides=(int(rng.integers(1, 3)), 1)[2 - rank:],
+                     dilations=tuple(int(v) for v in rng.integers(1, 3, size=rank)),
+                     pads=tuple(int(rng.integers(0, kk)) for kk in k + k),
+                     ceil_mode=bool(rng.random() < 0.3))
+        shape = (1, planes, H, W)[:2] + ((H, W) if rank == 2 else (W,))
+        try:
+            plan = _plan(shape, **attrs)
+        except ValueError:
+            continue
+        if not serves(S.NARROW, plan, "float32", False):
+            continue
+        x = rng.choice(values, size=shape) if rng.random() < 0.7 else rng.standard_normal(shape).astype(np.float32)
+        if rng.random() < 0.2:
+            x.reshape(-1)[rng.integers(0, x.size)] = np.nan
+        assert_same(pooling.max_pool(x, n_threads=int(rng.integers(1, 4)), _strategy=S.NARROW, **attrs),
+                    reference.max_pool(x, **attrs))
+        done += 1
+    assert done >= 100, done
+
+
 @pytest.mark.parametrize("shape, kernel, pads, wider", [
     ((1, 832, 7, 7), 3, 1, S.INTERLEAVED),        # Inception 5b's branch pool
     ((1, 512, 8, 8), 3, 1, S.ROWS_FIRST),

@@ -14,7 +14,8 @@
 # ===========================================================================
 
 cdef void _rows_exact(const float* x, float* y, const Geom* g) noexcept nogil:
-    """One plane, window by window in tap order with the exact compare (rare planes only)."""
+    """One plane, window by window in tap order with the exact compare (rare planes only; a
+    window wholly in the padding, which NARROW's planes may have, is the empty value -inf)."""
     cdef Py_ssize_t oh, ow, th, tw, h0, w0
     cdef float m, v
     cdef bint first
@@ -23,7 +24,7 @@ cdef void _rows_exact(const float* x, float* y, const Geom* g) noexcept nogil:
         for ow in range(g.OW):
             w0 = ow * g.sw - g.pw
             first = True
-            m = 0
+            m = _empty_value(<float>0, 0)
             for th in range(g.thr[2 * oh], g.thr[2 * oh + 1]):
                 for tw in range(g.twr[2 * ow], g.twr[2 * ow + 1]):
                     v = x[(h0 + th * g.dh) * g.W + w0 + tw * g.dw]
