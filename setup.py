@@ -1,7 +1,7 @@
 """Build pooling._core from src/_core.pyx (and its includes, src/kernels/*.pxi).
 
 Four extensions: the kernels three times, pooling._core (baseline),
-pooling._core_avx2 (AVX2 + FMA) and pooling._core_avx512 (AVX-512 F/BW/VL/DQ with
+pooling._core_avx2 (AVX2 + FMA) and pooling._core_avx512 (AVX-512 F/VL/DQ with
 512-bit vectors preferred; each where the compiler can), and pooling._runtime
 (src/_runtime.pyx: helpers that are not kernels), built once with the
 baseline flags.
@@ -92,8 +92,9 @@ def _avx2_flags(compiler):
 
 
 def _avx512_flags(compiler):
-    """Flags that compile AVX-512 (F, BW, VL, DQ) code that the compiler vectorises with 512-bit
-    vectors, or None.  Not with MSVC, whose AVX-512 code was never measured."""
+    """Flags that compile AVX-512 (F, VL, DQ) code that the compiler vectorises with 512-bit
+    vectors, or None.  Not with MSVC, whose AVX-512 code was never measured.  Not BW: with it,
+    gcc 12.2's build gave wrong float16 whole-plane maxima (docs/design.md, SIMD builds)."""
     if compiler.compiler_type == "msvc":
         return None
     flags = ["-mavx2", "-mfma", "-mavx512f", "-mavx512vl", "-mavx512dq",

@@ -85,8 +85,9 @@ BASELINE_FASTER = {
 
 # (vendor, CPU families) -> MaxPool kernels whose AVX-512 build measured faster than their AVX2
 # build there, without Indices, as BASELINE_FASTER's entries.  The AVX-512 build is the same source
-# compiled with -mavx512f/bw/vl/dq -mprefer-vector-width=512: the loops the compiler vectorises
-# widen to 16 float32 lanes, the hand-written 256-bit code does not.  Zen 5 (family 0x1A, 2-core
+# compiled with -mavx512f/vl/dq -mprefer-vector-width=512 (not BW: setup.py says why): the loops the
+# compiler vectorises widen to 16 float32 lanes, the hand-written 256-bit code does not (NARROW's
+# header widens its own vectors to 512 bits there).  Zen 5 (family 0x1A, 2-core
 # KVM; `python bench/compare.py --against src --before-env POOLING_SIMD=avx512 --zoo`, and forced
 # PLANES on the zoo's stride-1 shapes, interleaved processes, medians): PLANES with a W stride of
 # 1 in float32, YOLO SPPF/SPP k5-k13 on 13x13 to 40x40 planes, 0.75-0.92 of the AVX2 build's time

@@ -54,7 +54,7 @@ class Strategy(enum.Enum):
     TILES = "tiles"                      # windows that tile the input exactly, as flat passes (NCHW)
     INTERLEAVED = "interleaved"          # blocks of planes channels-last in padded scratch (NCHW, ranks 1-2)
     ROWS_FIRST = "rows_first"            # float32 windows up to 3x3: window rows first, then W (NCHW, ranks 1-2)
-    NARROW = "narrow"                    # float32 planes whose rows fit one vector, in registers (NCHW, ranks 1-2)
+    NARROW = "narrow"                    # float32 planes whose rows fit 1-3 vectors, in registers (NCHW, ranks 1-2)
     FUSED = "fused"                      # fused two-pass kernel over N*C planes (NCHW, ranks 1-3)
     DEPTH_FIRST = "depth_first"          # 3-D: reduce the depth window first, then pool in 2-D
     DEPTH_SPLIT = "depth_split"          # 3-D: FUSED on every depth slice, then along depth
@@ -142,9 +142,10 @@ def choose_strategy(plan, kind, n_threads, with_indices):
       beat PLANES, INTERLEAVED and FUSED (0.45-0.97 of the best of them) but on 10x10 (INTERLEAVED
       0.74). float32 only: the other dtypes already beat the peers by 2-30x here. DEPTH_SPLIT uses
       it for its 2-D stage where it serves the slices.
-    - NARROW reduces each input row of a plane along W in one vector (the taps' lanes outside
-      the row masked to -inf), then each output row from its window's reduced rows, in registers;
-      k3 s1 p1 rolls three reduced rows (include/pooling_narrow.h). Forced against the previous
+    - NARROW reduces each input row of a plane along W in one vector per strip of columns (the
+      taps' lanes outside the row masked to -inf), then each output row from its window's reduced
+      rows, in registers; windows of the input's shape roll their reduced rows
+      (include/pooling_narrow.h). Forced against the previous
       choice, AMD EPYC Zen 5 2-core KVM, AVX2 build, medians, one / two threads: Inception 5b
       1x832x7x7 k3 s1 p1 0.34-0.64 / 0.44 of INTERLEAVED's time (onnxruntime 1.8x slower than
       NARROW at one thread), 8x528x7x7 0.28 / 0.32, 1x256x4x4 0.79 / 0.81, k2 s1 1x1024x7x7 0.82
