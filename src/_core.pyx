@@ -18,6 +18,7 @@ both builds are in pooling._runtime (_runtime.pyx), built once.
 # compare helpers inline into every loop and the AVX2 twin needs nothing of its
 # own.  Where each of pooling.maxpool's strategies has its loop:
 #   NHWC kernel                 MaxPoolNHWC      kernels/maxpool_nhwc.pxi
+#   NHWC, channels in registers MaxPoolNHWC(blocks=True), same file
 #   whole planes (ranks 1-2)    MaxPoolPlanes    kernels/maxpool_planes.pxi
 #   exact tiles (ranks 1-3)     MaxPoolTiles     kernels/maxpool_tiles.pxi
 #   interleaved (ranks 1-2)     MaxPoolInterleaved  kernels/maxpool_interleaved.pxi

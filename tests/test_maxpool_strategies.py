@@ -79,7 +79,13 @@ def _plan(x_shape, kernel_shape, strides=None, pads=None, layout="NCHW", return_
 
 
 CHOOSER_CASES = [
+    # NHWC: float32 without Indices on a vector of channels or more takes NHWC_BLOCKS
     (S.NHWC, _plan((1, 56, 56, 64), 3, 2, 1, "NHWC"), "float32", True),
+    (S.NHWC, _plan((1, 56, 56, 64), 3, 2, 1, "NHWC"), "float64", False),
+    (S.NHWC, _plan((1, 56, 56, 3), 3, 2, 1, "NHWC"), "float32", False),
+    (S.NHWC_BLOCKS, _plan((1, 56, 56, 64), 3, 2, 1, "NHWC"), "float32", False),
+    (S.NHWC_BLOCKS, _plan((8, 40, 40, 256), 5, 1, 2, "NHWC"), "float32", False),
+    (S.NHWC_BLOCKS, _plan((2, 8, 28, 28, 16), 3, 2, 1, "NHWC"), "float32", False),
     (S.NHWC_TRANSPOSED, _plan((1, 4, 4, 4, 4, 2), 2, layout="NHWC"), "float32", False),
     (S.FUSED, _plan((1, 64, 112, 112), 3, 2, 1), "float64", False),
     (S.PLANES, _plan((1, 256, 80, 80), 5, 1, 2), "float32", False),
@@ -498,10 +504,35 @@ NARROW_CASES = [
 ]
 
 
+# NHWC_BLOCKS' paths (float32 channels-last, channels in blocks of four vectors, then single
+# vectors, then one vector ending at C): channels of one vector (16, the AVX-512 build's), of
+# blocks and single vectors with a tail (19, 67), the stem's k3 s2 p1, SPPF's k5 s1 p2, k2 s2,
+# ceil_mode's partial windows, dilation (every tap checked for NaN), a stride wider than the
+# window (columns no window reads), asymmetric pads, pads as wide as the window (windows without
+# a tap: the exact loop), 1-D and 3-D, fused activations.
+NHWC_BLOCKS_CASES = [
+    ((1, 14, 14, 16), dict(kernel_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1))),
+    ((2, 9, 11, 19), dict(kernel_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1))),
+    ((1, 12, 10, 67), dict(kernel_shape=(5, 5), pads=(2, 2, 2, 2))),
+    ((1, 8, 8, 40), dict(kernel_shape=(2, 2), strides=(2, 2))),
+    ((1, 7, 9, 16), dict(kernel_shape=(3, 3), strides=(2, 2), ceil_mode=True, activation="Relu")),
+    ((1, 9, 9, 24), dict(kernel_shape=(3, 2), dilations=(2, 3), pads=(2, 1, 1, 3))),
+    ((1, 11, 13, 16), dict(kernel_shape=(2, 2), strides=(3, 4))),
+    ((1, 6, 7, 17), dict(kernel_shape=(4, 3), strides=(2, 1), pads=(0, 2, 3, 0),
+                         activation="Clip", activation_params=(-0.5, 1.0))),
+    ((1, 4, 5, 16), dict(kernel_shape=(2, 2), strides=(3, 3), pads=(2, 2, 2, 2))),
+    ((3, 23, 33), dict(kernel_shape=(4,), strides=(3,), pads=(1, 2))),
+    ((1, 5, 9, 8, 20), dict(kernel_shape=(2, 3, 3), strides=(1, 2, 2), pads=(1, 1, 1, 0, 1, 1))),
+    ((1, 6, 5, 7, 16), dict(kernel_shape=(3, 2, 2), strides=(2, 1, 2), dilations=(2, 1, 1),
+                            ceil_mode=True)),
+]
+
+
 # The window cases of the strategies that serve only some geometries, forced.
 OWN_CASES = ([(S.PLANES, *c) for c in PLANES_CASES] + [(S.TILES, *c) for c in TILES_CASES]
              + [(S.INTERLEAVED, *c) for c in INTERLEAVED_CASES])
-FLOAT32_CASES = [(S.NARROW, *c) for c in NARROW_CASES]
+FLOAT32_CASES = ([(S.NARROW, *c) for c in NARROW_CASES]
+                 + [(S.NHWC_BLOCKS, shape, dict(attrs, layout="NHWC")) for shape, attrs in NHWC_BLOCKS_CASES])
 
 
 @pytest.mark.parametrize("data", ["plain", "special", "zeros"])
@@ -540,6 +571,8 @@ def test_float32_window_cases_against_the_twin(strategy, shape, attrs, data, rng
         if data == "nan-plane":
             x.reshape(-1)[x.size // 2] = np.nan
     want = reference.max_pool(x, **attrs)
+    if strategy is S.NHWC_BLOCKS:
+        assert serves(strategy, _plan(x.shape, **attrs), "float32", False)
     if not serves(strategy, _plan(x.shape, **attrs), "float32", False):
         width = max(core.NARROW_WIDTH for core in _narrow_builds())
         assert strategy is S.NARROW and max(shape[-1], want.shape[-1]) > width
@@ -633,6 +666,27 @@ def test_narrow_takes_rows_up_to_the_builds_lanes(shape, kernel, pads, wider):
     want = S.NARROW if fits else wider
     for nt in (1, 2):
         assert choose_strategy(plan, "float32", nt, False) is want
+
+
+@pytest.mark.parametrize("shape, attrs", [
+    ((1, 7, 9, 16), dict(kernel_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1))),
+    ((1, 8, 7, 16), dict(kernel_shape=(5, 5), pads=(2, 2, 2, 2))),
+    ((1, 9, 9, 16), dict(kernel_shape=(3, 3), strides=(2, 2), ceil_mode=True)),
+    ((1, 9, 10, 16), dict(kernel_shape=(2, 3), strides=(3, 2), pads=(0, 1, 2, 0))),
+    ((1, 9, 10, 16), dict(kernel_shape=(3, 2), dilations=(2, 2), pads=(1, 0, 0, 1))),
+    ((1, 5, 6, 7, 16), dict(kernel_shape=(3, 2, 3), strides=(2, 2, 1), pads=(1, 0, 1, 1, 1, 1))),
+])
+def test_nhwc_blocks_finds_a_nan_at_every_pixel(shape, attrs, rng):
+    """NHWC_BLOCKS looks for NaN only in each output row's own taps (the first stride's worth of
+    each window, and all of the last window's): a NaN put at each pixel in turn, in one channel,
+    must reach the output as the twin says."""
+    attrs = dict(attrs, layout="NHWC")
+    base = rng.standard_normal(shape).astype(np.float32)
+    for pixel in np.ndindex(*shape[1:-1]):
+        x = base.copy()
+        x[(0,) + pixel + (int(rng.integers(shape[-1])),)] = np.nan
+        assert_same(pooling.max_pool(x, n_threads=2, _strategy=S.NHWC_BLOCKS, **attrs),
+                    reference.max_pool(x, **attrs))
 
 
 def test_the_chooser_reaches_every_strategy():

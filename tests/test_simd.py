@@ -91,7 +91,7 @@ def test_baseline_rules_by_cpu_family(monkeypatch, cpu, expected):
 
 
 @pytest.mark.parametrize("cpu, expected", [
-    (("AuthenticAMD", 0x1A), {"planes", "narrow"}),   # Zen 5: measured
+    (("AuthenticAMD", 0x1A), {"planes", "narrow", "nhwc_blocks"}),   # Zen 5: measured
     (("AuthenticAMD", 0x19), set()),                  # Zen 4 (512-bit operations in halves): not measured
     (("GenuineIntel", 6), set()),                     # not measured
     (("", 0), set()),
@@ -130,7 +130,7 @@ ALL_SIZES = (1, 2, 4, 8)
     ((), ()),
     ((("fused", 2, ALL_SIZES), ("tiles", 2, ALL_SIZES)), ()),
     ((), (("planes", 1, ALL_SIZES), ("narrow", 1, ALL_SIZES), ("fused", 2, ALL_SIZES),
-          ("tiles", 2, ALL_SIZES))),
+          ("tiles", 2, ALL_SIZES), ("nhwc_blocks", 1, ALL_SIZES), ("nhwc_blocks", 2, ALL_SIZES))),
 ], ids=["process-build", "baseline-kernels", "avx512-kernels"])
 def test_mixed_builds_give_the_same_results(monkeypatch, rules, wide_rules, rng):
     """Whichever build a strategy's kernels come from, the results are the twin's."""
@@ -149,7 +149,10 @@ def test_mixed_builds_give_the_same_results(monkeypatch, rules, wide_rules, rng)
                                  ((2, 3, 13, 13), dict(kernel_shape=(3, 3), pads=(1, 1, 1, 1))),
                                  ((2, 3, 7, 7), dict(kernel_shape=(2, 2), pads=(0, 0, 1, 1))),
                                  ((2, 3, 15, 13), dict(kernel_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1))),
-                                 ((2, 3, 15, 13), dict(kernel_shape=(3, 3), strides=(2, 2), return_indices=True))]:
+                                 ((2, 3, 15, 13), dict(kernel_shape=(3, 3), strides=(2, 2), return_indices=True)),
+                                 ((2, 15, 13, 19), dict(kernel_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1),
+                                                        layout="NHWC")),
+                                 ((1, 12, 12, 40), dict(kernel_shape=(5, 5), pads=(2, 2, 2, 2), layout="NHWC"))]:
                 x = make_array(rng, shape, kind)
                 want = reference.max_pool(x, **attrs)
                 for nt in (1, 2):
@@ -222,6 +225,16 @@ def test_launches_come_from_the_build_the_rules_name(monkeypatch):
         launch.cache_clear()
         assert _maxpool_strategies.serves(Strategy.NARROW, narrow[40], "float32", False) == (
             process.NARROW_WIDTH >= 40)
+        # NHWC_BLOCKS: from the AVX-512 build where the rules name it and the channels fill one of
+        # its vectors (16), from the process's build where they do not
+        monkeypatch.setattr(_dispatch, "wide_rules", (("nhwc_blocks", 2, (4,)),))
+        launch.cache_clear()
+        for channels, want in ((64, wide), (process.NARROW_LANES, process)):
+            stem = maxpool._plan((1, 16, 16, channels), kernel_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1),
+                                 dilations=None, auto_pad="NOTSET", ceil_mode=False, storage_order=0,
+                                 return_indices=False, layout="NHWC", activation=None,
+                                 activation_params=None, opset=None, index_format="onnx")
+            assert type(launch(stem, "float32", 1, False, "nhwc_blocks")) is want.MaxPoolNHWC
     finally:
         launch.cache_clear()
 

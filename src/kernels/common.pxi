@@ -92,6 +92,11 @@ cdef extern from "pooling_narrow.h":
                              Py_ssize_t sh, Py_ssize_t dh, Py_ssize_t ph, Py_ssize_t kw, Py_ssize_t dw,
                              Py_ssize_t pw, float* hb) noexcept nogil
 
+cdef extern from "pooling_nhwc.h":
+    int pk_nhwc_row_f32(const float** rows, const unsigned char* chk, Py_ssize_t nrows, float* y,
+                        Py_ssize_t OW, Py_ssize_t C, Py_ssize_t sw, Py_ssize_t dw, Py_ssize_t pw,
+                        Py_ssize_t own, const Py_ssize_t* tw) noexcept nogil
+
 cdef extern from "pooling_reduce.h":
     float pk_max_f32(const float* x, Py_ssize_t n, int* odd) noexcept nogil
     double pk_max_f64(const double* x, Py_ssize_t n, int* odd) noexcept nogil

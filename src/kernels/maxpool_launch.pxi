@@ -189,6 +189,7 @@ cdef struct _UnitsJob:
     int32_t* hp
     Py_ssize_t nblk, rows, xplane, yplane, vs, ns, ms, ps
     Py_ssize_t C                    # MaxPoolNHWC: channels
+    bint blocks, holes              # MaxPoolNHWC: channels in registers (NHWC_BLOCKS); windows without taps
     Py_ssize_t Hp, Wp, size         # MaxPoolPlanes: padded plane, elements per scratch buffer
     bint whole                      # MaxPoolPlanes: one window covers the whole plane
     const Py_ssize_t* in_rows       # MaxPoolRows: each output row's input rows (4 per row);

@@ -11,6 +11,13 @@
 # update over C; taps are visited in lexicographic order, so "strictly
 # greater replaces" again gives the first maximum.  Winners are tracked as
 # the int32 pixel number inside the image, widened once per output pixel.
+#
+# Strategy NHWC_BLOCKS is the same launch with `blocks` set (float32 without
+# Indices, at least a vector of channels): each output pixel's window combined
+# a block of channels at a time in registers with the cheap compare
+# (include/pooling_nhwc.h), each input row checked for NaN by the first output
+# row that reads it and the output rows whose windows read one computed by
+# the exact loop.
 # ===========================================================================
 
 cdef class MaxPoolNHWC(_Launch):
@@ -19,17 +26,31 @@ cdef class MaxPoolNHWC(_Launch):
     memory; pixels per image must be fewer than 2**31).  Work items are output rows; `chunk` is
     the pool's smallest claim."""
     cdef Py_ssize_t C, wscratch             # channels; int32 winners per thread
+    cdef bint blocks, holes                 # NHWC_BLOCKS; some window has no tap
 
     def __init__(self, str ctype, tuple x_shape, tuple y_shape, tuple kernel, tuple strides,
                  tuple dilations, tuple pads_begin, const Py_ssize_t[:, ::1] taps not None,
                  int act, double lo, double hi, uint16_t inf_bits, int n_threads, Py_ssize_t chunk,
-                 tuple index):
+                 tuple index, bint blocks=False):
         self._setup(ctype, x_shape[1:4], y_shape[1:4], kernel, strides, dilations, pads_begin,
                     taps, act, lo, hi, inf_bits)
         self._set_index(index)
-        cdef Py_ssize_t N = x_shape[0]
+        cdef Py_ssize_t N = x_shape[0], i
         self.C = x_shape[4]
-        self.wscratch = _padded(self.C, 4)
+        self.blocks = blocks
+        if blocks:
+            if ctype != "float" or self.C < PK_NARROW_L:
+                raise ValueError(f"MaxPoolNHWC: blocks of channels need float32 and at least {PK_NARROW_L} "
+                                 f"channels, got {ctype} and {self.C}")
+            # per thread: the pointers to one output row's window rows, the image each input
+            # row was found clean in, and whether each window row is to be checked
+            self.wscratch = _padded(self.g.kd * self.g.kh * (sizeof(void*) + 1)
+                                    + self.g.D * self.g.H * sizeof(Py_ssize_t), 1)
+            self.holes = False
+            for i in range(taps.shape[0]):
+                self.holes |= taps[i, 0] >= taps[i, 1]
+        else:
+            self.wscratch = _padded(self.C, 4)
         self.units = N * self.g.OD * self.g.OH if self.g.OW * self.C else 0
         self.xsize = N * self.g.D * self.g.H * self.g.W * self.C
         self.ysize = N * self.g.OD * self.g.OH * self.g.OW * self.C
@@ -37,14 +58,18 @@ cdef class MaxPoolNHWC(_Launch):
         self.chunk = max(1, chunk)
 
     cdef Py_ssize_t _scratch_bytes(self, bint with_pos):
-        # The winners' pixels per thread.
+        # The winners' pixels per thread (blocks: the window rows and their NaN states).
+        if self.blocks:
+            return self.n_threads * self.wscratch
         return self.n_threads * self.wscratch * 4 if with_pos else 0
 
     cdef void _run(self, const char* xb, char* yb, int64_t* ib, _Scratch s):
         cdef _UnitsJob j
         _start_job(&j, xb, yb, ib, self)
         j.C, j.vs = self.C, self.wscratch
-        j.hv = s.block if ib != NULL else NULL      # the winners' pixels (with indices)
+        j.hv = s.block if ib != NULL or self.blocks else NULL   # the winners' pixels (with indices)
+        j.blocks = self.blocks and ib == NULL and j.x != NULL
+        j.holes = self.holes
         with nogil:
             pk_parallel(_nhwc_body, &j, self.units, self.chunk, self.n_threads)
 
@@ -52,7 +77,9 @@ cdef class MaxPoolNHWC(_Launch):
 cdef void _nhwc_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil:
     """pk_parallel's body for MaxPoolNHWC: output rows [begin, end) on thread tid."""
     cdef _UnitsJob* j = <_UnitsJob*>job
-    if j.kind == KIND_FLOAT:
+    if j.blocks:
+        _nhwc_blocks(j, begin, end, tid)
+    elif j.kind == KIND_FLOAT:
         _nhwc_rows(<float*>NULL, j, begin, end, tid)
     elif j.kind == KIND_DOUBLE:
         _nhwc_rows(<double*>NULL, j, begin, end, tid)
@@ -178,3 +205,45 @@ cdef inline void _nhwc_unit(const pool_t* xb, pool_t* yb, int64_t* ib, Py_ssize_
     cdef Py_ssize_t r = u - n * (g.OD * g.OH)
     _nhwc_row(xb + n * g.D * g.H * g.W * C, yb + u * yrow, ib + u * yrow if ib != NULL else NULL,
               n * g.inbase, C, g, r // g.OH, r % g.OH, wpix, act, lo, hi)
+
+
+cdef void _nhwc_blocks(const _UnitsJob* j, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil:
+    """NHWC_BLOCKS: float32 output rows [begin, end) on thread tid, each from its window's input
+    rows in registers (pk_nhwc_row_f32), or by the exact loop where they hold a NaN or a window
+    has no tap.  Each input row is looked for NaN by the first output row of this thread that
+    reads it, in the columns its windows read (include/pooling_nhwc.h), and marked clean
+    (clean[row] is the image it was found clean in, plus one) if none was found."""
+    cdef Geom gc = j.g[0]
+    cdef const Geom* g = &gc
+    cdef const float** rows = <const float**>(j.hv + tid * j.vs)
+    cdef Py_ssize_t* clean = <Py_ssize_t*>(rows + g.kd * g.kh)
+    cdef unsigned char* chk = <unsigned char*>(clean + g.D * g.H)
+    cdef Py_ssize_t C = j.C, plane = g.OD * g.OH, image = g.D * g.H * g.W * C, rowlen = g.W * C
+    cdef Py_ssize_t u, n, r, od, oh, td, th, row, nrows, i
+    cdef Py_ssize_t own_w = g.sw if g.dw == 1 else g.kw
+    cdef const float* x
+    cdef float* y
+    cdef float lo = <float>j.lo, hi = <float>j.hi
+    memset(clean, 0, g.D * g.H * sizeof(Py_ssize_t))
+    for u in range(begin, end):
+        n = u // plane
+        r = u - n * plane
+        od, oh = r // g.OH, r % g.OH
+        x = <const float*>j.x + n * image
+        nrows = 0
+        for td in range(g.tdr[2 * od], g.tdr[2 * od + 1]):
+            for th in range(g.thr[2 * oh], g.thr[2 * oh + 1]):
+                row = (od * g.sd - g.pd + td * g.dd) * g.H + oh * g.sh - g.ph + th * g.dh
+                rows[nrows] = x + row * rowlen
+                chk[nrows] = clean[row] != n + 1
+                nrows += 1
+        y = <float*>j.y + u * g.OW * C
+        if (j.holes or nrows == 0
+                or pk_nhwc_row_f32(rows, chk, nrows, y, g.OW, C, g.sw, g.dw, g.pw, own_w, g.twr)):
+            _nhwc_unit(<const float*>j.x, <float*>j.y, NULL, C, j.g, u, NULL, j.act, lo, hi)
+            continue
+        for i in range(nrows):
+            clean[(rows[i] - x) // rowlen] = n + 1
+        if j.act:
+            for i in range(g.OW * C):
+                y[i] = _clamp(y[i], lo, hi, j.act, 0)

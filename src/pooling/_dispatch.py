@@ -101,8 +101,13 @@ BASELINE_FASTER = {
 # ROWS_FIRST's time (the AVX2 build's two strips 1.21 / 1.02), YOLOv5 SPPF 1x256x20x20 k5 s1 p2
 # 0.76 / 0.82 of PLANES' (from the AVX-512 build too), YOLOv3 SPP k5 1x512x19x19 0.70 / 0.72,
 # Inception-v3 1x288x35x35 k3 s1 p1 0.89 / 0.84 of ROWS_FIRST's, SPPF 1x256x40x40 0.64 / 0.63.
+# NHWC_BLOCKS (float32 channels-last, channels in registers; its loops widen to 512 bits there) with
+# W strides 1 and 2, same method, one / two threads: ResNet stem NHWC b8 0.77 / 0.81 of the AVX2
+# build's time, batch 1 0.90 / 0.93, YOLOv5 SPPF NHWC b8 0.97 / 0.92, 1x20x20x256 k5 1.06 / 0.70,
+# k2 s2 on 1x56x56x256 1.06 / 1.00 (the one loss, within the noise band).
 WIDE_FASTER = {
-    ("AuthenticAMD", (0x1A,)): (("planes", 1, (4,)), ("narrow", 1, (4,))),
+    ("AuthenticAMD", (0x1A,)): (("planes", 1, (4,)), ("narrow", 1, (4,)),
+                                 ("nhwc_blocks", 1, (4,)), ("nhwc_blocks", 2, (4,))),
 }
 
 
