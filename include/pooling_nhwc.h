@@ -21,6 +21,7 @@
 #define POOLING_NHWC_H
 
 #include "pooling_narrow.h"
+#include "pooling_prefetch.h"
 
 /* Vectors of channels per block: four accumulators and a load fit the 16 registers of SSE2/AVX2. */
 #define PK_NHWC_BLOCK 4
@@ -65,17 +66,26 @@ pk_nhwc_block(const float* const* rows, const unsigned char* chk, ptrdiff_t nrow
  * looked for in the rows whose chk is set, among the taps t < own (from the first valid one) and
  * in every tap of the last column: with dw 1 and own = sw those are all the columns any window
  * reads (a column read at all is tap (c + pw) % sw of window (c + pw) / sw, or is read by the last
- * window), each once.  Returns 1 when one was found (y then holds no promised values; a NaN in a
+ * window), each once.  next: nlen values the caller reads next (the input rows its next output
+ * row adds), prefetched a slice per column (pooling_prefetch.h); nlen 0 for none.  Returns 1 when one was found (y then holds no promised values; a NaN in a
  * row without chk is the caller's to know of). */
-static int pk_nhwc_row_f32(const float* const* rows, const unsigned char* chk, ptrdiff_t nrows,
-                           float* y, ptrdiff_t OW, ptrdiff_t C, ptrdiff_t sw, ptrdiff_t dw,
-                           ptrdiff_t pw, ptrdiff_t own, const ptrdiff_t* tw)
+static inline __attribute__((always_inline)) int
+pk_nhwc_row(const float* const* rows, const unsigned char* chk, ptrdiff_t nrows, float* y, ptrdiff_t OW,
+            ptrdiff_t C, ptrdiff_t sw, ptrdiff_t dw, ptrdiff_t pw, ptrdiff_t own, const ptrdiff_t* tw,
+            const float* next, ptrdiff_t nlen)
 {
     const ptrdiff_t B = PK_NHWC_BLOCK * PK_NARROW_L;
     const ptrdiff_t step = dw * C;
+    const ptrdiff_t per = ((nlen + 15) / 16 + OW - 1) / OW;   /* lines of next per column */
+    const float* end = next + nlen;
     pk_nw_m bad = {0};
     ptrdiff_t c = 0;
     for (ptrdiff_t ow = 0; ow < OW; ow++, y += C) {
+        if (nlen > 0) {
+            for (ptrdiff_t l = 0; l < per && next + l * 16 < end; l++)
+                pk_prefetch(next + l * 16);
+            next += per * 16;
+        }
         ptrdiff_t t0 = tw[2 * ow], n = tw[2 * ow + 1] - t0;
         ptrdiff_t off = (ow * sw - pw + t0 * dw) * C;
         ptrdiff_t m = ow == OW - 1 ? n : own - t0 > n ? n : own - t0;
@@ -88,6 +98,17 @@ static int pk_nhwc_row_f32(const float* const* rows, const unsigned char* chk, p
                           &bad, 1);
     }
     return pk_nw_any(bad);
+}
+
+static int pk_nhwc_row_f32(const float* const* rows, const unsigned char* chk, ptrdiff_t nrows,
+                           float* y, ptrdiff_t OW, ptrdiff_t C, ptrdiff_t sw, ptrdiff_t dw,
+                           ptrdiff_t pw, ptrdiff_t own, const ptrdiff_t* tw, const float* next,
+                           ptrdiff_t nlen)
+{
+    /* the loop without prefetches its own copy: sharing it cost the batch-1 stem 25% */
+    if (nlen > 0)
+        return pk_nhwc_row(rows, chk, nrows, y, OW, C, sw, dw, pw, own, tw, next, nlen);
+    return pk_nhwc_row(rows, chk, nrows, y, OW, C, sw, dw, pw, own, tw, NULL, 0);
 }
 
 #endif

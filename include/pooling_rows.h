@@ -37,6 +37,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "pooling_prefetch.h"
+
 #define PK_ROWS_MAX_LANES 8   /* the widest build's float32 lanes: rows at least this long */
 
 #if (defined(__GNUC__) || defined(__clang__)) && !defined(PK_ROWS_SCALAR)
@@ -256,21 +258,31 @@ static inline void pk_rows_pad(float* V, ptrdiff_t ld, ptrdiff_t R, ptrdiff_t W,
  * min(sh, kh) with dilation 1, else kh.  Returns 1 when the plane needs the exact compare (y then holds no promised
  * values).
  *
+ * next: the plane the caller does next, or NULL: prefetched a slice per output row (see
+ * pooling_prefetch.h).
+ *
  * Pass 1 runs for R output rows before pass 2 reads them back: pass 2's shifted loads of a
  * row pass 1 has just stored stall on store forwarding (a load spanning two stores still in
  * flight), which made 13-wide rows cost 60 cycles each. */
 static inline int pk_rows_f32(const float* x, float* y, ptrdiff_t H, ptrdiff_t W, ptrdiff_t OH,
                               ptrdiff_t OW, const ptrdiff_t* rows, ptrdiff_t kh, int nchk,
                               ptrdiff_t kw, ptrdiff_t sw, ptrdiff_t dw, ptrdiff_t pw, float* V,
-                              ptrdiff_t ld, ptrdiff_t R)
+                              ptrdiff_t ld, ptrdiff_t R, const float* next)
 {
     pk_rows_m bad = {0}, zero = {0};
     ptrdiff_t oh0, oh, n, i;
     const ptrdiff_t* r;
+    const ptrdiff_t per = ((H * W + 15) / 16 + OH - 1) / OH;   /* lines of next per output row */
+    const float* end = next + H * W;
     for (oh0 = 0; oh0 < OH; oh0 += R) {
         n = OH - oh0 < R ? OH - oh0 : R;
         for (oh = oh0, r = rows + 4 * oh0; oh < oh0 + n; oh++, r += 4) {
             const float* p[4] = {x + r[0] * W, x + r[1] * W, x + r[2] * W, x + r[3] * W};
+            if (next != NULL) {
+                for (ptrdiff_t l = 0; l < per && next + l * 16 < end; l++)
+                    pk_prefetch(next + l * 16);
+                next += per * 16;
+            }
             int check = oh == OH - 1 ? 4 : nchk;
             if (kh == 4)
                 pk_rows_pass1(p, 1, V + (oh - oh0) * ld + pw, W, check, &bad);

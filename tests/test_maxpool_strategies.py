@@ -689,6 +689,33 @@ def test_nhwc_blocks_finds_a_nan_at_every_pixel(shape, attrs, rng):
                     reference.max_pool(x, **attrs))
 
 
+@pytest.mark.parametrize("strategy, shape, attrs", [
+    (S.ROWS_FIRST, (2, 5, 14, 17), dict(kernel_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1))),
+    (S.ROWS_FIRST, (1, 7, 9, 20), dict(kernel_shape=(2, 2), pads=(0, 0, 1, 1), activation="Relu")),
+    (S.NHWC_BLOCKS, (2, 9, 11, 19), dict(kernel_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1),
+                                         layout="NHWC")),
+    (S.NHWC_BLOCKS, (1, 5, 6, 7, 16), dict(kernel_shape=(2, 3, 3), strides=(1, 2, 1), layout="NHWC")),
+], ids=lambda v: v.value if isinstance(v, Strategy) else None)
+@pytest.mark.parametrize("data", ["plain", "special"])
+def test_prefetching_kernels_give_the_same_results(monkeypatch, strategy, shape, attrs, data, rng):
+    """ROWS_FIRST and NHWC_BLOCKS prefetch the next plane or rows past a size (_PREFETCH_BYTES):
+    with the size lowered to 0, forced, against the twin; and the builders ask for it by size."""
+    from pooling import _maxpool_strategies
+    x = make_array(rng, shape, "float32", special=data == "special")
+    want = reference.max_pool(x, **attrs)
+    plan = _plan(x.shape, **attrs)
+    launch.cache_clear()
+    try:
+        assert launch(plan, "float32", 1, False, strategy).prefetch is False
+        monkeypatch.setattr(_maxpool_strategies, "_PREFETCH_BYTES", x.nbytes)
+        launch.cache_clear()
+        assert launch(plan, "float32", 1, False, strategy).prefetch is True
+        for nt in (1, 2, 3):
+            assert_same(pooling.max_pool(x, n_threads=nt, _strategy=strategy, **attrs), want)
+    finally:
+        launch.cache_clear()
+
+
 def test_the_chooser_reaches_every_strategy():
     assert {case[0] for case in CHOOSER_CASES} == set(Strategy)
 

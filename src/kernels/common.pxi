@@ -95,7 +95,8 @@ cdef extern from "pooling_narrow.h":
 cdef extern from "pooling_nhwc.h":
     int pk_nhwc_row_f32(const float** rows, const unsigned char* chk, Py_ssize_t nrows, float* y,
                         Py_ssize_t OW, Py_ssize_t C, Py_ssize_t sw, Py_ssize_t dw, Py_ssize_t pw,
-                        Py_ssize_t own, const Py_ssize_t* tw) noexcept nogil
+                        Py_ssize_t own, const Py_ssize_t* tw, const float* next,
+                        Py_ssize_t nlen) noexcept nogil
 
 cdef extern from "pooling_reduce.h":
     float pk_max_f32(const float* x, Py_ssize_t n, int* odd) noexcept nogil
@@ -109,7 +110,7 @@ cdef extern from "pooling_rows.h":
     void pk_rows_pad(float* V, Py_ssize_t ld, Py_ssize_t R, Py_ssize_t W, Py_ssize_t pw) noexcept nogil
     int pk_rows_f32(const float* x, float* y, Py_ssize_t H, Py_ssize_t W, Py_ssize_t OH, Py_ssize_t OW,
                     const Py_ssize_t* rows, Py_ssize_t kh, int nchk, Py_ssize_t kw, Py_ssize_t sw, Py_ssize_t dw,
-                    Py_ssize_t pw, float* V, Py_ssize_t ld, Py_ssize_t R) noexcept nogil
+                    Py_ssize_t pw, float* V, Py_ssize_t ld, Py_ssize_t R, const float* next) noexcept nogil
 
 cdef extern from "pooling_pool_api.h":
     ctypedef void (*pk_body)(void* ctx, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil

@@ -70,6 +70,9 @@ cdef class _Launch:
     cdef int kind, act, n_threads
     cdef double lo, hi
     cdef list spare                         # scratch no call is using
+    # Whether the kernels that can prefetch the next work item's input do (include/pooling_prefetch.h);
+    # the builders set it for inputs past _maxpool_strategies._PREFETCH_BYTES.
+    cdef public bint prefetch
 
     cdef void _setup(self, str ctype, tuple x_dims, tuple y_dims, tuple kernel, tuple strides,
                      tuple dilations, tuple pads_begin, const Py_ssize_t[:, ::1] taps, int act,
@@ -190,6 +193,7 @@ cdef struct _UnitsJob:
     Py_ssize_t nblk, rows, xplane, yplane, vs, ns, ms, ps
     Py_ssize_t C                    # MaxPoolNHWC: channels
     bint blocks, holes              # MaxPoolNHWC: channels in registers (NHWC_BLOCKS); windows without taps
+    bint prefetch                   # prefetch the next work item's input (_Launch.prefetch)
     Py_ssize_t Hp, Wp, size         # MaxPoolPlanes: padded plane, elements per scratch buffer
     bint whole                      # MaxPoolPlanes: one window covers the whole plane
     const Py_ssize_t* in_rows       # MaxPoolRows: each output row's input rows (4 per row);
@@ -208,3 +212,4 @@ cdef inline void _start_job(_UnitsJob* j, const char* xb, char* yb, int64_t* ib,
     j.x = xb if p.xsize else NULL
     j.y, j.ib, j.g = yb, ib, &p.g
     j.kind, j.act, j.lo, j.hi = p.kind, p.act, p.lo, p.hi
+    j.prefetch = p.prefetch

@@ -219,7 +219,7 @@ cdef void _nhwc_blocks(const _UnitsJob* j, Py_ssize_t begin, Py_ssize_t end, int
     cdef Py_ssize_t* clean = <Py_ssize_t*>(rows + g.kd * g.kh)
     cdef unsigned char* chk = <unsigned char*>(clean + g.D * g.H)
     cdef Py_ssize_t C = j.C, plane = g.OD * g.OH, image = g.D * g.H * g.W * C, rowlen = g.W * C
-    cdef Py_ssize_t u, n, r, od, oh, td, th, row, nrows, i
+    cdef Py_ssize_t u, n, r, od, oh, td, th, row = 0, nrows, i, nnext
     cdef Py_ssize_t own_w = g.sw if g.dw == 1 else g.kw
     cdef const float* x
     cdef float* y
@@ -238,8 +238,11 @@ cdef void _nhwc_blocks(const _UnitsJob* j, Py_ssize_t begin, Py_ssize_t end, int
                 chk[nrows] = clean[row] != n + 1
                 nrows += 1
         y = <float*>j.y + u * g.OW * C
+        # the rows after this window's last, as many as the H stride: what the next output row adds
+        nnext = min(g.sh, g.D * g.H - row - 1) * rowlen if j.prefetch and nrows and u + 1 < end else 0
         if (j.holes or nrows == 0
-                or pk_nhwc_row_f32(rows, chk, nrows, y, g.OW, C, g.sw, g.dw, g.pw, own_w, g.twr)):
+                or pk_nhwc_row_f32(rows, chk, nrows, y, g.OW, C, g.sw, g.dw, g.pw, own_w, g.twr,
+                                   x + (row + 1) * rowlen, max(nnext, 0))):
             _nhwc_unit(<const float*>j.x, <float*>j.y, NULL, C, j.g, u, NULL, j.act, lo, hi)
             continue
         for i in range(nrows):

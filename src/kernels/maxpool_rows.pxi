@@ -116,7 +116,7 @@ cdef void _rows_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noexc
         x = <const float*>j.x + p * j.xplane
         y = <float*>j.y + p * j.yplane
         if pk_rows_f32(x, y, g.H, g.W, g.OH, g.OW, j.in_rows, g.kh, j.nchk, g.kw, g.sw, g.dw, g.pw, V,
-                       j.ld, j.rows):
+                       j.ld, j.rows, x + j.xplane if j.prefetch and p + 1 < end else NULL):
             _rows_exact(x, y, g)
         if j.act:
             for i in range(j.yplane):
