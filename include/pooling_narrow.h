@@ -166,7 +166,7 @@ typedef struct {
 } pk_narrow_masks;
 
 /* The row reduced along W (step 1 of the banner), NaN lanes of its values or-ed into *bad. */
-static inline pk_nw_v pk_narrow_row(const float* row, const pk_nw_m* tap, pk_nw_m valid, ptrdiff_t kw,
+static inline __attribute__((always_inline)) pk_nw_v pk_narrow_row(const float* row, const pk_nw_m* tap, pk_nw_m valid, ptrdiff_t kw,
                                     ptrdiff_t dw, ptrdiff_t pw, pk_nw_v neg, pk_nw_m* bad)
 {
     pk_nw_v m = neg;
@@ -181,7 +181,7 @@ static inline pk_nw_v pk_narrow_row(const float* row, const pk_nw_m* tap, pk_nw_
 /* Output row oh's strip vector to y + oh * OW (y: the strip's first column): whole where it ends
  * inside the plane's OH rows (its lanes past the row spill into the next row's first strip, which
  * is stored after it), lane by lane otherwise (the lanes below OW - c0). */
-static inline void pk_narrow_store(float* y, ptrdiff_t oh, ptrdiff_t OH, ptrdiff_t OW, ptrdiff_t c0,
+static inline __attribute__((always_inline)) void pk_narrow_store(float* y, ptrdiff_t oh, ptrdiff_t OH, ptrdiff_t OW, ptrdiff_t c0,
                                    pk_nw_v m)
 {
     if (oh * OW + c0 + PK_NARROW_L <= OH * OW) {
@@ -199,7 +199,7 @@ static inline void pk_narrow_store(float* y, ptrdiff_t oh, ptrdiff_t OH, ptrdiff
  * row (P pads at the top): the reduced rows roll through K registers (K, P, kw literals at the
  * call sites of the common windows), each output row their first maximum in tap order, -inf
  * past the plane's edges.  One strip (y, x at its first column).  Returns 1 for a NaN. */
-static inline int pk_narrow_roll(const float* x, float* y, ptrdiff_t H, ptrdiff_t W, ptrdiff_t c0,
+static inline __attribute__((always_inline)) int pk_narrow_roll(const float* x, float* y, ptrdiff_t H, ptrdiff_t W, ptrdiff_t c0,
                                  const pk_narrow_masks* mk, ptrdiff_t K, ptrdiff_t P, ptrdiff_t kw,
                                  ptrdiff_t dw, ptrdiff_t pw, pk_nw_v neg)
 {
@@ -249,8 +249,14 @@ static inline int pk_narrow_plane(const float* x, float* y, ptrdiff_t H, ptrdiff
     return 0;
 }
 
-/* One plane's strip at column c0 through the form its geometry takes. */
-static inline int pk_narrow_strip(const float* x, float* y, ptrdiff_t H, ptrdiff_t W, ptrdiff_t OH,
+/* One plane's strip at column c0 through the form its geometry takes.
+ *
+ * Inlining: the rolling form is fast only inlined with its literal K, P and kw (its rows then stay
+ * in registers); left to itself gcc 12 made it one out-of-line clone with run-time arguments
+ * once the file grew, and NARROW ran 3-4x slower (SPPF 1x256x20x20: 0.026 -> 0.107 ms).  So the
+ * roll and what it calls are always inlined, and this function, whose copies of the roll are the
+ * hot code, is compiled as one flattened function of its own. */
+static __attribute__((noinline, flatten)) int pk_narrow_strip(const float* x, float* y, ptrdiff_t H, ptrdiff_t W, ptrdiff_t OH,
                                   ptrdiff_t OW, ptrdiff_t c0, ptrdiff_t kh, const ptrdiff_t* rows,
                                   ptrdiff_t sh, ptrdiff_t dh, ptrdiff_t ph, ptrdiff_t kw, ptrdiff_t dw,
                                   ptrdiff_t pw, const pk_narrow_masks* mk, pk_nw_v neg, float* hb)
@@ -258,10 +264,12 @@ static inline int pk_narrow_strip(const float* x, float* y, ptrdiff_t H, ptrdiff
     x += c0;
     y += c0;
     if (sh == 1 && dh == 1 && OH == H && OW == W && dw == 1) {   /* the "same" windows roll */
-        if (kh == 3 && kw == 3)
-            return pk_narrow_roll(x, y, H, W, c0, mk, 3, ph, 3, 1, pw, neg);
-        if (kh == 5 && kw == 5)
-            return pk_narrow_roll(x, y, H, W, c0, mk, 5, ph, 5, 1, pw, neg);
+        /* (centred pads literal: Inception's k3 p1 and SPPF's k5 p2 ran 1.4x slower with them
+         * taken at run time; other pads take the general roll below) */
+        if (kh == 3 && kw == 3 && ph == 1 && pw == 1)
+            return pk_narrow_roll(x, y, H, W, c0, mk, 3, 1, 3, 1, 1, neg);
+        if (kh == 5 && kw == 5 && ph == 2 && pw == 2)
+            return pk_narrow_roll(x, y, H, W, c0, mk, 5, 2, 5, 1, 2, neg);
         if (kh == 2 && kw == 2)
             return ph ? pk_narrow_roll(x, y, H, W, c0, mk, 2, 1, 2, 1, pw, neg)
                       : pk_narrow_roll(x, y, H, W, c0, mk, 2, 0, 2, 1, pw, neg);
@@ -271,11 +279,26 @@ static inline int pk_narrow_strip(const float* x, float* y, ptrdiff_t H, ptrdiff
     return pk_narrow_plane(x, y, H, W, OH, OW, c0, rows, sh, dh, ph, kw, dw, pw, mk, neg, hb);
 }
 
+/* The first of planes [0, n) of x (H x W each) whose columns past the strips an OW-wide output
+ * takes hold a NaN, or n: the taps read them but the strips do not check them (pk_narrow_f32's
+ * caller looks here first where the output is narrower than the input; the check inside
+ * pk_narrow_f32's loop made the common planes 1.2-1.4x slower). */
+static inline ptrdiff_t pk_narrow_tail_nan(const float* x, ptrdiff_t n, ptrdiff_t H, ptrdiff_t W, ptrdiff_t OW)
+{
+    ptrdiff_t c0 = (OW + PK_NARROW_L - 1) / PK_NARROW_L * PK_NARROW_L;
+    for (ptrdiff_t p = 0; p < n; p++)
+        for (ptrdiff_t i = 0; i < H * (W > c0); i++)
+            for (ptrdiff_t c = c0; c < W; c++)
+                if (x[(p * H + i) * W + c] != x[(p * H + i) * W + c])
+                    return p;
+    return n;
+}
+
 /* Planes [0, n) of x (H x W each) into y (OH x OW each), through hb (H vectors of scratch): rows
  * of up to three vectors, as strips of a vector's columns, the last strip first (its stores spill
  * into the next row's first strip, which is stored after it); the W masks are made once per
- * strip.  Returns the first plane that holds a NaN (it and the planes after it are not done),
- * or n. */
+ * strip.  Returns the first plane that holds a NaN in the columns the strips cover (it and the
+ * planes after it are not done), or n; columns past them the caller checks (pk_narrow_tail_nan). */
 static inline ptrdiff_t pk_narrow_f32(const float* x, float* y, ptrdiff_t n, ptrdiff_t H, ptrdiff_t W,
                                       ptrdiff_t OH, ptrdiff_t OW, ptrdiff_t kh, const ptrdiff_t* rows,
                                       ptrdiff_t sh, ptrdiff_t dh, ptrdiff_t ph, ptrdiff_t kw, ptrdiff_t dw,
@@ -287,18 +310,11 @@ static inline ptrdiff_t pk_narrow_f32(const float* x, float* y, ptrdiff_t n, ptr
     memset(mk, 0, sizeof mk);
     for (j = 0; j < strips; j++)
         pk_nw_lane_masks(mk[j].tap, &mk[j].valid, W, j * PK_NARROW_L, kw, dw, pw);
-    for (p = 0; p < n; p++) {
-        /* input columns past the strips (an output narrower than the input) are read by the
-         * taps but not checked by the strips: checked here */
-        for (ptrdiff_t r = 0; r < H && W > strips * PK_NARROW_L; r++)
-            for (ptrdiff_t c = strips * PK_NARROW_L; c < W; c++)
-                if (x[p * H * W + r * W + c] != x[p * H * W + r * W + c])
-                    return p;
+    for (p = 0; p < n; p++)
         for (j = strips - 1; j >= 0; j--)
             if (pk_narrow_strip(x + p * H * W, y + p * OH * OW, H, W, OH, OW, j * PK_NARROW_L, kh, rows,
                                 sh, dh, ph, kw, dw, pw, &mk[j], neg, hb))
                 return p;
-    }
     return n;
 }
 

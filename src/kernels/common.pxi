@@ -87,6 +87,8 @@ cdef extern from "pooling_narrow.h":
         PK_NARROW_MAX_K     # and the most W taps
         PK_NARROW_L         # float32 lanes of a vector
     Py_ssize_t pk_narrow_margin(Py_ssize_t kw, Py_ssize_t dw) noexcept nogil
+    Py_ssize_t pk_narrow_tail_nan(const float* x, Py_ssize_t n, Py_ssize_t H, Py_ssize_t W,
+                                  Py_ssize_t OW) noexcept nogil
     Py_ssize_t pk_narrow_f32(const float* x, float* y, Py_ssize_t n, Py_ssize_t H, Py_ssize_t W,
                              Py_ssize_t OH, Py_ssize_t OW, Py_ssize_t kh, const Py_ssize_t* rows,
                              Py_ssize_t sh, Py_ssize_t dh, Py_ssize_t ph, Py_ssize_t kw, Py_ssize_t dw,

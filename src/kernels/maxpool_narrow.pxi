@@ -71,16 +71,17 @@ cdef void _narrow_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noe
     while p < end:
         x = <const float*>j.x + p * j.xplane
         y = <float*>j.y + p * j.yplane
+        # (planes [p, q), up to the first whose columns past the strips hold a NaN)
         if p < c or p >= j.nblk - c:
             memset(copy, 0, (j.xplane + 2 * j.ld) * sizeof(float))
             memcpy(copy + j.ld, x, j.xplane * sizeof(float))
             q = p + 1
-            done = pk_narrow_f32(copy + j.ld, y, 1, g.H, g.W, g.OH, g.OW, g.kh, g.thr, g.sh, g.dh,
-                                 g.ph, g.kw, g.dw, g.pw, hb)
+            done = pk_narrow_f32(copy + j.ld, y, pk_narrow_tail_nan(x, 1, g.H, g.W, g.OW), g.H, g.W,
+                                 g.OH, g.OW, g.kh, g.thr, g.sh, g.dh, g.ph, g.kw, g.dw, g.pw, hb)
         else:
             q = min(end, j.nblk - c)
-            done = pk_narrow_f32(x, y, q - p, g.H, g.W, g.OH, g.OW, g.kh, g.thr, g.sh, g.dh,
-                                 g.ph, g.kw, g.dw, g.pw, hb)
+            done = pk_narrow_f32(x, y, pk_narrow_tail_nan(x, q - p, g.H, g.W, g.OW), g.H, g.W,
+                                 g.OH, g.OW, g.kh, g.thr, g.sh, g.dh, g.ph, g.kw, g.dw, g.pw, hb)
         if p + done < q:  # plane p + done holds a NaN
             _rows_exact(x + done * j.xplane, y + done * j.yplane, g)
             q = p + done + 1
