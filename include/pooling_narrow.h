@@ -38,6 +38,19 @@
 #include <stdint.h>
 #include <string.h>
 
+/* Inlining that the rolling form's speed depends on (see pk_narrow_strip), where the compiler
+ * has a way to say it. */
+#if defined(__GNUC__) || defined(__clang__)
+#define PK_ALWAYS_INLINE inline __attribute__((always_inline))
+#define PK_FLAT_NOINLINE __attribute__((noinline, flatten))
+#elif defined(_MSC_VER)
+#define PK_ALWAYS_INLINE __forceinline
+#define PK_FLAT_NOINLINE __declspec(noinline)
+#else
+#define PK_ALWAYS_INLINE inline
+#define PK_FLAT_NOINLINE
+#endif
+
 #if (defined(__GNUC__) || defined(__clang__)) && !defined(PK_NARROW_SCALAR)
 
 #if defined(__AVX512F__)
@@ -166,7 +179,7 @@ typedef struct {
 } pk_narrow_masks;
 
 /* The row reduced along W (step 1 of the banner), NaN lanes of its values or-ed into *bad. */
-static inline __attribute__((always_inline)) pk_nw_v pk_narrow_row(const float* row, const pk_nw_m* tap, pk_nw_m valid, ptrdiff_t kw,
+static PK_ALWAYS_INLINE pk_nw_v pk_narrow_row(const float* row, const pk_nw_m* tap, pk_nw_m valid, ptrdiff_t kw,
                                     ptrdiff_t dw, ptrdiff_t pw, pk_nw_v neg, pk_nw_m* bad)
 {
     pk_nw_v m = neg;
@@ -181,7 +194,7 @@ static inline __attribute__((always_inline)) pk_nw_v pk_narrow_row(const float* 
 /* Output row oh's strip vector to y + oh * OW (y: the strip's first column): whole where it ends
  * inside the plane's OH rows (its lanes past the row spill into the next row's first strip, which
  * is stored after it), lane by lane otherwise (the lanes below OW - c0). */
-static inline __attribute__((always_inline)) void pk_narrow_store(float* y, ptrdiff_t oh, ptrdiff_t OH, ptrdiff_t OW, ptrdiff_t c0,
+static PK_ALWAYS_INLINE void pk_narrow_store(float* y, ptrdiff_t oh, ptrdiff_t OH, ptrdiff_t OW, ptrdiff_t c0,
                                    pk_nw_v m)
 {
     if (oh * OW + c0 + PK_NARROW_L <= OH * OW) {
@@ -199,7 +212,7 @@ static inline __attribute__((always_inline)) void pk_narrow_store(float* y, ptrd
  * row (P pads at the top): the reduced rows roll through K registers (K, P, kw literals at the
  * call sites of the common windows), each output row their first maximum in tap order, -inf
  * past the plane's edges.  One strip (y, x at its first column).  Returns 1 for a NaN. */
-static inline __attribute__((always_inline)) int pk_narrow_roll(const float* x, float* y, ptrdiff_t H, ptrdiff_t W, ptrdiff_t c0,
+static PK_ALWAYS_INLINE int pk_narrow_roll(const float* x, float* y, ptrdiff_t H, ptrdiff_t W, ptrdiff_t c0,
                                  const pk_narrow_masks* mk, ptrdiff_t K, ptrdiff_t P, ptrdiff_t kw,
                                  ptrdiff_t dw, ptrdiff_t pw, pk_nw_v neg)
 {
@@ -256,7 +269,7 @@ static inline int pk_narrow_plane(const float* x, float* y, ptrdiff_t H, ptrdiff
  * once the file grew, and NARROW ran 3-4x slower (SPPF 1x256x20x20: 0.026 -> 0.107 ms).  So the
  * roll and what it calls are always inlined, and this function, whose copies of the roll are the
  * hot code, is compiled as one flattened function of its own. */
-static __attribute__((noinline, flatten)) int pk_narrow_strip(const float* x, float* y, ptrdiff_t H, ptrdiff_t W, ptrdiff_t OH,
+static PK_FLAT_NOINLINE int pk_narrow_strip(const float* x, float* y, ptrdiff_t H, ptrdiff_t W, ptrdiff_t OH,
                                   ptrdiff_t OW, ptrdiff_t c0, ptrdiff_t kh, const ptrdiff_t* rows,
                                   ptrdiff_t sh, ptrdiff_t dh, ptrdiff_t ph, ptrdiff_t kw, ptrdiff_t dw,
                                   ptrdiff_t pw, const pk_narrow_masks* mk, pk_nw_v neg, float* hb)

@@ -29,7 +29,7 @@
 /* One block of V vectors at offset off of each row: the first maximum over the taps of nrows
  * rows, ntaps taps step values apart in each, stored at y.  The values of the first ctaps taps
  * of the rows whose chk is set are checked for NaN, or-ed into *bad. */
-static inline __attribute__((always_inline)) void
+static PK_ALWAYS_INLINE void
 pk_nhwc_block(const float* const* rows, const unsigned char* chk, ptrdiff_t nrows, ptrdiff_t off,
               ptrdiff_t step, ptrdiff_t ntaps, ptrdiff_t ctaps, float* y, pk_nw_m* bad, const int V)
 {
@@ -69,7 +69,7 @@ pk_nhwc_block(const float* const* rows, const unsigned char* chk, ptrdiff_t nrow
  * window), each once.  next: nlen values the caller reads next (the input rows its next output
  * row adds), prefetched a slice per column (pooling_prefetch.h); nlen 0 for none.  Returns 1 when one was found (y then holds no promised values; a NaN in a
  * row without chk is the caller's to know of). */
-static inline __attribute__((always_inline)) int
+static PK_ALWAYS_INLINE int
 pk_nhwc_row(const float* const* rows, const unsigned char* chk, ptrdiff_t nrows, float* y, ptrdiff_t OW,
             ptrdiff_t C, ptrdiff_t sw, ptrdiff_t dw, ptrdiff_t pw, ptrdiff_t own, const ptrdiff_t* tw,
             const float* next, ptrdiff_t nlen)
