@@ -81,7 +81,7 @@ def test_environment_variable(level):
     (("AuthenticAMD", 0x19), {"fused", "tiles"}),     # Zen 3/4: measured
     (("AuthenticAMD", 0x17), {"fused", "tiles"}),     # Zen 1/2: 256-bit operations split in halves
     (("AuthenticAMD", 0x1A), {"fused"}),              # Zen 5: measured, uint8 FUSED only
-    (("GenuineIntel", 6), set()),
+    (("GenuineIntel", 6), {"tiles"}),                 # Xeon model 0xCF: measured, TILES float32 only
     (("AuthenticAMD", 0x15), set()),                  # Bulldozer family: not measured
     (("", 0), set()),
 ])
@@ -93,7 +93,7 @@ def test_baseline_rules_by_cpu_family(monkeypatch, cpu, expected):
 @pytest.mark.parametrize("cpu, expected", [
     (("AuthenticAMD", 0x1A), {"planes", "narrow", "nhwc_blocks"}),   # Zen 5: measured
     (("AuthenticAMD", 0x19), set()),                  # Zen 4 (512-bit operations in halves): not measured
-    (("GenuineIntel", 6), set()),                     # not measured
+    (("GenuineIntel", 6), set()),                     # one model measured: not adopted (_dispatch says why)
     (("", 0), set()),
 ])
 def test_avx512_rules_by_cpu_family(monkeypatch, cpu, expected):

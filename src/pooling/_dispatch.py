@@ -71,15 +71,23 @@ available = (("baseline",) + (("avx2",) if cpu_supports_avx2() and _load_avx2() 
 # with Indices (k2 s2 float32, 1.16-1.34).  The cause is the vector width: a stride-2 load at
 # 256 bits is cross-lane vpermd and blends, at 128 bits one shufps per pair of vectors; Zen 1/2
 # (family 0x17, 256-bit operations split in two 128-bit halves) gain even less from 256 bits.
-# Intel cores measured faster in AVX2 on these kernels, and stay there.
+# Intel cores measured faster in AVX2 on FUSED, and stay there.
 # Zen 5 (family 0x1A, 2-core KVM, AVX-512 capable; the same commands, 5-7 rounds): only FUSED with a W
 # stride of 2 in uint8 stays slower in AVX2 (ResNet stem uint8 1.07-1.08 at one and two threads);
 # its float32 form is faster in AVX2 there (1-D k3 s2 0.80-0.82), as every other row but TILES float32
 # on small planes (VGG pool5 1x512x14x14 1.05-1.11, MTCNN P-Net 1.03-1.05), whose larger inputs gain
 # from AVX2 (VGG pool3 b8 0.81, C3D pool2 0.84, 3-D k2 s2 0.81): TILES float32 stays in AVX2.
+# Intel family 6 (a 16-core Xeon of model 0xCF, Emerald Rapids, under gVisor; `python bench/compare.py
+# --against src --before-env POOLING_SIMD=baseline --zoo --threads 1 --rounds 3`): TILES float32, which
+# the earlier Intel tuning predates, took longer in AVX2 than in the baseline build on every k2 s2 row
+# (VGG pool1 1.16, pool3 b8 1.17, pool5 1.26, MTCNN P-Net 1.23, C3D pool1 1.44, C3D pool2 1.02), so it
+# runs from the baseline build there; every other row of the sweep but the uint8 stem (1.11, FUSED,
+# which the earlier tuning measured faster in AVX2 and keeps there) was as fast or faster in AVX2
+# (geometric mean 0.79).
 BASELINE_FASTER = {
     ("AuthenticAMD", (0x17, 0x19)): (("fused", 2, (1, 4)), ("tiles", 2, (4,))),
     ("AuthenticAMD", (0x1A,)): (("fused", 2, (1,)),),
+    ("GenuineIntel", (6,)): (("tiles", 2, (4,)),),
 }
 
 
@@ -105,6 +113,11 @@ BASELINE_FASTER = {
 # W strides 1 and 2, same method, one / two threads: ResNet stem NHWC b8 0.77 / 0.81 of the AVX2
 # build's time, batch 1 0.90 / 0.93, YOLOv5 SPPF NHWC b8 0.97 / 0.92, 1x20x20x256 k5 1.06 / 0.70,
 # k2 s2 on 1x56x56x256 1.06 / 1.00 (the one loss, within the noise band).
+# Intel family 6 has no rules: on one Xeon (model 0xCF, Emerald Rapids, 16 cores under gVisor) the
+# whole AVX-512 build took 0.88 of the AVX2 build's time over the sweep at one thread (NARROW on
+# 28x28 0.38, SPPF NHWC b8 0.68, PLANES' SPPF 0.66-0.76; slower: 7x7 planes in 16 lanes 1.23, SPP
+# k13 1.12, 1-D k3 s2 1.13, stem NHWC 1.07), but the table keys on the family, which also holds
+# parts whose cores slow down for 512-bit operations (Skylake-SP), not measured.
 WIDE_FASTER = {
     ("AuthenticAMD", (0x1A,)): (("planes", 1, (4,)), ("narrow", 1, (4,)),
                                  ("nhwc_blocks", 1, (4,)), ("nhwc_blocks", 2, (4,))),
