@@ -28,6 +28,8 @@ def rep(n, *values):
 CASES = {
     "block2": lambda n: dict(block_shape=rep(n, 2)),
     "block1": lambda n: dict(block_shape=rep(n, 1)),
+    # VOLO's fold: blocks that cover whole rows for the middle kernel offsets, added as one run
+    "same": lambda n: dict(block_shape=rep(n, 3), pads=rep(n, 1) * 2),
     "strides": lambda n: dict(block_shape=rep(n, 3), strides=rep(n, 2, 1, 3)),
     "dilations": lambda n: dict(block_shape=rep(n, 2), dilations=rep(n, 2, 3, 1)),
     "asymmetric_pads": lambda n: dict(block_shape=rep(n, 3), strides=rep(n, 2, 1),

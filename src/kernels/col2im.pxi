@@ -100,6 +100,9 @@ cdef inline void _col_add_run(const col_t* xr, void* dst, Py_ssize_t yo, Py_ssiz
 cdef inline void _col_add_row(const col_t* xr, void* dst, Py_ssize_t yo, Py_ssize_t n,
                               Py_ssize_t step, uint16_t inf_bits) noexcept nogil:
     if step == 1:  # inlined with a constant step: a contiguous run that vectorises
+        if col_t is float:  # (without a test for overlap: pooling_add.h)
+            pk_add_f32((<float*>dst) + yo, xr, n)
+            return
         _col_add_run(xr, dst, yo, n, 1, inf_bits)
     else:
         _col_add_run(xr, dst, yo, n, step, inf_bits)
@@ -157,6 +160,10 @@ cdef void _col2im_item(const col_t* x, void* dst, const ColGeom* g, Py_ssize_t o
             rows = hi[row_axis] - lo[row_axis]
             xrow = g.xstep[row_axis]
             yrow = g.strides[row_axis] * g.ystep[row_axis]
+        if rows > 1 and run_step == 1 and xrow == count and yrow == count:
+            # whole rows back to back in x and in the image (a kernel offset whose blocks cover
+            # every column, stride 1): one run of all of them
+            count, rows = count * rows, 1
         while True:
             for r in range(rows):
                 _col_add_row(x + xo + r * xrow, dst, yo + r * yrow, count, run_step, inf_bits)

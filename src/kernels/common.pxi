@@ -100,6 +100,9 @@ cdef extern from "pooling_nhwc.h":
                         Py_ssize_t own, const Py_ssize_t* tw, const float* next,
                         Py_ssize_t nlen) noexcept nogil
 
+cdef extern from "pooling_add.h":
+    void pk_add_f32(float* y, const float* x, Py_ssize_t n) noexcept nogil
+
 cdef extern from "pooling_reduce.h":
     float pk_max_f32(const float* x, Py_ssize_t n, int* odd) noexcept nogil
     double pk_max_f64(const double* x, Py_ssize_t n, int* odd) noexcept nogil
