@@ -49,3 +49,12 @@ def check(case, name, result):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=f"{name}: Y differs")
     else:
         assert got.shape == want.shape and got.tobytes() == want.tobytes(), f"{name}: Y differs"
+
+
+def test_scaling_script_runs_and_checks(capsys):
+    """bench/scaling.py (thread scaling beside the peers) on one case at one and two threads, each
+    result checked against the twin's: a table row per thread count."""
+    import scaling
+    scaling.main(["--threads", "1,2", "-k", "ResNet stem:", "--time", "0.01", "--rounds", "1"])
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ResNet stem:")]
+    assert [row.split(" | ")[1] for row in rows] == ["1", "2"]
