@@ -77,15 +77,13 @@ pk_nhwc_row(const float* const* rows, const unsigned char* chk, ptrdiff_t nrows,
     const ptrdiff_t B = PK_NHWC_BLOCK * PK_NARROW_L;
     const ptrdiff_t step = dw * C;
     const ptrdiff_t per = ((nlen + 15) / 16 + OW - 1) / OW;   /* lines of next per column */
-    const float* end = next + nlen;
+    ptrdiff_t ahead = 0;                                        /* values of next prefetched so far */
     pk_nw_m bad = {0};
     ptrdiff_t c = 0;
     for (ptrdiff_t ow = 0; ow < OW; ow++, y += C) {
-        if (nlen > 0) {
-            for (ptrdiff_t l = 0; l < per && next + l * 16 < end; l++)
-                pk_prefetch(next + l * 16);
-            next += per * 16;
-        }
+        if (nlen > 0)
+            for (ptrdiff_t l = 0; l < per && ahead < nlen; l++, ahead += 16)
+                pk_prefetch(next + ahead);
         ptrdiff_t t0 = tw[2 * ow], n = tw[2 * ow + 1] - t0;
         ptrdiff_t off = (ow * sw - pw + t0 * dw) * C;
         ptrdiff_t m = ow == OW - 1 ? n : own - t0 > n ? n : own - t0;
@@ -108,7 +106,7 @@ static int pk_nhwc_row_f32(const float* const* rows, const unsigned char* chk, p
     /* the loop without prefetches its own copy: sharing it cost the batch-1 stem 25% */
     if (nlen > 0)
         return pk_nhwc_row(rows, chk, nrows, y, OW, C, sw, dw, pw, own, tw, next, nlen);
-    return pk_nhwc_row(rows, chk, nrows, y, OW, C, sw, dw, pw, own, tw, NULL, 0);
+    return pk_nhwc_row(rows, chk, nrows, y, OW, C, sw, dw, pw, own, tw, rows[0], 0);
 }
 
 #endif

@@ -273,16 +273,14 @@ static inline int pk_rows_f32(const float* x, float* y, ptrdiff_t H, ptrdiff_t W
     ptrdiff_t oh0, oh, n, i;
     const ptrdiff_t* r;
     const ptrdiff_t per = ((H * W + 15) / 16 + OH - 1) / OH;   /* lines of next per output row */
-    const float* end = next + H * W;
+    ptrdiff_t ahead = 0;   /* values of next prefetched so far */
     for (oh0 = 0; oh0 < OH; oh0 += R) {
         n = OH - oh0 < R ? OH - oh0 : R;
         for (oh = oh0, r = rows + 4 * oh0; oh < oh0 + n; oh++, r += 4) {
             const float* p[4] = {x + r[0] * W, x + r[1] * W, x + r[2] * W, x + r[3] * W};
-            if (next != NULL) {
-                for (ptrdiff_t l = 0; l < per && next + l * 16 < end; l++)
-                    pk_prefetch(next + l * 16);
-                next += per * 16;
-            }
+            if (next != NULL)
+                for (ptrdiff_t l = 0; l < per && ahead < H * W; l++, ahead += 16)
+                    pk_prefetch(next + ahead);
             int check = oh == OH - 1 ? 4 : nchk;
             if (kh == 4)
                 pk_rows_pass1(p, 1, V + (oh - oh0) * ld + pw, W, check, &bad);
