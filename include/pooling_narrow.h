@@ -283,7 +283,7 @@ static PK_FLAT_NOINLINE int pk_narrow_strip(const float* x, float* y, ptrdiff_t 
             return pk_narrow_roll(x, y, H, W, c0, mk, 3, 1, 3, 1, 1, neg);
         if (kh == 5 && kw == 5 && ph == 2 && pw == 2)
             return pk_narrow_roll(x, y, H, W, c0, mk, 5, 2, 5, 1, 2, neg);
-        if (kh == 2 && kw == 2)
+        if (kh == 2 && kw == 2 && ph <= 1)   /* (a pad of 2 or more: a stride without effect) */
             return ph ? pk_narrow_roll(x, y, H, W, c0, mk, 2, 1, 2, 1, pw, neg)
                       : pk_narrow_roll(x, y, H, W, c0, mk, 2, 0, 2, 1, pw, neg);
         if (kh <= PK_NARROW_MAX_K)

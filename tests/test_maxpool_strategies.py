@@ -596,6 +596,9 @@ def test_the_chooser_picks_each_strategy(expected, plan, kind, indices):
     # an output narrower than the input: the taps read columns past the strips, checked apart
     ((1, 4, 10, 10), dict(kernel_shape=(1, 6), dilations=(2, 2), pads=(0, 0, 0, 4)), (2, 3, 9)),
     ((1, 4, 10, 30), dict(kernel_shape=(2, 9), dilations=(1, 3)), (2, 5, 29)),
+    # a k2 window of the input's shape with a pad of 2 (a stride without effect on one row): the
+    # window is wholly padding (a review found it took the P = 1 roll)
+    ((3, 1, 1, 1), dict(kernel_shape=(2, 2), strides=(3, 5), pads=(2, 1, 0, 0)), None),
     # windows wholly in the padding, in a plane redone with the exact compare: the empty value
     ((1, 9, 1, 7), dict(kernel_shape=(2, 3), strides=(2, 1), dilations=(2, 1), pads=(1, 2, 0, 0),
                         ceil_mode=True), (3, 0, 4)),
@@ -714,6 +717,20 @@ def test_prefetching_kernels_give_the_same_results(monkeypatch, strategy, shape,
             assert_same(pooling.max_pool(x, n_threads=nt, _strategy=strategy, **attrs), want)
     finally:
         launch.cache_clear()
+
+
+@pytest.mark.parametrize("strategy", [None, S.NHWC_BLOCKS, S.NHWC])
+def test_nhwc_empty_input_with_pads(strategy):
+    """An empty NHWC input whose pads give a non-empty output: every window is wholly padding. A
+    review found NHWC_BLOCKS' launch handing its scratch to the exact loop as the winners' buffer,
+    which that loop then wrote past (heap corruption; the sanitizer run would report it)."""
+    x = np.zeros((1, 0, 4, 64), np.float32)
+    attrs = dict(kernel_shape=(1, 1), pads=(2, 0, 2, 0), layout="NHWC")
+    want = reference.max_pool(x, **attrs)
+    assert want.shape == (1, 4, 4, 64)
+    for nt in (1, 2):
+        for _ in range(3):
+            assert_same(pooling.max_pool(x, n_threads=nt, _strategy=strategy, **attrs), want)
 
 
 def test_the_chooser_reaches_every_strategy():

@@ -25,7 +25,7 @@ cdef class MaxPoolNHWC(_Launch):
     Indices are in the encoding `index` gives (Geom; "onnx": flat offsets into x's own NHWC
     memory; pixels per image must be fewer than 2**31).  Work items are output rows; `chunk` is
     the pool's smallest claim."""
-    cdef Py_ssize_t C, wscratch             # channels; int32 winners per thread
+    cdef Py_ssize_t C, wscratch, bscratch   # channels; int32 winners and NHWC_BLOCKS' bytes per thread
     cdef bint blocks, holes                 # NHWC_BLOCKS; some window has no tap
 
     def __init__(self, str ctype, tuple x_shape, tuple y_shape, tuple kernel, tuple strides,
@@ -44,13 +44,12 @@ cdef class MaxPoolNHWC(_Launch):
                                  f"channels, got {ctype} and {self.C}")
             # per thread: the pointers to one output row's window rows, the image each input
             # row was found clean in, and whether each window row is to be checked
-            self.wscratch = _padded(self.g.kd * self.g.kh * (sizeof(void*) + 1)
+            self.bscratch = _padded(self.g.kd * self.g.kh * (sizeof(void*) + 1)
                                     + self.g.D * self.g.H * sizeof(Py_ssize_t), 1)
             self.holes = False
             for i in range(taps.shape[0]):
                 self.holes |= taps[i, 0] >= taps[i, 1]
-        else:
-            self.wscratch = _padded(self.C, 4)
+        self.wscratch = _padded(self.C, 4)
         self.units = N * self.g.OD * self.g.OH if self.g.OW * self.C else 0
         self.xsize = N * self.g.D * self.g.H * self.g.W * self.C
         self.ysize = N * self.g.OD * self.g.OH * self.g.OW * self.C
@@ -58,17 +57,21 @@ cdef class MaxPoolNHWC(_Launch):
         self.chunk = max(1, chunk)
 
     cdef Py_ssize_t _scratch_bytes(self, bint with_pos):
-        # The winners' pixels per thread (blocks: the window rows and their NaN states).
-        if self.blocks:
-            return self.n_threads * self.wscratch
-        return self.n_threads * self.wscratch * 4 if with_pos else 0
+        # The winners' pixels per thread, or NHWC_BLOCKS' window rows and their NaN states; a set
+        # with positions also serves calls without (_take_scratch), so it holds either.
+        if with_pos:
+            return self.n_threads * max(self.wscratch * 4, self.bscratch)
+        return self.n_threads * self.bscratch
 
     cdef void _run(self, const char* xb, char* yb, int64_t* ib, _Scratch s):
         cdef _UnitsJob j
         _start_job(&j, xb, yb, ib, self)
-        j.C, j.vs = self.C, self.wscratch
-        j.hv = s.block if ib != NULL or self.blocks else NULL   # the winners' pixels (with indices)
+        # NHWC_BLOCKS where it was asked for and there are values to read (an empty x with pads
+        # has only windows without taps: the exact loop); its scratch, or the winners' pixels
+        # with indices, or none
         j.blocks = self.blocks and ib == NULL and j.x != NULL
+        j.C, j.vs = self.C, self.bscratch if j.blocks else self.wscratch
+        j.hv = s.block if ib != NULL or j.blocks else NULL
         j.holes = self.holes
         with nogil:
             pk_parallel(_nhwc_body, &j, self.units, self.chunk, self.n_threads)
