@@ -35,7 +35,7 @@ cdef class MaxPoolNHWC(_Launch):
         self._setup(ctype, x_shape[1:4], y_shape[1:4], kernel, strides, dilations, pads_begin,
                     taps, act, lo, hi, inf_bits)
         self._set_index(index)
-        cdef Py_ssize_t N = x_shape[0], i
+        cdef Py_ssize_t N = x_shape[0]
         self.C = x_shape[4]
         self.blocks = blocks
         if blocks:
@@ -46,9 +46,8 @@ cdef class MaxPoolNHWC(_Launch):
             # row was found clean in, and whether each window row is to be checked
             self.bscratch = _padded(self.g.kd * self.g.kh * (sizeof(void*) + 1)
                                     + self.g.D * self.g.H * sizeof(Py_ssize_t), 1)
-            self.holes = False
-            for i in range(taps.shape[0]):
-                self.holes |= taps[i, 0] >= taps[i, 1]
+            self.holes = not (_all_taps(self.g.tdr, self.g.OD) and _all_taps(self.g.thr, self.g.OH)
+                              and _all_taps(self.g.twr, self.g.OW))
         self.wscratch = _padded(self.C, 4)
         self.units = N * self.g.OD * self.g.OH if self.g.OW * self.C else 0
         self.xsize = N * self.g.D * self.g.H * self.g.W * self.C
@@ -245,7 +244,7 @@ cdef void _nhwc_blocks(const _UnitsJob* j, Py_ssize_t begin, Py_ssize_t end, int
         nnext = min(g.sh, g.D * g.H - row - 1) * rowlen if j.prefetch and nrows and u + 1 < end else 0
         if (j.holes or nrows == 0
                 or pk_nhwc_row_f32(rows, chk, nrows, y, g.OW, C, g.sw, g.dw, g.pw, own_w, g.twr,
-                                   x + (row + 1) * rowlen, max(nnext, 0))):
+                                   x + (row + 1) * rowlen, nnext)):
             _nhwc_unit(<const float*>j.x, <float*>j.y, NULL, C, j.g, u, NULL, j.act, lo, hi)
             continue
         for i in range(nrows):
