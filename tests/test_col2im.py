@@ -5,6 +5,7 @@ offsets in row-major order), so they agree bit for bit for every dtype; only
 which NaN a sum of two NaNs gives is the hardware's choice.
 """
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -81,6 +82,92 @@ def test_matches_reference(rng, kind, rank, case):
     assert got.shape == (2, 2) + image
     assert got.dtype == ALL_DTYPES[kind]
     assert_same_or_nan(got, want)
+
+
+# Strides of 32 values or more on the last axis: runs that sparse go several kernel
+# offsets at a time, block by block (col2im.pxi, _col2im_item_grouped), for the float
+# kinds (chosen at 32 bytes between terms); the other dtypes check the same geometry
+# one offset at a time.
+SPARSE_IMAGES = {1: (150,), 2: (5, 120), 3: (3, 4, 100)}
+SPARSE_CASES = {
+    # the overlap-add of a 1-D signal: offsets 0-31, then 32-39, with pads
+    "overlap_add": lambda n: dict(block_shape=rep(n - 1, 2) + (40,), strides=rep(n - 1, 1) + (32,),
+                                  pads=rep(n - 1, 1) + (3,) + rep(n - 1, 0) + (5,)),
+    # 11 offsets per group (10 dilations of 3 < 32), then 1
+    "dilated": lambda n: dict(block_shape=rep(n - 1, 3) + (12,), strides=rep(n - 1, 2) + (33,),
+                              dilations=rep(n - 1, 1) + (3,)),
+    # blocks shorter than the stride: pixels between them stay 0
+    "gaps": lambda n: dict(block_shape=rep(n - 1, 1) + (5,), strides=rep(n - 1, 1) + (40,),
+                           pads=rep(n - 1, 0) + (7,) + rep(n - 1, 0) + (0,)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SPARSE_CASES))
+@pytest.mark.parametrize("rank", sorted(SPARSE_IMAGES))
+@pytest.mark.parametrize("kind", sorted(ALL_DTYPES))
+def test_sparse_runs_match_reference(rng, kind, rank, case):
+    image = SPARSE_IMAGES[rank]
+    attrs = full_attrs(image, **SPARSE_CASES[case](rank))
+    x = columns(rng, kind, image, attrs)
+    got, want = run_both(x, image, attrs)
+    assert_same_or_nan(got, want)
+
+
+@pytest.mark.parametrize("kind, strides, dilations, reach", [
+    ("float32", (1, 32), (1, 1), 32), ("float16", (1, 32), (1, 1), 32), ("float64", (1, 33), (1, 3), 11),
+    ("float32", (1, 4), (1, 1), 1),    # 16 bytes apart: one offset at a time
+    ("float64", (1, 4), (1, 1), 4),    # 32 bytes apart
+    ("float32", (1, 128), (1, 1), 64),  # at most 64 together
+    ("int32", (1, 32), (1, 1), 1), ("complex64", (1, 32), (1, 1), 1),
+])
+def test_sparse_runs_chosen(rng, monkeypatch, kind, strides, dilations, reach):
+    # The tests above check results either way: this one checks which form runs.
+    module = sys.modules["pooling.col2im"]
+
+    seen = []
+
+    class Spy:
+        def __init__(self, kernels):
+            self.kernels = kernels
+
+        def __getitem__(self, key):
+            def kernel(*args):
+                seen.append(args[5])  # reach (x, y, acc, geom, rows_per_item, reach, ...)
+                return self.kernels[key](*args)
+            return kernel
+
+    class Core:
+        col2im = Spy(module._core.col2im)
+
+    monkeypatch.setattr(module, "_core", Core)
+    image = (2, 3000)
+    attrs = full_attrs(image, (1, 70), strides=strides, dilations=dilations)
+    x = columns(rng, kind, image, attrs, batch=1, channels=1)
+    assert_same_or_nan(pooling.col2im(x, image, **attrs), reference.col2im(x, image, **attrs))
+    assert seen == [reach]
+
+
+@pytest.mark.parametrize("kind", ["float32", "float64", "bfloat16", "int8", "complex64", "complex128"])
+@pytest.mark.parametrize("image, block, strides, pads", [
+    # one plane of a long 1-D signal: work items cut the only axis, so a block's
+    # terms go together on one side of a cut and one at a time on the other
+    ((20000,), (512,), (128,), (100, 60)),
+    # a 2-D image of few planes: work items cut the rows, each adds its own
+    ((60, 1500), (3, 100), (2, 64), (1, 30, 2, 40)),
+    # runs one offset at a time, strided and contiguous, cut the same way
+    ((20000,), (5,), (2,), (1, 0)),
+    ((20000,), (3,), (1,), (1, 1)),
+    # VOLO's fold: rows one short of whole go as one run, the pixels between put back
+    ((300, 57), (3, 3), (1, 1), (1, 1, 1, 1)),
+])
+def test_runs_any_n_threads(rng, kind, image, block, strides, pads):
+    attrs = full_attrs(image, block, strides=strides, pads=pads)
+    x = columns(rng, kind, image, attrs, batch=1, channels=1)
+    want = reference.col2im(x, image, **attrs)
+    results = [pooling.col2im(x, image, **attrs, n_threads=nt) for nt in (1, 2, 3, 7)]
+    assert_same_or_nan(results[0], want)
+    for got in results[1:]:
+        assert_same(got, results[0])
 
 
 @pytest.mark.parametrize("kind", ["float32", "float64", "int16", "bfloat16", "float16", "bool", "complex128"])

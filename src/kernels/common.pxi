@@ -102,6 +102,15 @@ cdef extern from "pooling_nhwc.h":
 
 cdef extern from "pooling_add.h":
     void pk_add_f32(float* y, const float* x, Py_ssize_t n) noexcept nogil
+    void pk_add_strided_f32(float* y, const float* x, Py_ssize_t n, Py_ssize_t step) noexcept nogil
+    float pk_sum_keep_nan(float a, float b) noexcept nogil
+    double pk_sum_keep_nan_f64(double a, double b) noexcept nogil
+    void pk_add_group_f32(float* y, const float* x, Py_ssize_t L, Py_ssize_t nb, Py_ssize_t step,
+                          Py_ssize_t ng) noexcept nogil
+    void pk_add_group_f16(float* y, const uint16_t* x, Py_ssize_t L, Py_ssize_t nb, Py_ssize_t step,
+                          Py_ssize_t ng) noexcept nogil
+    void pk_add_group_bf16(float* y, const uint16_t* x, Py_ssize_t L, Py_ssize_t nb, Py_ssize_t step,
+                           Py_ssize_t ng) noexcept nogil
 
 cdef extern from "pooling_reduce.h":
     float pk_max_f32(const float* x, Py_ssize_t n, int* odd) noexcept nogil
