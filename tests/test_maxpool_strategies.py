@@ -149,7 +149,7 @@ CHOOSER_CASES = [
 
 
 # TILES' paths: ranks 1-3; W kernels 1, 2 (the paired loop) and 3; H kernels 1 to 3; depth
-# kernels 1 and 2; batches of one output row (wide rows) and batches that stop at a depth slab's
+# kernels 1 and 2; H rows of 8 or fewer; batches of one output row (wide rows) and batches that stop at a depth slab's
 # end (3-D, 2 rows per batch of 3 output rows); a fused activation; padding no window reads.
 TILES_CASES = [
     ((2, 3, 8, 8), dict(kernel_shape=(2, 2), strides=(2, 2))),
@@ -163,6 +163,8 @@ TILES_CASES = [
     ((2, 3, 4, 6, 8), dict(kernel_shape=(1, 2, 2), strides=(1, 2, 2),
                            activation="Clip", activation_params=(-0.5, 1.0))),
     ((1, 3, 6, 6, 6), dict(kernel_shape=(3, 3, 1), strides=(3, 3, 1))),
+    # rows of at most 8 combined along H 8 values at a time (VGG's pool5), before depth taps
+    ((2, 3, 4, 10, 14), dict(kernel_shape=(2, 2, 2), strides=(2, 2, 2))),
 ]
 
 

@@ -72,9 +72,23 @@ cdef inline bint _tiles_batch(const pool_t* x, pool_t* y, const Geom* g, Py_ssiz
         if odd:
             return True
         # Along H (each output row's kh rows of buf, in order), then along D into y.
-        for q in range(n):
+        q = 0
+        if td == 0 and kh == 2 and OW <= 8:
+            # Rows of at most 8 (VGG's pool5: 7) as 8 values each: the lanes past OW read the
+            # next rows of buf and write the start of the next output row, which its own pass
+            # then writes again; the last row, with nothing after it, goes as below.  (One
+            # vector per row where the loop of 7 was scalar: pool5 1x512x14x14 at one thread,
+            # AVX2 on Zen 5, 18.8 -> 12.3 us.)
+            while q < n - 1:
+                a = buf + q * 2 * OW
+                d = yb + q * OW
+                for c in range(8):
+                    d[c] = _pick(a[c], a[OW + c], g.inf_bits, exact)
+                q += 1
+        while q < n:
             a = buf + q * kh * OW
             d = yb + q * OW
+            q += 1
             if td == 0 and kh == 2:
                 for c in range(OW):
                     d[c] = _pick(a[c], a[OW + c], g.inf_bits, exact)
