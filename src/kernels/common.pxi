@@ -100,6 +100,9 @@ cdef extern from "pooling_nhwc.h":
                         Py_ssize_t own, const Py_ssize_t* tw, const float* next,
                         Py_ssize_t nlen) noexcept nogil
 
+cdef extern from "pooling_zero.h":
+    void pk_zero(void* p, size_t nbytes) noexcept nogil
+
 cdef extern from "pooling_add.h":
     void pk_add_f32(float* y, const float* x, Py_ssize_t n) noexcept nogil
     void pk_add_strided_f32(float* y, const float* x, Py_ssize_t n, Py_ssize_t step) noexcept nogil
