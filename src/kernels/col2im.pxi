@@ -499,7 +499,7 @@ cdef void _col2im_items(col_t* kind, const _ColJob* j, Py_ssize_t begin, Py_ssiz
         if col_t is uint16_t:
             if j.acc != NULL:
                 a = j.acc + tid * j.acc_stride
-                memset(a, 0, size * sizeof(float))
+                pk_zero(a, size * sizeof(float))
                 if j.reach > 1:
                     _col2im_item_grouped(xb + plane * g.K * g.L, a, g, o0, o1, j.reach, j.inf_bits)
                 else:
@@ -511,7 +511,7 @@ cdef void _col2im_items(col_t* kind, const _ColJob* j, Py_ssize_t begin, Py_ssiz
                     for i in range(size):
                         yb[start + i] = pk_f32_to_bf16(a[i])
                 continue
-        memset(yb + start, 0, size * sizeof(col_t))
+        pk_zero(yb + start, size * sizeof(col_t))  # (not memset: pooling_zero.h)
         if col_t is float or col_t is double:  # (the float kinds only: col2im.py, _run)
             if j.reach > 1:
                 _col2im_item_grouped(xb + plane * g.K * g.L, yb + start, g, o0, o1, j.reach, 0)
