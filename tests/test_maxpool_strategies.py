@@ -163,8 +163,12 @@ TILES_CASES = [
     ((2, 3, 4, 6, 8), dict(kernel_shape=(1, 2, 2), strides=(1, 2, 2),
                            activation="Clip", activation_params=(-0.5, 1.0))),
     ((1, 3, 6, 6, 6), dict(kernel_shape=(3, 3, 1), strides=(3, 3, 1))),
-    # rows of at most 8 combined along H 8 values at a time (VGG's pool5), before depth taps
+    # rows of 4 to 8 combined along H 8 values at a time (VGG's pool5), before depth taps; rows
+    # of 1 to 3, too short for that, and rows of 9
     ((2, 3, 4, 10, 14), dict(kernel_shape=(2, 2, 2), strides=(2, 2, 2))),
+    ((1, 3, 10, 2), dict(kernel_shape=(2, 2), strides=(2, 2))),
+    ((1, 3, 10, 6), dict(kernel_shape=(2, 2), strides=(2, 2))),
+    ((1, 3, 10, 18), dict(kernel_shape=(2, 2), strides=(2, 2))),
 ]
 
 

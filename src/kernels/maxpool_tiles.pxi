@@ -73,10 +73,11 @@ cdef inline bint _tiles_batch(const pool_t* x, pool_t* y, const Geom* g, Py_ssiz
             return True
         # Along H (each output row's kh rows of buf, in order), then along D into y.
         q = 0
-        if td == 0 and kh == 2 and OW <= 8:
-            # Rows of at most 8 (VGG's pool5: 7) as 8 values each: the lanes past OW read the
-            # next rows of buf and write the start of the next output row, which its own pass
-            # then writes again; the last row, with nothing after it, goes as below.  (One
+        if td == 0 and kh == 2 and 4 <= OW <= 8:
+            # Rows of 4 to 8 (VGG's pool5: 7) as 8 values each: the lanes past OW read the next
+            # rows of buf and write the start of the next output row (no further: OW >= 4),
+            # which its own pass then writes again; the last row, with nothing after it, goes
+            # as below.  (One
             # vector per row where the loop of 7 was scalar: pool5 1x512x14x14 at one thread,
             # AVX2 on Zen 5, 18.8 -> 12.3 us.)
             while q < n - 1:
