@@ -146,57 +146,6 @@ def test_thread_counts_identical(rng, shape, mode):
         assert_same(pooling.max_unpool(x, idx, (2, 2), strides=(2, 2), n_threads=n_threads), want)
 
 
-@pytest.mark.parametrize("rank", [2, 3])
-@pytest.mark.parametrize("mode", ["window", "duplicates", "other slab"])
-@pytest.mark.parametrize("fresh_zeros", [False, True])
-def test_slabs_of_a_plane(rng, monkeypatch, rank, mode, fresh_zeros):
-    # Windows that tile the first spatial axis: each input slab along it and the output slabs
-    # its windows cover are a part of their own (zeroed and scattered by one thread, in any
-    # order), and an index into another slab of the plane sends the call to the ordered pass.
-    import pooling.maxunpool as unpool_module
-    spatial = (6, 5) if rank == 2 else (4, 3, 5)
-    x = make_array(rng, (2, 3) + spatial, "float32")
-    out_spatial = tuple(2 * d for d in spatial)
-    # Each element's index inside its own 2x2(x2) window, as MaxPool's Indices are.
-    pos = np.zeros(x.shape, np.int64)
-    for axis in range(rank):
-        coord = np.arange(spatial[axis]).reshape((-1,) + (1,) * (rank - 1 - axis))
-        offset = coord * 2 + rng.integers(0, 2, size=x.shape)
-        pos = pos * out_spatial[axis] + offset
-    if mode == "duplicates":  # the whole of each 2-wide W pair onto one position
-        pos[..., 1::2] = pos[..., 0:-1:2] if spatial[-1] % 2 else pos[..., 0::2]
-    planes = np.arange(6, dtype=np.int64).reshape(2, 3, *(1,) * rank) * int(np.prod(out_spatial))
-    idx = planes + pos
-    if mode == "other slab":
-        idx[1, 2, 0, 0] = idx[1, 2, -1, -1]  # first slab's element into the last slab
-        idx[0, 1, -1, 1] = idx[0, 1, 0, 0]
-    attrs = dict(kernel_shape=(2,) * rank, strides=(2,) * rank)
-    assert _slabs(x.shape, attrs["kernel_shape"], attrs["strides"]) == spatial[0]
-    want = reference.max_unpool(x, idx, **attrs)
-    if fresh_zeros:
-        monkeypatch.setattr(unpool_module, "_FRESH_ZEROS", 0)
-    for n_threads in (1, 2, 3):
-        assert_same(pooling.max_unpool(x, idx, **attrs, n_threads=n_threads), want)
-        out = np.full(want.shape, np.nan, np.float32)
-        pooling.max_unpool(x, idx, **attrs, n_threads=n_threads, out=out)
-        assert_same(out, want)
-
-
-def _slabs(x_shape, kernel_shape, strides, pads=None, output_shape=None, layout="NCHW"):
-    import pooling.maxunpool as unpool_module
-    return unpool_module._plan(x_shape, kernel_shape=kernel_shape, strides=strides, pads=pads,
-                               output_shape=output_shape, layout=layout, opset=None).slabs
-
-
-def test_no_slabs_where_windows_do_not_tile_the_first_axis():
-    assert _slabs((1, 2, 6, 5), (2, 2), (2, 2)) == 6
-    assert _slabs((1, 2, 6, 5), (3, 2), (2, 2)) == 1                         # overlapping
-    assert _slabs((1, 2, 6, 5), (2, 2), (2, 2), pads=(1, 0, 1, 0)) == 1      # pads
-    assert _slabs((1, 2, 6, 5), (2, 2), (2, 2), output_shape=(1, 2, 13, 10)) == 1  # bigger
-    assert _slabs((1, 2, 6), (2,), (2,)) == 1                                # 1-D
-    assert _slabs((1, 6, 5, 2), (2, 2), (2, 2), layout="NHWC") == 1
-
-
 @pytest.mark.parametrize("mode", MODES)
 def test_fresh_zeroed_result_is_not_zeroed_twice(rng, monkeypatch, mode):
     # Large fresh results come from np.zeros and the kernel skips its own zeroing: forced here

@@ -107,7 +107,7 @@ cdef int _unpool_parts(bits_t* kind, const _UnpoolJob* j, Py_ssize_t begin, Py_s
     cdef int outside = 0
     for b in range(begin, end):
         if j.fused:  # zero the part just before scattering into it, while it is in cache
-            pk_zero(y + b * ob, ob * sizeof(bits_t))  # (not memset: pooling_zero.h)
+            memset(y + b * ob, 0, ob * sizeof(bits_t))
         if j.relative == 2:
             outside |= _unpool_pixels(x + b * ib, j.idx + b * ib, ib, y + b * ob, ob // j.C, j.C)
         else:

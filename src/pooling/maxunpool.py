@@ -49,7 +49,6 @@ class _Plan(NamedTuple):
     """Everything about a call that depends only on shapes and attributes."""
     out_shape: tuple          # full output shape
     blocks: int               # independent parts of x and y: N*C planes (NCHW), N images (NHWC)
-    slabs: int                # parts per NCHW plane for flat indices (_slabs), or 1
     kinds: tuple              # dtypes of x allowed under this version
     index_kinds: tuple        # dtypes of indices allowed under this version
 
@@ -236,12 +235,11 @@ def max_unpool(x: ArrayLike, indices: ArrayLike, kernel_shape: Ints, *, strides:
             bad = 0
         else:
             bits = _BITS[xk.itemsize]
-            blocks = plan.blocks * (plan.slabs if relative == 0 else 1)
-            # Few parts: zero y on every thread first rather than one part per thread.
-            fused = nt == 1 or blocks >= 4 * nt
+            # Few planes: zero y on every thread first rather than one plane per thread.
+            fused = nt == 1 or plan.blocks >= 4 * nt
             kernel = _core.max_unpool[C_TYPES[bits]]
             bad = kernel(xk.reshape(-1).view(bits), ik.reshape(-1), y.reshape(-1).view(bits),
-                         blocks, fused, zeroed, nt, relative, plan.out_shape[-1] if relative == 2 else 1)
+                         plan.blocks, fused, zeroed, nt, relative, plan.out_shape[-1] if relative == 2 else 1)
         if bad == -2:  # the kernel's contract on its arguments, which the checks above keep
             raise RuntimeError(f"{OP}: internal error: the kernel rejected its arguments")
         if bad >= 0 and index_format != "onnx":
@@ -286,21 +284,7 @@ def _plan(x_shape, kernel_shape, strides, pads, output_shape, layout, opset):
     check_size(OP, out_shape)
     kinds = kinds_in(_DTYPE_SINCE, version, library=_LIBRARY_DTYPES)
     index_kinds = kinds_in(_INDEX_SINCE, version, library=_INDEX_KINDS)
-    slabs = _slabs(spatial, out_shape[2:], kernel, strides, pads) if layout == "NCHW" else 1
-    return _Plan(out_shape, blocks, slabs, kinds, index_kinds)
-
-
-def _slabs(spatial, out_spatial, kernel, strides, pads):
-    """Parts per plane for flat ("onnx") indices: each slab of the input along its first spatial
-    axis, with the `stride` output slabs its windows cover, where the windows tile that axis
-    (kernel = stride, no pads, output = input * stride), so that MaxPool's Indices land in their
-    own part.  Parts that small are zeroed and scattered into while in L1 (SegNet's unpool
-    1x64x180x240 -> 360x480 into an existing result, one thread: 2.8 -> 1.6 ms, AMD Zen 5); an
-    index outside its part sends the call to the ordered pass, as any does."""
-    if (len(spatial) < 2 or kernel[0] != strides[0] or pads[0] or pads[len(spatial)]
-            or out_spatial[0] != spatial[0] * strides[0]):
-        return 1
-    return spatial[0]
+    return _Plan(out_shape, blocks, kinds, index_kinds)
 
 
 def _inferred_spatial(spatial, kernel, strides, pads):
