@@ -287,7 +287,10 @@ class BuildExt(build_ext):
             else:
                 # Baseline ISA only (wheels must run on any x86-64); faster
                 # instruction sets are a run-time choice, never -march=native.
-                ext.extra_compile_args += ["-O3", "-std=c11"]
+                # Functions start on 64-byte lines, so the hot loops inside one sit where its own
+                # code puts them: without it an unrelated change elsewhere in the module moved
+                # ROWS_FIRST's body by 16 bytes and made it 1.17x slower (AMD Zen 5).
+                ext.extra_compile_args += ["-O3", "-std=c11", "-falign-functions=64"]
             ext.extra_compile_args += self._debug_info_flags
             if flags is not None:
                 ext.extra_compile_args += flags[0]
