@@ -71,24 +71,11 @@ def run_both(x, image, attrs, **kw):
     return got, want
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
-@pytest.mark.parametrize("rank", sorted(IMAGES))
-@pytest.mark.parametrize("kind", sorted(ALL_DTYPES))
-def test_matches_reference(rng, kind, rank, case):
-    image = IMAGES[rank]
-    attrs = full_attrs(image, **CASES[case](rank))
-    x = columns(rng, kind, image, attrs)
-    got, want = run_both(x, image, attrs)
-    assert got.shape == (2, 2) + image
-    assert got.dtype == ALL_DTYPES[kind]
-    assert_same_or_nan(got, want)
-
-
 # Strides of 32 values or more on the last axis: runs that sparse go several kernel
 # offsets at a time, block by block (col2im.pxi, _col2im_item_grouped), for the float
 # kinds (chosen at 32 bytes between terms); the other dtypes check the same geometry
 # one offset at a time.
-SPARSE_IMAGES = {1: (150,), 2: (5, 120), 3: (3, 4, 100)}
+SPARSE_IMAGES = {1: (150,), 2: (5, 120), 3: (3, 4, 100), 4: (3, 3, 4, 90)}
 SPARSE_CASES = {
     # the overlap-add of a 1-D signal: offsets 0-31, then 32-39, with pads
     "overlap_add": lambda n: dict(block_shape=rep(n - 1, 2) + (40,), strides=rep(n - 1, 1) + (32,),
@@ -102,14 +89,17 @@ SPARSE_CASES = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(SPARSE_CASES))
-@pytest.mark.parametrize("rank", sorted(SPARSE_IMAGES))
+@pytest.mark.parametrize("case", sorted(CASES) + sorted(SPARSE_CASES))
+@pytest.mark.parametrize("rank", sorted(IMAGES))
 @pytest.mark.parametrize("kind", sorted(ALL_DTYPES))
-def test_sparse_runs_match_reference(rng, kind, rank, case):
-    image = SPARSE_IMAGES[rank]
-    attrs = full_attrs(image, **SPARSE_CASES[case](rank))
+def test_matches_reference(rng, kind, rank, case):
+    image, attrs = (SPARSE_IMAGES[rank], SPARSE_CASES[case](rank)) if case in SPARSE_CASES else (
+        IMAGES[rank], CASES[case](rank))
+    attrs = full_attrs(image, **attrs)
     x = columns(rng, kind, image, attrs)
     got, want = run_both(x, image, attrs)
+    assert got.shape == (2, 2) + image
+    assert got.dtype == ALL_DTYPES[kind]
     assert_same_or_nan(got, want)
 
 
