@@ -123,6 +123,105 @@ def test_round_trip_from_max_pool(rng, kind, rank):
         assert back.dtype == x.dtype and back.shape == x.shape
 
 
+def window_indices(rng, planes, in_hw, out_hw, relative=False):
+    """int64 indices of a 2x2 stride-2 MaxPool: each element at a random corner of its own window."""
+    (h, w), (H, W) = in_hw, out_hw
+    r, c = np.meshgrid(np.arange(h), np.arange(w), indexing="ij")
+    corner = rng.integers(0, 4, size=(planes, h, w))
+    offsets = (2 * r + corner // 2) * W + 2 * c + corner % 2
+    base = 0 if relative else np.arange(planes, dtype=np.int64)[:, None, None] * (H * W)
+    return (base + offsets).astype(np.int64)
+
+
+# Builds of the kernels this CPU runs: the windows (include/pooling_unpool.h) exist in the SIMD ones.
+BUILDS = ["pooling._core" if level == "baseline" else f"pooling._core_{level}"
+          for level in __import__("pooling._dispatch", fromlist=["available"]).available]
+
+
+@pytest.mark.parametrize("build", BUILDS)
+@pytest.mark.parametrize("in_hw, out_hw", [((1, 1), (2, 2)), ((3, 5), (6, 10)), ((4, 9), (8, 18)),
+                                           ((5, 4), (13, 12)), ((2, 7), (4, 16)), ((6, 16), (12, 32))])
+@pytest.mark.parametrize("mode", ["windows", "one outside", "other plane", "duplicate", "out of range"])
+def test_windows_written_whole_as_the_scatter(rng, build, in_hw, out_hw, mode):
+    """2x2 stride-2 planes of 32-bit elements are written window by window (values and zeros side by
+    side, rows of any length, rows and columns beyond the windows zeroed), bit for bit the
+    reference's scatter over every thread count and both index formats read in place; any index
+    not in its own window (in its plane or not, a duplicate) has the whole call done the general
+    way, the last write winning, and the first index out of range is reported."""
+    import importlib
+    core = importlib.import_module(build)
+    planes = 5
+    for relative in (0, 1):
+        idx = window_indices(rng, planes, in_hw, out_hw, relative=bool(relative))
+        flat = idx.reshape(-1)
+        j = rng.integers(0, flat.size)
+        size = planes * out_hw[0] * out_hw[1]
+        if mode == "one outside":      # to the plane's last element, outside every window
+            flat[j] = (0 if relative else j // (in_hw[0] * in_hw[1]) * (size // planes)) + size // planes - 1
+        elif mode == "other plane" and not relative:
+            flat[j] = (flat[j] + size // planes) % size
+        elif mode == "duplicate":
+            flat[j] = flat[(j + 1) % flat.size]
+        elif mode == "out of range":
+            flat[j] = size if not relative else size // planes
+        x = rng.standard_normal(idx.size).astype(np.float32)
+        x[::7] = -0.0
+        want = np.zeros(size, np.float32)
+        absolute = flat + (np.arange(flat.size) // (in_hw[0] * in_hw[1]) * (size // planes) if relative else 0)
+        for i, v in zip(absolute, x):
+            if 0 <= i < size:
+                want[i] = v
+        for n_threads in (1, 2, 3):
+            results = []
+            for windows in (None, in_hw + out_hw):
+                y = np.full(size, np.nan, np.float32).view(np.uint32)
+                bad = core.max_unpool(x.view(np.uint32), flat, y, planes, True, False, n_threads, relative, 1,
+                                      windows)
+                results.append((bad, y.copy()))
+            assert results[0][0] == results[1][0] == (j if mode == "out of range" else -1)
+            if mode != "out of range":
+                assert_same(results[1][1].view(np.float32), want)
+                assert_same(results[0][1], results[1][1])
+
+
+@pytest.mark.parametrize("build", BUILDS)
+def test_windows_that_do_not_fit_the_arrays_are_refused(build):
+    """Kernel contract: windows that do not describe the parts (a plane of x or y of another size,
+    an odd or short output row, too few output rows, NHWC pixels) return -2 and write nothing."""
+    import importlib
+    core = importlib.import_module(build)
+    x, idx = np.ones(2 * 3 * 4, np.uint32), np.zeros(2 * 3 * 4, np.int64)
+    for windows in ((3, 4, 6, 9), (3, 4, 5, 8), (3, 4, 6, 6), (4, 3, 6, 8), (3, 4, 0, 8), (0, 4, 6, 8),
+                    (3, 4, 12, 4), (-3, -4, 6, 8)):
+        y = np.full(2 * windows[2] * windows[3] if min(windows) > 0 else 2 * 48, 7, np.uint32)
+        assert core.max_unpool(x, idx, y, 2, True, False, 1, 0, 1, windows) == -2, windows
+        assert (y == 7).all()
+    y = np.full(2 * 48, 7, np.uint32)
+    assert core.max_unpool(x, idx, y, 2, True, False, 1, 2, 1, (3, 4, 6, 8)) == -2
+    assert core.max_unpool(x, idx, y, 2, True, False, 1, 0, 1, (3, 4, 6, 8)) == -1
+
+
+def test_windows_chosen_for_2x2_stride_2_planes_only():
+    """The plan hands the kernel its windows for NCHW 2x2 stride-2 pools without pads into an even
+    output row at least twice x's (output_shape may add rows and columns), and none otherwise."""
+    import pooling.maxunpool as unpool_module
+
+    def windows(shape, kernel, **kw):
+        return unpool_module._plan(shape, kernel_shape=kernel, strides=kw.get("strides", kernel),
+                                   pads=kw.get("pads"), output_shape=kw.get("output_shape"),
+                                   layout=kw.get("layout", "NCHW"), opset=None).windows
+    assert windows((1, 16, 128, 128), (2, 2)) == (128, 128, 256, 256)
+    assert windows((2, 3, 4, 5), (2, 2), output_shape=(2, 3, 9, 12)) == (4, 5, 9, 12)
+    assert windows((2, 3, 4, 5), (2, 2), output_shape=(2, 3, 8, 11)) is None   # odd output row
+    assert windows((2, 3, 4, 5), (2, 2), output_shape=(2, 3, 7, 10)) is None   # fewer rows than windows
+    assert windows((2, 3, 4, 5), (2, 2), pads=(1, 0, 0, 0)) is None
+    assert windows((2, 3, 4, 5), (3, 3), strides=(2, 2)) is None
+    assert windows((2, 3, 4, 5), (2, 2), strides=(1, 1)) is None
+    assert windows((2, 4, 5, 3), (2, 2), layout="NHWC") is None
+    assert windows((2, 3, 4, 5, 6), (2, 2, 2)) is None
+    assert windows((2, 3, 0, 5), (2, 2), output_shape=(2, 3, 2, 10)) is None  # nothing to pool
+
+
 def test_storage_order_1_indices_do_not_round_trip():
     # Column-major encodings (h + w*H) land on the transposed position, as documented.
     x = np.arange(6, dtype=np.float32).reshape(1, 1, 2, 3)

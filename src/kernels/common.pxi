@@ -100,6 +100,11 @@ cdef extern from "pooling_nhwc.h":
                         Py_ssize_t own, const Py_ssize_t* tw, const float* next,
                         Py_ssize_t nlen) noexcept nogil
 
+cdef extern from "pooling_unpool.h":
+    int PK_UNPOOL_WINDOWS
+    int pk_unpool_pairs_u32(const uint32_t* x, const int64_t* idx, Py_ssize_t n, uint32_t* top,
+                            uint32_t* bottom, int64_t base, int64_t W) noexcept nogil
+
 cdef extern from "pooling_zero.h":
     void pk_zero(void* p, size_t nbytes) noexcept nogil
 

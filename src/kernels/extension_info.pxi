@@ -25,3 +25,6 @@ def build_info():
 # lanes), and the lanes: a row of more than NARROW_LANES values takes two strips.
 NARROW_WIDTH = PK_NARROW_WIDTH
 NARROW_LANES = PK_NARROW_L
+
+# Whether max_unpool writes 2x2 stride-2 windows whole in this build (include/pooling_unpool.h).
+UNPOOL_WINDOWS = bool(PK_UNPOOL_WINDOWS)

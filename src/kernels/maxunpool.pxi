@@ -16,6 +16,13 @@
 # returned) and then all are written again in one serial pass in input
 # order: the last write in row-major order of x wins, for every n_threads.
 #
+# Windows: where x's parts are planes pooled 2x2 with stride 2 (no pads,
+# an even output row), each row of x is written with the two rows of y its
+# windows cover, values and zeros side by side (include/pooling_unpool.h),
+# rather than zeroing y and scattering into it; row by row, so any number of
+# threads share even one plane.  If some index is not in its own window
+# (indices from elsewhere), the whole call is done again the general way.
+#
 # Indices in another format than "onnx" (pooling.indices) are read in
 # place where they are offsets inside the part ("relative" 1: NCHW "plane",
 # NHWC "tf") or pixels of it with the element's own channel (2: NHWC
@@ -76,6 +83,7 @@ cdef struct _UnpoolJob:
     int relative                    # 0: flat offsets; 1: offsets in the part; 2: pixels (+ channel)
     bint fused
     int outside                     # set (pk_atomic_or) when some index left its part
+    Py_ssize_t in_h, in_w, out_h, out_w  # windows: the plane of each part (in_h 0: none)
 
 
 cdef void _zero_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil:
@@ -100,6 +108,30 @@ cdef void _unpool_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noe
         pk_atomic_or(&j.outside, 1)
 
 
+cdef void _windows_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil:
+    """pk_parallel's body: rows [begin, end) of x (over all parts) written with their windows'
+    two rows of y; the rows and columns of y that no window covers are zeroed by the rows that
+    end their part and their plane row.  32-bit elements."""
+    cdef _UnpoolJob* j = <_UnpoolJob*>job
+    cdef Py_ssize_t i, b, r, ow = j.out_w, extra = j.out_w - 2 * j.in_w
+    cdef const uint32_t* x
+    cdef uint32_t* top
+    cdef int bad = 0
+    for i in range(begin, end):
+        b, r = i // j.in_h, i % j.in_h
+        x = <const uint32_t*>j.x + i * j.in_w
+        top = <uint32_t*>j.y + b * j.out_block + 2 * r * ow
+        bad |= pk_unpool_pairs_u32(x, j.idx + i * j.in_w, j.in_w, top, top + ow,
+                                   (0 if j.relative else b * j.out_block) + 2 * r * ow, ow)
+        if extra:
+            memset(top + 2 * j.in_w, 0, extra * sizeof(uint32_t))
+            memset(top + ow + 2 * j.in_w, 0, extra * sizeof(uint32_t))
+        if r == j.in_h - 1 and j.out_h > 2 * j.in_h:
+            memset(top + 2 * ow, 0, (j.out_h - 2 * j.in_h) * ow * sizeof(uint32_t))
+    if bad:
+        pk_atomic_or(&j.outside, 1)
+
+
 cdef int _unpool_parts(bits_t* kind, const _UnpoolJob* j, Py_ssize_t begin, Py_ssize_t end) noexcept nogil:
     cdef Py_ssize_t b, ib = j.in_block, ob = j.out_block
     cdef const bits_t* x = <const bits_t*>j.x
@@ -118,13 +150,22 @@ cdef int _unpool_parts(bits_t* kind, const _UnpoolJob* j, Py_ssize_t begin, Py_s
 
 cdef Py_ssize_t _max_unpool(const bits_t* x, const int64_t* idx, Py_ssize_t n, bits_t* y,
                             Py_ssize_t size, Py_ssize_t blocks, bint fused, bint zeroed,
-                            int relative, Py_ssize_t C, int n_threads) noexcept nogil:
-    cdef Py_ssize_t j
+                            int relative, Py_ssize_t C, const Py_ssize_t* windows,
+                            int n_threads) noexcept nogil:
+    cdef Py_ssize_t j, r
     cdef uint64_t limit
     cdef _UnpoolJob job
     job.x, job.idx, job.y, job.itemsize = <const char*>x, idx, <char*>y, sizeof(bits_t)
     job.in_block, job.out_block, job.fused, job.outside = n // blocks, size // blocks, fused and not zeroed, 0
     job.relative, job.C = relative, C
+    job.in_h, job.in_w, job.out_h, job.out_w = windows[0], windows[1], windows[2], windows[3]
+    if job.in_h and sizeof(bits_t) == 4 and PK_UNPOOL_WINDOWS:
+        r = blocks * job.in_h
+        pk_parallel(_windows_body, &job, r, max(1, r // (16 * n_threads)), n_threads)
+        if not job.outside:
+            return -1
+        # Some index is outside its window: all again, the general way (y holds no zeros now).
+        job.outside, job.fused, zeroed = 0, fused, False
     # Chunks of 1/16 of a thread's share (as pooling._threads.chunk_size): the smallest claim.
     if not fused and not zeroed:
         pk_parallel(_zero_body, &job, size, max(1, size // (16 * n_threads)), n_threads)
@@ -148,7 +189,7 @@ cdef Py_ssize_t _max_unpool(const bits_t* x, const int64_t* idx, Py_ssize_t n, b
 
 def max_unpool(const bits_t[::1] x not None, const int64_t[::1] indices not None,
                bits_t[::1] y not None, Py_ssize_t blocks, bint fused, bint zeroed, int n_threads,
-               int relative=0, Py_ssize_t C=1):
+               int relative=0, Py_ssize_t C=1, windows=None):
     """Zero y, then y[indices[j]] = x[j] for j in order (all arrays flat).
 
     blocks (>= 1): the equal parts x and y are cut into (planes).  fused: zero
@@ -160,14 +201,29 @@ def max_unpool(const bits_t[::1] x not None, const int64_t[::1] indices not None
     channels interleaved in each part), pixels of their own part, at the element's own channel
     j % C.
 
+    windows: (in_h, in_w, out_h, out_w), where every part is a plane of x (in_h x in_w) pooled 2x2
+    with stride 2 and no pads into its plane of y (out_h x out_w, out_h >= 2 in_h, out_w >= 2 in_w
+    and even): y is written window by window where each index is in its own (32-bit elements
+    in a build with PK_UNPOOL_WINDOWS), the general way otherwise.
+
     Returns -1 once y is written, or the position in `indices` of the first
     index outside [0, y.shape[0]) (relative: outside its part's range); y is then partly
     written, but never outside its bounds.  (-2, writing nothing: the arguments break this
     contract.)
     """
     cdef Py_ssize_t n = x.shape[0], size = y.shape[0], r
+    cdef Py_ssize_t plane[4]
+    plane[0] = plane[1] = plane[2] = plane[3] = 0
+    if windows is not None:
+        plane[0], plane[1], plane[2], plane[3] = windows
     if (indices.shape[0] != n or blocks < 1 or n % blocks or size % blocks or n_threads < 1
             or not 0 <= relative <= 2 or C < 1 or (relative == 2 and (size // blocks) % C)):
+        return -2
+    if windows is not None and (relative == 2 or min(plane[0], plane[1], plane[2], plane[3]) < 1
+                                or plane[3] % 2 or (n // blocks) % plane[1] or (size // blocks) % plane[3]
+                                or (n // blocks) // plane[1] != plane[0]
+                                or (size // blocks) // plane[3] != plane[2]
+                                or plane[2] // 2 < plane[0] or plane[3] // 2 < plane[1]):
         return -2
     if n == 0 and size == 0:
         return -1
@@ -175,5 +231,6 @@ def max_unpool(const bits_t[::1] x not None, const int64_t[::1] indices not None
         return 0
     with nogil:
         r = _max_unpool(&x[0] if n else NULL, &indices[0] if n else NULL, n,
-                        &y[0] if size else NULL, size, blocks, fused, zeroed, relative, C, n_threads)
+                        &y[0] if size else NULL, size, blocks, fused, zeroed, relative, C, plane,
+                        n_threads)
     return r

@@ -51,6 +51,7 @@ class _Plan(NamedTuple):
     blocks: int               # independent parts of x and y: N*C planes (NCHW), N images (NHWC)
     kinds: tuple              # dtypes of x allowed under this version
     index_kinds: tuple        # dtypes of indices allowed under this version
+    windows: tuple | None     # the kernel's (in_h, in_w, out_h, out_w) for 2x2 stride-2 planes
 
 
 def max_unpool_output_shape(x_shape: Sequence[Int], kernel_shape: Ints, *, strides: Ints | None = None,
@@ -224,7 +225,9 @@ def max_unpool(x: ArrayLike, indices: ArrayLike, kernel_shape: Ints, *, strides:
     dtype = result_dtype(arr.dtype)
     # A large fresh result comes zeroed from calloc: pages the system maps in as zeros, which the
     # kernel then need not write a second time (see _FRESH_ZEROS).
-    zeroed = out is None and math.prod(plan.out_shape) * dtype.itemsize >= _FRESH_ZEROS
+    # (Not where the kernel writes the windows whole, every element of y: see _windows.)
+    zeroed = (out is None and math.prod(plan.out_shape) * dtype.itemsize >= _FRESH_ZEROS
+              and not _windows(plan, dtype))
     y = output_array(OP, "out", out, plan.out_shape, dtype, ("the input x", arr), ("the input indices", idx),
                      zeros=zeroed)
     nt = resolve_n_threads(OP, n_threads, xk.size + y.size)
@@ -239,7 +242,8 @@ def max_unpool(x: ArrayLike, indices: ArrayLike, kernel_shape: Ints, *, strides:
             fused = nt == 1 or plan.blocks >= 4 * nt
             kernel = _core.max_unpool[C_TYPES[bits]]
             bad = kernel(xk.reshape(-1).view(bits), ik.reshape(-1), y.reshape(-1).view(bits),
-                         plan.blocks, fused, zeroed, nt, relative, plan.out_shape[-1] if relative == 2 else 1)
+                         plan.blocks, fused, zeroed, nt, relative, plan.out_shape[-1] if relative == 2 else 1,
+                         plan.windows)
         if bad == -2:  # the kernel's contract on its arguments, which the checks above keep
             raise RuntimeError(f"{OP}: internal error: the kernel rejected its arguments")
         if bad >= 0 and index_format != "onnx":
@@ -256,6 +260,12 @@ def max_unpool(x: ArrayLike, indices: ArrayLike, kernel_shape: Ints, *, strides:
                 f"range of the output of shape {list(plan.out_shape)} (first bad index in row-major order)"
             )
     return y
+
+
+def _windows(plan, dtype):
+    """Whether the kernel writes y window by window (2x2 stride-2 planes of 32-bit elements, in
+    a build with the vector code for it) rather than zeroing it and scattering into it."""
+    return plan.windows is not None and dtype.itemsize == 4 and _core.UNPOOL_WINDOWS
 
 
 # Index formats the kernel reads in place (its `relative` argument): offsets inside the part of
@@ -284,7 +294,12 @@ def _plan(x_shape, kernel_shape, strides, pads, output_shape, layout, opset):
     check_size(OP, out_shape)
     kinds = kinds_in(_DTYPE_SINCE, version, library=_LIBRARY_DTYPES)
     index_kinds = kinds_in(_INDEX_SINCE, version, library=_INDEX_KINDS)
-    return _Plan(out_shape, blocks, kinds, index_kinds)
+    windows = None
+    if (layout == "NCHW" and n == 2 and kernel == strides == (2, 2) and not any(pads)
+            and math.prod(spatial) and out_shape[3] % 2 == 0
+            and out_shape[2] >= 2 * spatial[0] and out_shape[3] >= 2 * spatial[1]):
+        windows = spatial + out_shape[2:]
+    return _Plan(out_shape, blocks, kinds, index_kinds, windows)
 
 
 def _inferred_spatial(spatial, kernel, strides, pads):

@@ -1,0 +1,67 @@
+/* MaxUnpool's 2x2 stride-2 windows written whole (src/kernels/maxunpool.pxi, "windows").
+ *
+ * Indices of a 2x2 stride-2 MaxPool put each value in its own window: input row r, column c lands
+ * at output row 2r or 2r+1, column 2c or 2c+1.  Where every index of a row does, that row's two
+ * output rows are its values and zeros side by side, and they are written in one sequential pass
+ * of full vectors instead of zeroing the plane and then storing each value where its index points
+ * (a scatter whose stores waited on the lines it touched: on the 2-core Zen 5 KVM, ENet's unpool,
+ * 16 planes of 128x128 into 256x256, took 0.069 ms this way against 0.117 ms for zero-then-scatter
+ * in a C model, and 0.074 against 0.133 when the three arrays lay back to back as numpy's heap put
+ * them).
+ *
+ * Each value and the zero beside it form one 64-bit pair: the value shifted by 32 bits where its
+ * column is the odd one, stored in the upper row or the lower one.  The pairs need 64-bit lanes
+ * with per-lane shifts (AVX2); the baseline build has none (a plain loop compiled for SSE2 ran 3x
+ * slower than the scatter), so there PK_UNPOOL_WINDOWS is 0 and the kernel scatters. */
+#ifndef POOLING_UNPOOL_H
+#define POOLING_UNPOOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#define PK_UNPOOL_WINDOWS 1
+#else
+#define PK_UNPOOL_WINDOWS 0
+#endif
+
+/* top and bottom (the output rows 2r and 2r+1, 2n values each) written from the row x[0:n] and
+ * its indices; 1 if some idx[c] is none of base + 2c + {0, 1, W, W + 1} (the rows then hold
+ * values and zeros that the caller must redo), else 0.  W: the output row's length, even. */
+static inline int pk_unpool_pairs_u32(const uint32_t* x, const int64_t* idx, ptrdiff_t n,
+                                      uint32_t* top, uint32_t* bottom, int64_t base, int64_t W)
+{
+    int bad = 0;
+    ptrdiff_t c = 0;
+#if PK_UNPOOL_WINDOWS
+    const __m256i one = _mm256_set1_epi64x(1), width = _mm256_set1_epi64x(W);
+    const __m256i zero = _mm256_setzero_si256(), step = _mm256_set1_epi64x(8);
+    __m256i at = _mm256_add_epi64(_mm256_set1_epi64x(base), _mm256_setr_epi64x(0, 2, 4, 6));
+    __m256i ok = _mm256_set1_epi64x(-1);
+    for (; c + 4 <= n; c += 4) {
+        __m256i d = _mm256_sub_epi64(_mm256_loadu_si256((const __m256i*)(idx + c)), at);
+        at = _mm256_add_epi64(at, step);
+        __m256i even = _mm256_andnot_si256(one, d);           /* 0: upper row, W: lower row */
+        __m256i upper = _mm256_cmpeq_epi64(even, zero);
+        ok = _mm256_and_si256(ok, _mm256_or_si256(upper, _mm256_cmpeq_epi64(even, width)));
+        __m256i v = _mm256_cvtepu32_epi64(_mm_loadu_si128((const __m128i*)(x + c)));
+        __m256i pair = _mm256_sllv_epi64(v, _mm256_slli_epi64(_mm256_and_si256(d, one), 5));
+        _mm256_storeu_si256((__m256i*)(top + 2 * c), _mm256_and_si256(pair, upper));
+        _mm256_storeu_si256((__m256i*)(bottom + 2 * c), _mm256_andnot_si256(upper, pair));
+    }
+    bad = _mm256_movemask_epi8(ok) != -1;
+#endif
+    for (; c < n; c++) {
+        uint64_t d = (uint64_t)idx[c] - (uint64_t)(base + 2 * c), even = d & ~(uint64_t)1;
+        uint64_t pair = (uint64_t)x[c] << ((d & 1) * 32), upper = 0 - (uint64_t)(even == 0);
+        uint64_t t = pair & upper, b = pair & ~upper;
+        bad |= even != 0 && even != (uint64_t)W;
+        memcpy(top + 2 * c, &t, sizeof t);
+        memcpy(bottom + 2 * c, &b, sizeof b);
+    }
+    return bad;
+}
+
+#endif
