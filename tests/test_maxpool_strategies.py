@@ -149,8 +149,8 @@ CHOOSER_CASES = [
 
 
 # TILES' paths: ranks 1-3; W kernels 1, 2 (the paired loop) and 3; H kernels 1 to 3; depth
-# kernels 1 and 2; H rows of 8 or fewer; batches of one output row (wide rows) and batches that stop at a depth slab's
-# end (3-D, 2 rows per batch of 3 output rows); a fused activation; padding no window reads.
+# kernels 1 and 2; H rows of 8 or fewer; batches of one output row (wide rows); 3-D batches of a whole depth slab
+# (slices of at most 32 KB) and of one row of it (wider slices); a fused activation; padding no window reads.
 TILES_CASES = [
     ((2, 3, 8, 8), dict(kernel_shape=(2, 2), strides=(2, 2))),
     ((1, 5, 12, 9), dict(kernel_shape=(4, 3), strides=(4, 3))),
@@ -160,6 +160,7 @@ TILES_CASES = [
     ((2, 3, 9), dict(kernel_shape=(3,), strides=(3,), pads=(0, 2))),
     ((1, 2, 6, 1024), dict(kernel_shape=(2, 2), strides=(2, 2))),
     ((1, 2, 4, 6, 512), dict(kernel_shape=(2, 2, 2), strides=(2, 2, 2))),
+    ((1, 1, 4, 6, 2048), dict(kernel_shape=(2, 2, 2), strides=(2, 2, 2))),
     ((2, 3, 4, 6, 8), dict(kernel_shape=(1, 2, 2), strides=(1, 2, 2),
                            activation="Clip", activation_params=(-0.5, 1.0))),
     ((1, 3, 6, 6, 6), dict(kernel_shape=(3, 3, 1), strides=(3, 3, 1))),
@@ -170,6 +171,17 @@ TILES_CASES = [
     ((1, 3, 10, 6), dict(kernel_shape=(2, 2), strides=(2, 2))),
     ((1, 3, 10, 18), dict(kernel_shape=(2, 2), strides=(2, 2))),
 ]
+
+
+def test_tiles_batches_whole_depth_slices_up_to_32_kb():
+    """TILES' batches (output rows): with depth taps, every output row of a depth slab where a
+    slice is at most 4 * _BUFFER_BYTES, else about _BUFFER_BYTES of input per tap."""
+    from pooling._maxpool_strategies import _tiles_rows
+    assert _tiles_rows(_plan((1, 128, 16, 56, 56), 2, 2), "float32") == 28      # C3D's pool2: 12.5 KB
+    assert _tiles_rows(_plan((1, 1, 4, 6, 512), 2, 2), "float32") == 3
+    assert _tiles_rows(_plan((1, 1, 4, 6, 2048), 2, 2), "float32") == 1         # 48 KB: 8 KB of rows
+    assert _tiles_rows(_plan((1, 64, 16, 112, 112), 2, 2), "float32") == 9      # 50 KB
+    assert _tiles_rows(_plan((8, 256, 56, 56), 2, 2), "float32") == 18          # 2-D: 8 KB of rows
 
 
 @pytest.mark.parametrize("shape, attrs", [

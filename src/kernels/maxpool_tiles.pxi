@@ -94,6 +94,10 @@ cdef inline bint _tiles_batch(const pool_t* x, pool_t* y, const Geom* g, Py_ssiz
                 for c in range(OW):
                     d[c] = _pick(a[c], a[OW + c], g.inf_bits, exact)
                 continue
+            if kh == 2:  # later depth taps: the pair first, then into y (the same order of operands)
+                for c in range(OW):
+                    d[c] = _pick(d[c], _pick(a[c], a[OW + c], g.inf_bits, exact), g.inf_bits, exact)
+                continue
             if td == 0:
                 memcpy(d, a, OW * sizeof(pool_t))
             else:
