@@ -46,6 +46,11 @@ _NARROW_MAX_K = 16
 # only cost issue slots (ResNet's stem at batch 1, 3.2 MB, 4% slower with them on Zen 5), above it
 # they halved the time of inputs that come from memory (the stem at batch 16, 51 MB: 3.83 -> 1.56 ms).
 _PREFETCH_BYTES = 4 << 20
+# ... and ROWS_FIRST from this size: between 4 and 12 MiB its prefetches cost 2-10% (SqueezeNet's pool1,
+# 1x96x109x109 k3 s2 ceil, 4.6 MB: 0.134 against 0.130 ms at one thread, 0.073 against 0.068 at two;
+# CenterNet's NMS 1x80x128x128 k3 s1, 5.2 MB: 0.267 against 0.242), at 13.7 MB they were even and
+# from 18 MB they paid (4x96x109x109: 0.54 against 0.82 ms).  Zen 5, interleaved medians.
+_PREFETCH_ROWS_BYTES = 12 << 20
 # PLANES keeps four padded planes per thread; past this it is not chosen nor can be forced.
 _PLANES_LIMIT = 1 << 24
 # ... and it is chosen only while they stay in this core's L2 (half a MiB on the machines measured).
@@ -620,13 +625,13 @@ def _build_rows_first(plan, kind, nt, act, inf_bits, with_indices):
                                           strides, dilations, pads_begin, taps,
                                           np.ascontiguousarray(rows, dtype=np.intp), *act, inf_bits, nt,
                                           chunk_size(planes, nt)),
-                        planes * math.prod(spatial) * KINDS[kind].itemsize)
+                        planes * math.prod(spatial) * KINDS[kind].itemsize, _PREFETCH_ROWS_BYTES)
 
 
-def _prefetching(run, input_bytes):
+def _prefetching(run, input_bytes, least=None):
     """run, a launch, set to prefetch its next work item's input where the input is large enough
-    to come from memory (_PREFETCH_BYTES)."""
-    run.prefetch = input_bytes >= _PREFETCH_BYTES
+    to come from memory (`least` bytes, _PREFETCH_BYTES if not given)."""
+    run.prefetch = input_bytes >= (_PREFETCH_BYTES if least is None else least)
     return run
 
 
