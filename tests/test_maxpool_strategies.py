@@ -731,6 +731,7 @@ def test_prefetching_kernels_give_the_same_results(monkeypatch, strategy, shape,
         assert launch(plan, "float32", 1, False, strategy).prefetch is False
         monkeypatch.setattr(_maxpool_strategies, "_PREFETCH_BYTES", x.nbytes)
         monkeypatch.setattr(_maxpool_strategies, "_PREFETCH_ROWS_BYTES", x.nbytes)
+        monkeypatch.setattr(_maxpool_strategies, "_PREFETCH_NHWC_BYTES", 1)
         launch.cache_clear()
         assert launch(plan, "float32", 1, False, strategy).prefetch is True
         for nt in (1, 2, 3):
@@ -739,15 +740,18 @@ def test_prefetching_kernels_give_the_same_results(monkeypatch, strategy, shape,
         launch.cache_clear()
 
 
-def test_rows_first_prefetches_from_12_mib():
-    """ROWS_FIRST prefetches from 12 MiB of input (SqueezeNet's 4.6 MB pool1 does without), NHWC_BLOCKS
-    from 4 MiB."""
+def test_prefetching_from_a_size_per_kernel():
+    """ROWS_FIRST prefetches from 12 MiB of input (SqueezeNet's 4.6 MB pool1 does without),
+    NHWC_BLOCKS from 7 MiB per row of H stride (the stem at batch 4, 12.8 MB, stride 2: not yet)."""
     launch.cache_clear()
     attrs = dict(kernel_shape=(3, 3), strides=(2, 2), ceil_mode=True)
     assert launch(_plan((1, 96, 109, 109), **attrs), "float32", 1, False, S.ROWS_FIRST).prefetch is False
     assert launch(_plan((3, 96, 109, 109), **attrs), "float32", 1, False, S.ROWS_FIRST).prefetch is True
-    nhwc = dict(kernel_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1), layout="NHWC")
-    assert launch(_plan((1, 112, 112, 96), **nhwc), "float32", 1, False, S.NHWC_BLOCKS).prefetch is True
+    for shape, strides, pads, prefetch in [((4, 112, 112, 64), 2, 1, False), ((5, 112, 112, 64), 2, 1, True),
+                                           ((2, 112, 112, 64), 1, 1, False), ((4, 112, 112, 64), 1, 1, True),
+                                           ((8, 40, 40, 256), 1, 2, True)]:
+        nhwc = dict(kernel_shape=(2 * pads + 1,) * 2, strides=(strides,) * 2, pads=(pads,) * 4, layout="NHWC")
+        assert launch(_plan(shape, **nhwc), "float32", 1, False, S.NHWC_BLOCKS).prefetch is prefetch, shape
     launch.cache_clear()
 
 

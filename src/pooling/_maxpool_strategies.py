@@ -42,7 +42,8 @@ _ROWS_CHOSEN = 4096
 # NARROW serves windows of up to this many taps along W (PK_NARROW_MAX_K, include/pooling_narrow.h).
 _NARROW_MAX_K = 16
 # ROWS_FIRST and NHWC_BLOCKS prefetch the next plane (output row) while computing one where the
-# input is at least this large (include/pooling_prefetch.h): below it, in a cache, the prefetches
+# input is large enough (include/pooling_prefetch.h; each has its own size below, this one the
+# default of _prefetching): below it, in a cache, the prefetches
 # only cost issue slots (ResNet's stem at batch 1, 3.2 MB, 4% slower with them on Zen 5), above it
 # they halved the time of inputs that come from memory (the stem at batch 16, 51 MB: 3.83 -> 1.56 ms).
 _PREFETCH_BYTES = 4 << 20
@@ -51,6 +52,12 @@ _PREFETCH_BYTES = 4 << 20
 # CenterNet's NMS 1x80x128x128 k3 s1, 5.2 MB: 0.267 against 0.242), at 13.7 MB they were even and
 # from 18 MB they paid (4x96x109x109: 0.54 against 0.82 ms).  Zen 5, interleaved medians.
 _PREFETCH_ROWS_BYTES = 12 << 20
+# ... and NHWC_BLOCKS from this size times the H stride (the rows each output row adds): channels-last
+# stems, k3 s2 p1 on 112x112x64, lost 20-25% to their prefetches at batch 2 and 4 (6.4 and 12.8 MB:
+# 0.158 against 0.127 ms, 0.306 against 0.245) and gained from batch 5 (16 MB, 0.41 against 0.44;
+# batch 8 0.69 against 1.25); k3 s1 p1 lost 10% at 6.4 MB and gained 27% at 12.8 MB, YOLO's k5 s1
+# SPPF gained 10-18% at 13.1 MB and was even at 6.5.  Zen 5, the AVX-512 build it runs from there.
+_PREFETCH_NHWC_BYTES = 7 << 20
 # PLANES keeps four padded planes per thread; past this it is not chosen nor can be forced.
 _PLANES_LIMIT = 1 << 24
 # ... and it is chosen only while they stay in this core's L2 (half a MiB on the machines measured).
@@ -736,7 +743,7 @@ def _build_nhwc(plan, kind, nt, act, inf_bits, with_indices, blocks=False, core=
     return _prefetching(core.MaxPoolNHWC(KINDS[kind].ctype, x_shape, y_shape, kernel, strides, dilations,
                                          pads_begin, taps, *act, inf_bits, nt, chunk_size(rows, nt),
                                          _index_code(plan, n), blocks),
-                        math.prod(x_shape) * KINDS[kind].itemsize)
+                        math.prod(x_shape) * KINDS[kind].itemsize, _PREFETCH_NHWC_BYTES * strides[1])
 
 
 def _build_nhwc_blocks(plan, kind, nt, act, inf_bits, with_indices):
