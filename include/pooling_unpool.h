@@ -64,4 +64,59 @@ static inline int pk_unpool_pairs_u32(const uint32_t* x, const int64_t* idx, ptr
     return bad;
 }
 
+#if PK_UNPOOL_WINDOWS
+/* The same rows written with non-temporal stores (streamed past the caches), for results larger
+ * than the caches: a store that is not streamed first reads its line, a third of the traffic of
+ * a result that goes to memory anyway.  The rows' first values, up to where `top` is 32-byte
+ * aligned, go as above; `bottom` is streamed where it is aligned as well (W * 4 a multiple of 32)
+ * and stored as above otherwise.  The caller ends its stores with pk_unpool_fence(). */
+static inline int pk_unpool_pairs_u32_nt(const uint32_t* x, const int64_t* idx, ptrdiff_t n,
+                                         uint32_t* top, uint32_t* bottom, int64_t base, int64_t W)
+{
+    ptrdiff_t c = (ptrdiff_t)((32 - ((uintptr_t)top & 31)) & 31) / 8;
+    int bad;
+    if (((uintptr_t)top & 7) || c >= n)
+        return pk_unpool_pairs_u32(x, idx, n, top, bottom, base, W);
+    bad = pk_unpool_pairs_u32(x, idx, c, top, bottom, base, W);
+    const int both = (((uintptr_t)(bottom + 2 * c)) & 31) == 0;
+    const __m256i one = _mm256_set1_epi64x(1), width = _mm256_set1_epi64x(W);
+    const __m256i zero = _mm256_setzero_si256(), step = _mm256_set1_epi64x(8);
+    __m256i at = _mm256_add_epi64(_mm256_set1_epi64x(base + 2 * c), _mm256_setr_epi64x(0, 2, 4, 6));
+    __m256i ok = _mm256_set1_epi64x(-1);
+    for (; c + 4 <= n; c += 4) {
+        __m256i d = _mm256_sub_epi64(_mm256_loadu_si256((const __m256i*)(idx + c)), at);
+        at = _mm256_add_epi64(at, step);
+        __m256i even = _mm256_andnot_si256(one, d);
+        __m256i upper = _mm256_cmpeq_epi64(even, zero);
+        ok = _mm256_and_si256(ok, _mm256_or_si256(upper, _mm256_cmpeq_epi64(even, width)));
+        __m256i v = _mm256_cvtepu32_epi64(_mm_loadu_si128((const __m128i*)(x + c)));
+        __m256i pair = _mm256_sllv_epi64(v, _mm256_slli_epi64(_mm256_and_si256(d, one), 5));
+        _mm256_stream_si256((__m256i*)(top + 2 * c), _mm256_and_si256(pair, upper));
+        if (both)
+            _mm256_stream_si256((__m256i*)(bottom + 2 * c), _mm256_andnot_si256(upper, pair));
+        else
+            _mm256_storeu_si256((__m256i*)(bottom + 2 * c), _mm256_andnot_si256(upper, pair));
+    }
+    bad |= _mm256_movemask_epi8(ok) != -1;
+    if (c < n)
+        bad |= pk_unpool_pairs_u32(x + c, idx + c, n - c, top + 2 * c, bottom + 2 * c, base + 2 * c, W);
+    return bad;
+}
+
+static inline void pk_unpool_fence(void)
+{
+    _mm_sfence();
+}
+#else
+static inline int pk_unpool_pairs_u32_nt(const uint32_t* x, const int64_t* idx, ptrdiff_t n,
+                                         uint32_t* top, uint32_t* bottom, int64_t base, int64_t W)
+{
+    return pk_unpool_pairs_u32(x, idx, n, top, bottom, base, W);
+}
+
+static inline void pk_unpool_fence(void)
+{
+}
+#endif
+
 #endif

@@ -173,15 +173,16 @@ def test_windows_written_whole_as_the_scatter(rng, build, in_hw, out_hw, mode):
                 want[i] = v
         for n_threads in (1, 2, 3):
             results = []
-            for windows in (None, in_hw + out_hw):
+            for windows in (None, in_hw + out_hw + (0,), in_hw + out_hw + (1,)):
                 y = np.full(size, np.nan, np.float32).view(np.uint32)
                 bad = core.max_unpool(x.view(np.uint32), flat, y, planes, True, False, n_threads, relative, 1,
                                       windows)
                 results.append((bad, y.copy()))
-            assert results[0][0] == results[1][0] == (j if mode == "out of range" else -1)
+            assert results[0][0] == results[1][0] == results[2][0] == (j if mode == "out of range" else -1)
             if mode != "out of range":
                 assert_same(results[1][1].view(np.float32), want)
                 assert_same(results[0][1], results[1][1])
+                assert_same(results[2][1], results[1][1])
 
 
 @pytest.mark.parametrize("build", BUILDS)
@@ -192,13 +193,13 @@ def test_windows_that_do_not_fit_the_arrays_are_refused(build):
     core = importlib.import_module(build)
     x, idx = np.ones(2 * 3 * 4, np.uint32), np.zeros(2 * 3 * 4, np.int64)
     for windows in ((3, 4, 6, 9), (3, 4, 5, 8), (3, 4, 6, 6), (4, 3, 6, 8), (3, 4, 0, 8), (0, 4, 6, 8),
-                    (3, 4, 12, 4), (-3, -4, 6, 8)):
-        y = np.full(2 * windows[2] * windows[3] if min(windows) > 0 else 2 * 48, 7, np.uint32)
-        assert core.max_unpool(x, idx, y, 2, True, False, 1, 0, 1, windows) == -2, windows
+                    (3, 4, 12, 4), (-3, -4, 6, 8), (3, 4, 6, 8, 2), (3, 4, 6, 8, -1)):
+        y = np.full(2 * windows[2] * windows[3] if min(windows[:4]) > 0 else 2 * 48, 7, np.uint32)
+        assert core.max_unpool(x, idx, y, 2, True, False, 1, 0, 1, windows + (0,) * (5 - len(windows))) == -2
         assert (y == 7).all()
     y = np.full(2 * 48, 7, np.uint32)
-    assert core.max_unpool(x, idx, y, 2, True, False, 1, 2, 1, (3, 4, 6, 8)) == -2
-    assert core.max_unpool(x, idx, y, 2, True, False, 1, 0, 1, (3, 4, 6, 8)) == -1
+    assert core.max_unpool(x, idx, y, 2, True, False, 1, 2, 1, (3, 4, 6, 8, 0)) == -2
+    assert core.max_unpool(x, idx, y, 2, True, False, 1, 0, 1, (3, 4, 6, 8, 1)) == -1
 
 
 def test_windows_chosen_for_2x2_stride_2_planes_only():
@@ -210,8 +211,9 @@ def test_windows_chosen_for_2x2_stride_2_planes_only():
         return unpool_module._plan(shape, kernel_shape=kernel, strides=kw.get("strides", kernel),
                                    pads=kw.get("pads"), output_shape=kw.get("output_shape"),
                                    layout=kw.get("layout", "NCHW"), opset=None).windows
-    assert windows((1, 16, 128, 128), (2, 2)) == (128, 128, 256, 256)
-    assert windows((2, 3, 4, 5), (2, 2), output_shape=(2, 3, 9, 12)) == (4, 5, 9, 12)
+    assert windows((1, 16, 128, 128), (2, 2)) == (128, 128, 256, 256, 0)
+    assert windows((1, 64, 180, 240), (2, 2)) == (180, 240, 360, 480, 1)   # SegNet's 44 MB: streamed
+    assert windows((2, 3, 4, 5), (2, 2), output_shape=(2, 3, 9, 12)) == (4, 5, 9, 12, 0)
     assert windows((2, 3, 4, 5), (2, 2), output_shape=(2, 3, 8, 11)) is None   # odd output row
     assert windows((2, 3, 4, 5), (2, 2), output_shape=(2, 3, 7, 10)) is None   # fewer rows than windows
     assert windows((2, 3, 4, 5), (2, 2), pads=(1, 0, 0, 0)) is None

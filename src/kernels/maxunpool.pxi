@@ -84,6 +84,7 @@ cdef struct _UnpoolJob:
     bint fused
     int outside                     # set (pk_atomic_or) when some index left its part
     Py_ssize_t in_h, in_w, out_h, out_w  # windows: the plane of each part (in_h 0: none)
+    bint stream                     # windows: stores streamed past the caches
 
 
 cdef void _zero_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil:
@@ -121,13 +122,19 @@ cdef void _windows_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) no
         b, r = i // j.in_h, i % j.in_h
         x = <const uint32_t*>j.x + i * j.in_w
         top = <uint32_t*>j.y + b * j.out_block + 2 * r * ow
-        bad |= pk_unpool_pairs_u32(x, j.idx + i * j.in_w, j.in_w, top, top + ow,
-                                   (0 if j.relative else b * j.out_block) + 2 * r * ow, ow)
+        if j.stream:
+            bad |= pk_unpool_pairs_u32_nt(x, j.idx + i * j.in_w, j.in_w, top, top + ow,
+                                          (0 if j.relative else b * j.out_block) + 2 * r * ow, ow)
+        else:
+            bad |= pk_unpool_pairs_u32(x, j.idx + i * j.in_w, j.in_w, top, top + ow,
+                                       (0 if j.relative else b * j.out_block) + 2 * r * ow, ow)
         if extra:
             memset(top + 2 * j.in_w, 0, extra * sizeof(uint32_t))
             memset(top + ow + 2 * j.in_w, 0, extra * sizeof(uint32_t))
         if r == j.in_h - 1 and j.out_h > 2 * j.in_h:
             memset(top + 2 * ow, 0, (j.out_h - 2 * j.in_h) * ow * sizeof(uint32_t))
+    if j.stream:
+        pk_unpool_fence()  # the streamed stores in order before the pool hears this thread is done
     if bad:
         pk_atomic_or(&j.outside, 1)
 
@@ -159,6 +166,7 @@ cdef Py_ssize_t _max_unpool(const bits_t* x, const int64_t* idx, Py_ssize_t n, b
     job.in_block, job.out_block, job.fused, job.outside = n // blocks, size // blocks, fused and not zeroed, 0
     job.relative, job.C = relative, C
     job.in_h, job.in_w, job.out_h, job.out_w = windows[0], windows[1], windows[2], windows[3]
+    job.stream = windows[4]
     if job.in_h and sizeof(bits_t) == 4 and PK_UNPOOL_WINDOWS:
         r = blocks * job.in_h
         pk_parallel(_windows_body, &job, r, max(1, r // (16 * n_threads)), n_threads)
@@ -201,10 +209,11 @@ def max_unpool(const bits_t[::1] x not None, const int64_t[::1] indices not None
     channels interleaved in each part), pixels of their own part, at the element's own channel
     j % C.
 
-    windows: (in_h, in_w, out_h, out_w), where every part is a plane of x (in_h x in_w) pooled 2x2
-    with stride 2 and no pads into its plane of y (out_h x out_w, out_h >= 2 in_h, out_w >= 2 in_w
-    and even): y is written window by window where each index is in its own (32-bit elements
-    in a build with PK_UNPOOL_WINDOWS), the general way otherwise.
+    windows: (in_h, in_w, out_h, out_w, stream), where every part is a plane of x (in_h x in_w)
+    pooled 2x2 with stride 2 and no pads into its plane of y (out_h x out_w, out_h >= 2 in_h,
+    out_w >= 2 in_w and even): y is written window by window where each index is in its own
+    (32-bit elements in a build with PK_UNPOOL_WINDOWS), the general way otherwise; stream
+    (0 or 1): with non-temporal stores (include/pooling_unpool.h).
 
     Returns -1 once y is written, or the position in `indices` of the first
     index outside [0, y.shape[0]) (relative: outside its part's range); y is then partly
@@ -212,14 +221,15 @@ def max_unpool(const bits_t[::1] x not None, const int64_t[::1] indices not None
     contract.)
     """
     cdef Py_ssize_t n = x.shape[0], size = y.shape[0], r
-    cdef Py_ssize_t plane[4]
-    plane[0] = plane[1] = plane[2] = plane[3] = 0
+    cdef Py_ssize_t plane[5]
+    plane[0] = plane[1] = plane[2] = plane[3] = plane[4] = 0
     if windows is not None:
-        plane[0], plane[1], plane[2], plane[3] = windows
+        plane[0], plane[1], plane[2], plane[3], plane[4] = windows
     if (indices.shape[0] != n or blocks < 1 or n % blocks or size % blocks or n_threads < 1
             or not 0 <= relative <= 2 or C < 1 or (relative == 2 and (size // blocks) % C)):
         return -2
     if windows is not None and (relative == 2 or min(plane[0], plane[1], plane[2], plane[3]) < 1
+                                or not 0 <= plane[4] <= 1
                                 or plane[3] % 2 or (n // blocks) % plane[1] or (size // blocks) % plane[3]
                                 or (n // blocks) // plane[1] != plane[0]
                                 or (size // blocks) // plane[3] != plane[2]
