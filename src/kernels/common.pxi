@@ -128,6 +128,7 @@ cdef extern from "pooling_reduce.h":
     double pk_max_f64(const double* x, Py_ssize_t n, int* odd) noexcept nogil
 
 cdef extern from "pooling_rows.h":
+    int pk_tiles_w2_f32(const float* src, float* dst, Py_ssize_t n) noexcept nogil
     enum:
         PK_ROWS_MAX_LANES   # rows at least this long (strategy ROWS_FIRST)
     Py_ssize_t pk_rows_len(Py_ssize_t W, Py_ssize_t OW, Py_ssize_t kw, Py_ssize_t sw, Py_ssize_t dw,

@@ -28,6 +28,8 @@ cdef inline bint _tiles_w(const pool_t* src, pool_t* dst, Py_ssize_t n, Py_ssize
     cdef Py_ssize_t i, t
     cdef bint odd = False
     cdef pool_t a, b
+    if pool_t is float and kw == 2 and not exact:
+        return pk_tiles_w2_f32(src, dst, n)
     if kw == 2:
         for i in range(n):
             a = src[2 * i]

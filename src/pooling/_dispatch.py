@@ -84,6 +84,9 @@ available = (("baseline",) + (("avx2",) if cpu_supports_avx2() and _load_avx2() 
 # runs from the baseline build there; every other row of the sweep but the uint8 stem (1.11, FUSED,
 # which the earlier tuning measured faster in AVX2 and keeps there) was as fast or faster in AVX2
 # (geometric mean 0.79).
+# (TILES' float32 W pass was rewritten after these measurements, as ROWS_FIRST's in-lane split; on Zen 5
+# that made the AVX2 build 0.48-1.00 of the baseline build's time on the k2 s2 rows. The Zen 1-4 and Intel
+# rules above were not measured again.)
 BASELINE_FASTER = {
     ("AuthenticAMD", (0x17, 0x19)): (("fused", 2, (1, 4)), ("tiles", 2, (4,))),
     ("AuthenticAMD", (0x1A,)): (("fused", 2, (1,)),),
