@@ -100,12 +100,13 @@ done
 for f in LICENSE THIRD_PARTY_NOTICES.md; do
     compgen -G "$TMP/unpacked/pooling_kernels-*.dist-info/licenses/$f" >/dev/null || fail "the wheel lacks $f"
 done
-# No debug information (setup.py adds -g0): about 1 MB a module, not 5-7 MB. The tests run below
-# against this wheel also read the modules' ELF sections and the metadata (tests/test_packaging.py).
+# No debug information (setup.py adds -g0): 1.3-1.5 MB a module, not 5-7 MB (the bound catches DWARF,
+# not growth: tests/test_packaging.py keeps the same one). The tests run below against this wheel also
+# read the modules' ELF sections and the metadata (tests/test_packaging.py).
 for ext in "$TMP"/unpacked/pooling/_*.so; do
     size=$(stat -c %s "$ext")
     echo "$(basename "$ext"): $size bytes"
-    ((size < 1500000)) || fail "$(basename "$ext") is $size bytes: built with debug information?"
+    ((size < 2500000)) || fail "$(basename "$ext") is $size bytes: built with debug information?"
 done
 metadata=$(cat "$TMP"/unpacked/pooling_kernels-*.dist-info/METADATA)
 grep -q '^Classifier: Typing :: Typed$' <<<"$metadata" || fail "the wheel's metadata lacks its classifiers"
