@@ -720,7 +720,7 @@ def test_nhwc_blocks_finds_a_nan_at_every_pixel(shape, attrs, rng):
 @pytest.mark.parametrize("data", ["plain", "special"])
 def test_prefetching_kernels_give_the_same_results(monkeypatch, strategy, shape, attrs, data, rng):
     """ROWS_FIRST and NHWC_BLOCKS prefetch the next plane or rows past a size (_PREFETCH_ROWS_BYTES,
-    _PREFETCH_BYTES):
+    _PREFETCH_NHWC_BYTES):
     with the size lowered to 0, forced, against the twin; and the builders ask for it by size."""
     from pooling import _maxpool_strategies
     x = make_array(rng, shape, "float32", special=data == "special")
@@ -729,7 +729,6 @@ def test_prefetching_kernels_give_the_same_results(monkeypatch, strategy, shape,
     launch.cache_clear()
     try:
         assert launch(plan, "float32", 1, False, strategy).prefetch is False
-        monkeypatch.setattr(_maxpool_strategies, "_PREFETCH_BYTES", x.nbytes)
         monkeypatch.setattr(_maxpool_strategies, "_PREFETCH_ROWS_BYTES", x.nbytes)
         monkeypatch.setattr(_maxpool_strategies, "_PREFETCH_NHWC_BYTES", 1)
         launch.cache_clear()

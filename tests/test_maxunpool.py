@@ -133,7 +133,8 @@ def window_indices(rng, planes, in_hw, out_hw, relative=False):
     return (base + offsets).astype(np.int64)
 
 
-# Builds of the kernels this CPU runs: the windows (include/pooling_unpool.h) exist in the SIMD ones.
+# Builds of the kernels this CPU runs: the windows (include/pooling_unpool.h) go in vectors in the SIMD ones,
+# a pair at a time in the baseline one (which max_unpool does not ask for them).
 BUILDS = ["pooling._core" if level == "baseline" else f"pooling._core_{level}"
           for level in __import__("pooling._dispatch", fromlist=["available"]).available]
 
@@ -222,6 +223,12 @@ def test_windows_chosen_for_2x2_stride_2_planes_only():
     assert windows((2, 4, 5, 3), (2, 2), layout="NHWC") is None
     assert windows((2, 3, 4, 5, 6), (2, 2, 2)) is None
     assert windows((2, 3, 0, 5), (2, 2), output_shape=(2, 3, 2, 10)) is None  # nothing to pool
+    # ... and the kernel is handed them for 32-bit elements where its build has the vectors for them
+    plan = unpool_module._plan((1, 16, 128, 128), kernel_shape=(2, 2), strides=(2, 2), pads=None, output_shape=None,
+                               layout="NCHW", opset=None)
+    assert unpool_module._windows(plan, np.dtype(np.float16)) is None
+    assert unpool_module._windows(plan, np.dtype(np.float32)) == (plan.windows if unpool_module._core.UNPOOL_WINDOWS
+                                                                  else None)
 
 
 def test_storage_order_1_indices_do_not_round_trip():

@@ -103,9 +103,7 @@ cdef extern from "pooling_nhwc.h":
 cdef extern from "pooling_unpool.h":
     int PK_UNPOOL_WINDOWS
     int pk_unpool_pairs_u32(const uint32_t* x, const int64_t* idx, Py_ssize_t n, uint32_t* top,
-                            uint32_t* bottom, int64_t base, int64_t W) noexcept nogil
-    int pk_unpool_pairs_u32_nt(const uint32_t* x, const int64_t* idx, Py_ssize_t n, uint32_t* top,
-                               uint32_t* bottom, int64_t base, int64_t W) noexcept nogil
+                            uint32_t* bottom, int64_t base, int64_t W, int stream) noexcept nogil
     void pk_unpool_fence() noexcept nogil
 
 cdef extern from "pooling_zero.h":

@@ -122,12 +122,8 @@ cdef void _windows_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) no
         b, r = i // j.in_h, i % j.in_h
         x = <const uint32_t*>j.x + i * j.in_w
         top = <uint32_t*>j.y + b * j.out_block + 2 * r * ow
-        if j.stream:
-            bad |= pk_unpool_pairs_u32_nt(x, j.idx + i * j.in_w, j.in_w, top, top + ow,
-                                          (0 if j.relative else b * j.out_block) + 2 * r * ow, ow)
-        else:
-            bad |= pk_unpool_pairs_u32(x, j.idx + i * j.in_w, j.in_w, top, top + ow,
-                                       (0 if j.relative else b * j.out_block) + 2 * r * ow, ow)
+        bad |= pk_unpool_pairs_u32(x, j.idx + i * j.in_w, j.in_w, top, top + ow,
+                                   (0 if j.relative else b * j.out_block) + 2 * r * ow, ow, j.stream)
         if extra:
             memset(top + 2 * j.in_w, 0, extra * sizeof(uint32_t))
             memset(top + ow + 2 * j.in_w, 0, extra * sizeof(uint32_t))
@@ -167,7 +163,7 @@ cdef Py_ssize_t _max_unpool(const bits_t* x, const int64_t* idx, Py_ssize_t n, b
     job.relative, job.C = relative, C
     job.in_h, job.in_w, job.out_h, job.out_w = windows[0], windows[1], windows[2], windows[3]
     job.stream = windows[4]
-    if job.in_h and sizeof(bits_t) == 4 and PK_UNPOOL_WINDOWS:
+    if job.in_h and sizeof(bits_t) == 4:
         r = blocks * job.in_h
         pk_parallel(_windows_body, &job, r, max(1, r // (16 * n_threads)), n_threads)
         if not job.outside:
@@ -212,8 +208,9 @@ def max_unpool(const bits_t[::1] x not None, const int64_t[::1] indices not None
     windows: (in_h, in_w, out_h, out_w, stream), where every part is a plane of x (in_h x in_w)
     pooled 2x2 with stride 2 and no pads into its plane of y (out_h x out_w, out_h >= 2 in_h,
     out_w >= 2 in_w and even): y is written window by window where each index is in its own
-    (32-bit elements in a build with PK_UNPOOL_WINDOWS), the general way otherwise; stream
-    (0 or 1): with non-temporal stores (include/pooling_unpool.h).
+    (32-bit elements; whether it pays, vectors in this build, is the caller's choice:
+    UNPOOL_WINDOWS), the general way otherwise; stream (0 or 1): with non-temporal stores
+    (include/pooling_unpool.h).
 
     Returns -1 once y is written, or the position in `indices` of the first
     index outside [0, y.shape[0]) (relative: outside its part's range); y is then partly

@@ -42,12 +42,10 @@ _ROWS_CHOSEN = 4096
 # NARROW serves windows of up to this many taps along W (PK_NARROW_MAX_K, include/pooling_narrow.h).
 _NARROW_MAX_K = 16
 # ROWS_FIRST and NHWC_BLOCKS prefetch the next plane (output row) while computing one where the
-# input is large enough (include/pooling_prefetch.h; each has its own size below, this one the
-# default of _prefetching): below it, in a cache, the prefetches
-# only cost issue slots (ResNet's stem at batch 1, 3.2 MB, 4% slower with them on Zen 5), above it
-# they halved the time of inputs that come from memory (the stem at batch 16, 51 MB: 3.83 -> 1.56 ms).
-_PREFETCH_BYTES = 4 << 20
-# ... and ROWS_FIRST from this size: between 4 and 12 MiB its prefetches cost 2-10% (SqueezeNet's pool1,
+# input is large enough to come from memory (include/pooling_prefetch.h): there they halved the time
+# (ResNet's stem at batch 16, 51 MB: 3.83 -> 1.56 ms); below it, in a cache, they only cost issue
+# slots (the stem at batch 1, 3.2 MB, 4% slower with them on Zen 5).  Each kernel has its size.
+# ROWS_FIRST from this one: between 4 and 12 MiB its prefetches cost 2-10% (SqueezeNet's pool1,
 # 1x96x109x109 k3 s2 ceil, 4.6 MB: 0.134 against 0.130 ms at one thread, 0.073 against 0.068 at two;
 # CenterNet's NMS 1x80x128x128 k3 s1, 5.2 MB: 0.267 against 0.242), at 13.7 MB they were even and
 # from 18 MB they paid (4x96x109x109: 0.54 against 0.82 ms).  Zen 5, interleaved medians.
@@ -635,10 +633,10 @@ def _build_rows_first(plan, kind, nt, act, inf_bits, with_indices):
                         planes * math.prod(spatial) * KINDS[kind].itemsize, _PREFETCH_ROWS_BYTES)
 
 
-def _prefetching(run, input_bytes, least=None):
+def _prefetching(run, input_bytes, least):
     """run, a launch, set to prefetch its next work item's input where the input is large enough
-    to come from memory (`least` bytes, _PREFETCH_BYTES if not given)."""
-    run.prefetch = input_bytes >= (_PREFETCH_BYTES if least is None else least)
+    to come from memory: `least` bytes (_PREFETCH_ROWS_BYTES, _PREFETCH_NHWC_BYTES)."""
+    run.prefetch = input_bytes >= least
     return run
 
 

@@ -236,8 +236,8 @@ def max_unpool(x: ArrayLike, indices: ArrayLike, kernel_shape: Ints, *, strides:
     # A large fresh result comes zeroed from calloc: pages the system maps in as zeros, which the
     # kernel then need not write a second time (see _FRESH_ZEROS).
     # (Not where the kernel writes the windows whole, every element of y: see _windows.)
-    zeroed = (out is None and math.prod(plan.out_shape) * dtype.itemsize >= _FRESH_ZEROS
-              and not _windows(plan, dtype))
+    windows = _windows(plan, dtype)
+    zeroed = out is None and math.prod(plan.out_shape) * dtype.itemsize >= _FRESH_ZEROS and windows is None
     y = output_array(OP, "out", out, plan.out_shape, dtype, ("the input x", arr), ("the input indices", idx),
                      zeros=zeroed)
     nt = resolve_n_threads(OP, n_threads, xk.size + y.size)
@@ -253,7 +253,7 @@ def max_unpool(x: ArrayLike, indices: ArrayLike, kernel_shape: Ints, *, strides:
             kernel = _core.max_unpool[C_TYPES[bits]]
             bad = kernel(xk.reshape(-1).view(bits), ik.reshape(-1), y.reshape(-1).view(bits),
                          plan.blocks, fused, zeroed, nt, relative, plan.out_shape[-1] if relative == 2 else 1,
-                         plan.windows)
+                         windows)
         if bad == -2:  # the kernel's contract on its arguments, which the checks above keep
             raise RuntimeError(f"{OP}: internal error: the kernel rejected its arguments")
         if bad >= 0 and index_format != "onnx":
@@ -273,9 +273,10 @@ def max_unpool(x: ArrayLike, indices: ArrayLike, kernel_shape: Ints, *, strides:
 
 
 def _windows(plan, dtype):
-    """Whether the kernel writes y window by window (2x2 stride-2 planes of 32-bit elements, in
-    a build with the vector code for it) rather than zeroing it and scattering into it."""
-    return plan.windows is not None and dtype.itemsize == 4 and _core.UNPOOL_WINDOWS
+    """The kernel's windows argument: the plan's, where the kernel is to write y window by window
+    (2x2 stride-2 planes of 32-bit elements, in a build with the vector code for it) rather than
+    zero it and scatter into it; else None."""
+    return plan.windows if dtype.itemsize == 4 and _core.UNPOOL_WINDOWS else None
 
 
 # Index formats the kernel reads in place (its `relative` argument): offsets inside the part of
