@@ -203,9 +203,22 @@ def test_windows_that_do_not_fit_the_arrays_are_refused(build):
     assert core.max_unpool(x, idx, y, 2, True, False, 1, 0, 1, (3, 4, 6, 8, 1)) == -1
 
 
+@pytest.mark.parametrize("kind", POOL_DTYPES)
+def test_windows_round_trip_through_max_unpool(rng, kind):
+    """max_unpool on a 2x2 stride-2 pool with rows wide enough for the windows (and a larger
+    output_shape), every dtype and thread count: the reference's result."""
+    x = make_array(rng, (2, 3, 8, 40), kind)
+    y, idx = pooling.max_pool(x, 2, strides=2, return_indices=True)
+    for shape in (None, (2, 3, 9, 42)):
+        want = reference.max_unpool(y, idx, 2, strides=2, output_shape=shape)
+        for n_threads in (1, 2, 3):
+            assert_same(pooling.max_unpool(y, idx, 2, strides=2, output_shape=shape, n_threads=n_threads), want)
+
+
 def test_windows_chosen_for_2x2_stride_2_planes_only():
     """The plan hands the kernel its windows for NCHW 2x2 stride-2 pools without pads into an even
-    output row at least twice x's (output_shape may add rows and columns), and none otherwise."""
+    output row at least twice x's (output_shape may add rows and columns), of x rows of at least 16
+    values, and none otherwise."""
     import pooling.maxunpool as unpool_module
 
     def windows(shape, kernel, **kw):
@@ -214,15 +227,16 @@ def test_windows_chosen_for_2x2_stride_2_planes_only():
                                    layout=kw.get("layout", "NCHW"), opset=None).windows
     assert windows((1, 16, 128, 128), (2, 2)) == (128, 128, 256, 256, 0)
     assert windows((1, 64, 180, 240), (2, 2)) == (180, 240, 360, 480, 1)   # SegNet's 44 MB: streamed
-    assert windows((2, 3, 4, 5), (2, 2), output_shape=(2, 3, 9, 12)) == (4, 5, 9, 12, 0)
-    assert windows((2, 3, 4, 5), (2, 2), output_shape=(2, 3, 8, 11)) is None   # odd output row
-    assert windows((2, 3, 4, 5), (2, 2), output_shape=(2, 3, 7, 10)) is None   # fewer rows than windows
-    assert windows((2, 3, 4, 5), (2, 2), pads=(1, 0, 0, 0)) is None
-    assert windows((2, 3, 4, 5), (3, 3), strides=(2, 2)) is None
-    assert windows((2, 3, 4, 5), (2, 2), strides=(1, 1)) is None
-    assert windows((2, 4, 5, 3), (2, 2), layout="NHWC") is None
-    assert windows((2, 3, 4, 5, 6), (2, 2, 2)) is None
-    assert windows((2, 3, 0, 5), (2, 2), output_shape=(2, 3, 2, 10)) is None  # nothing to pool
+    assert windows((2, 3, 4, 16), (2, 2), output_shape=(2, 3, 9, 34)) == (4, 16, 9, 34, 0)
+    assert windows((2, 3, 4, 16), (2, 2), output_shape=(2, 3, 8, 33)) is None   # odd output row
+    assert windows((2, 3, 4, 16), (2, 2), output_shape=(2, 3, 7, 32)) is None   # fewer rows than windows
+    assert windows((2, 3, 4, 15), (2, 2)) is None                               # rows of x too short to pay
+    assert windows((2, 3, 4, 16), (2, 2), pads=(1, 0, 0, 0)) is None
+    assert windows((2, 3, 4, 16), (3, 3), strides=(2, 2)) is None
+    assert windows((2, 3, 4, 16), (2, 2), strides=(1, 1)) is None
+    assert windows((2, 4, 16, 3), (2, 2), layout="NHWC") is None
+    assert windows((2, 3, 4, 16, 16), (2, 2, 2)) is None
+    assert windows((2, 3, 0, 16), (2, 2), output_shape=(2, 3, 2, 32)) is None  # nothing to pool
     # ... and the kernel is handed them for 32-bit elements where its build has the vectors for them
     plan = unpool_module._plan((1, 16, 128, 128), kernel_shape=(2, 2), strides=(2, 2), pads=None, output_shape=None,
                                layout="NCHW", opset=None)
