@@ -40,6 +40,7 @@ import textwrap
 import warnings
 
 import Cython
+import numpy
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
@@ -373,19 +374,29 @@ directives = {
 # A change to any included kernel file or C header must rebuild the extensions
 # (cythonize follows `include`, and depends makes the C compile follow too).
 depends = sorted(glob.glob("src/kernels/*.pxi") + glob.glob("include/*.h"))
+# pooling._runtime alone uses numpy's C API (its memory handler, include/pooling_results.h), for
+# numpy 1.25 and later as the package's dependency says: headers of numpy 2 build for those.
+numpy_api = [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")]
 extensions = [
     Extension(
         name,
         [source],
         include_dirs=["include"],
-        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+        define_macros=numpy_api,
         depends=depends + (["src/_core.pyx"] if name.startswith("pooling._core_") else []),
     )
     for name, source in (
         ("pooling._core", "src/_core.pyx"),
         ("pooling._core_avx2", "src/_core_avx2.pyx"),
         ("pooling._core_avx512", "src/_core_avx512.pyx"),
-        ("pooling._runtime", "src/_runtime.pyx"),
+    )
+] + [
+    Extension(
+        "pooling._runtime",
+        ["src/_runtime.pyx"],
+        include_dirs=["include", numpy.get_include()],
+        define_macros=numpy_api + [("NPY_TARGET_VERSION", "NPY_1_25_API_VERSION")],
+        depends=depends,
     )
 ]
 

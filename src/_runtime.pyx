@@ -12,6 +12,8 @@ has one pool whichever build each kernel comes from.  build_info() stays in
 each kernel extension (src/kernels/extension_info.pxi): it differs between the
 two builds.
 """
+import numpy as np
+
 from libc.stdint cimport uint16_t
 from cpython.pycapsule cimport PyCapsule_New
 from cpython.ref cimport Py_INCREF
@@ -44,7 +46,76 @@ cdef extern from "pooling_half_conv.h":
     uint16_t pk_f32_to_bf16(float f) noexcept nogil
 
 
+cdef extern from "pooling_results.h":
+    """
+    /* 1 when numpy's default handler is the calling context's current one, 0 if not, -1 on error. */
+    static int pk_handler_is_default(void) {
+        PyObject* current = PyDataMem_GetHandler();
+        if (!current) return -1;
+        int same = current == PyDataMem_DefaultHandler;
+        Py_DECREF(current);
+        return same;
+    }
+    """
+    int pk_results_init() except -1
+    int pk_handler_is_default() except -1
+    size_t pk_keep_trim_to(size_t limit, int all) noexcept nogil
+    size_t pk_keep_held() noexcept nogil
+    size_t pk_keep_limit
+    size_t PK_KEEP_MIN
+    int PK_KEEP_SLOTS
+    void* pk_results_handler_ptr "(&pk_results_handler)"
+    object PyDataMem_SetHandler(object handler)
+
+
 pool_api = PyCapsule_New(<void*>pk_runtime_api_ptr, "pooling._runtime.pool_api", NULL)
+
+pk_results_init()
+cdef object _results_handler = PyCapsule_New(pk_results_handler_ptr, "mem_handler", NULL)
+
+# Results of at least this many bytes are allocated under the handler that keeps their blocks.
+KEEP_MIN_BYTES = PK_KEEP_MIN
+# ... and at most this many of them are held.
+KEEP_BLOCKS = PK_KEEP_SLOTS
+
+
+def empty_result(shape, dtype):
+    """np.empty(shape, dtype), its block (at least KEEP_MIN_BYTES) reused from a freed result.
+
+    Allocated under numpy's memory handler "pooling_results" (include/pooling_results.h),
+    which takes a kept block of exactly the bytes asked for where it holds one, and keeps the
+    block when the array is freed.  Where the calling context has a handler other than numpy's
+    default (one the user set), or no block may be kept, this is np.empty.
+    """
+    if pk_keep_limit == 0 or not pk_handler_is_default():
+        return np.empty(shape, dtype)
+    previous = PyDataMem_SetHandler(_results_handler)
+    try:
+        return np.empty(shape, dtype)
+    finally:
+        PyDataMem_SetHandler(previous)
+
+
+def set_keep_limit(size_t limit):
+    """Hold at most `limit` bytes of freed result blocks (0: none); returns the bytes freed now."""
+    if limit == <size_t>-1:
+        raise ValueError("the limit must be below 2**64 - 1")
+    return pk_keep_trim_to(limit, 0)
+
+
+def release_kept():
+    """Free every result block held; the limit stays.  Returns the bytes freed."""
+    return pk_keep_trim_to(<size_t>-1, 1)
+
+
+def keep_limit():
+    """The bytes of freed result blocks that may be held."""
+    return pk_keep_limit
+
+
+def kept_bytes():
+    """The bytes of freed result blocks held now."""
+    return pk_keep_held()
 
 
 def openmp_enabled():

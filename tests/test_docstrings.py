@@ -15,7 +15,7 @@ def test_every_public_function_is_covered():
     assert sorted(FUNCTIONS) == sorted([
         "col2im", "col2im_output_shape", "convert_indices", "max_pool", "max_pool_grad",
         "max_pool_output_shape", "max_unpool", "max_unpool_output_shape", "max_threads",
-        "openmp_enabled", "show_config"])
+        "openmp_enabled", "release_memory", "show_config"])
 
 
 @pytest.mark.parametrize("name", FUNCTIONS)

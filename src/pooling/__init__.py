@@ -1,7 +1,7 @@
 """pooling: exact, fast CPU kernels for the ONNX MaxPool, MaxUnpool and Col2Im operators."""
 from typing import TYPE_CHECKING
 
-from ._config import max_threads, openmp_enabled, show_config
+from ._config import max_threads, openmp_enabled, release_memory, show_config
 from ._version import __version__
 from .col2im import col2im, col2im_output_shape
 from .maxpool import max_pool, max_pool_output_shape
@@ -21,6 +21,7 @@ __all__ = [
     "max_unpool_output_shape",
     "max_threads",
     "openmp_enabled",
+    "release_memory",
     "show_config",
 ]
 

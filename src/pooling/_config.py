@@ -72,6 +72,50 @@ def max_threads() -> int:
     return _runtime.max_threads()
 
 
+def release_memory() -> int:
+    """Free the memory of large results that `pooling` holds for reuse.
+
+    A result of 32 MiB or more that is freed keeps its memory in `pooling` (at most 4 blocks and
+    256 MiB in all by default, ``POOLING_RESULT_CACHE_MB``), and the next result of exactly that
+    size reuses it instead of fresh pages from the system, which the system must zero first. This
+    frees those blocks now; later results are kept again.
+
+    Returns
+    -------
+    int
+        The bytes freed.
+
+    See Also
+    --------
+    show_config : prints the limit and what is held now.
+
+    Notes
+    -----
+    docs/behaviour.md, section "Memory", has the rules: only `pooling`'s own results are kept,
+    never the caller's arrays, and not where another numpy memory handler is in use.
+
+    Examples
+    --------
+    >>> import pooling
+    >>> pooling.release_memory() >= 0
+    True
+    """
+    return _runtime.release_kept()
+
+
+def _keep_limit_from_environment() -> None:
+    """Apply POOLING_RESULT_CACHE_MB (a whole number of MiB, 0 keeps nothing) once, at import."""
+    text = os.environ.get("POOLING_RESULT_CACHE_MB", "").strip()
+    if not text:
+        return
+    if not text.isdigit() or int(text) >= 1 << 40:
+        raise ImportError(f"pooling: POOLING_RESULT_CACHE_MB must be a whole number of MiB, got {text!r}")
+    _runtime.set_keep_limit(int(text) << 20)
+
+
+_keep_limit_from_environment()
+
+
 class _DlInfo(ctypes.Structure):
     _fields_ = [
         ("dli_fname", ctypes.c_char_p),
@@ -148,12 +192,22 @@ def config_lines():
         f"openmp runtime  {runtime_line}",
         f"max threads     {max_threads()}",
         f"thread runtime  {_THREAD_RUNTIMES[info.get('threads', 'openmp')]}",
+        f"result cache    {_result_cache_line()}",
         f"simd            baseline {_dispatch._baseline.build_info()['simd_baseline']}; "
         f"run-time choice of {', '.join(_dispatch.available)}; in use: {_dispatch.level}"
         + _simd_exceptions(),
         f"c flags         {' '.join(flags) if flags is not None else 'not recorded by this build'}",
         f"cython          {BUILD_INFO.get('cython', 'not recorded by this build')}",
     ]
+
+
+def _result_cache_line():
+    limit = _runtime.keep_limit()
+    if not limit:
+        return "off (POOLING_RESULT_CACHE_MB=0)"
+    return (f"freed results of >= {_runtime.KEEP_MIN_BYTES >> 20} MiB kept for reuse, at most "
+            f"{_runtime.KEEP_BLOCKS} and {limit / (1 << 20):g} MiB (POOLING_RESULT_CACHE_MB); "
+            f"holding {_runtime.kept_bytes() / (1 << 20):.1f} MiB")
 
 
 def _simd_exceptions():
@@ -173,7 +227,8 @@ def show_config(file: SupportsWrite[str] | None = None) -> None:
     """Print the version, compiler, OpenMP, thread count and SIMD paths of this build.
 
     One line each: the version; Python, platform and numpy; the compiler; OpenMP and the OpenMP
-    runtime library in use; the maximum thread count; the thread runtime; the SIMD baseline, the
+    runtime library in use; the maximum thread count; the thread runtime; the result cache (see
+    `release_memory`); the SIMD baseline, the
     builds this CPU can run and the one in use; the C flags; the Cython version. Please paste it
     into bug reports.
 

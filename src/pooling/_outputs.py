@@ -1,5 +1,9 @@
 """Result arrays: fresh ones, or the caller's `out=` buffers checked strictly."""
+import math
+
 import numpy as np
+
+from . import _runtime
 
 
 def output_array(op, name, out, shape, dtype, *others, zeros=False):
@@ -13,7 +17,12 @@ def output_array(op, name, out, shape, dtype, *others, zeros=False):
     """
     if out is None:
         try:
-            return (np.zeros if zeros else np.empty)(shape, dtype=dtype)
+            if zeros:
+                return np.zeros(shape, dtype=dtype)
+            if math.prod(shape) * np.dtype(dtype).itemsize >= _runtime.KEEP_MIN_BYTES:
+                # A large block: reused from a result freed before (docs/behaviour.md, "Memory").
+                return _runtime.empty_result(shape, dtype)
+            return np.empty(shape, dtype=dtype)
         except ValueError:
             # Fewer than 2**62 elements, but more bytes than an address holds.
             raise ValueError(

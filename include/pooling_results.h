@@ -1,0 +1,154 @@
+/* Reuse of large result blocks: numpy's memory handler "pooling_results" (pooling._runtime).
+ *
+ * A block of 32 MiB or more that a result array frees is kept, up to a few of them and a bound
+ * on the bytes held, and the next result of exactly that many bytes takes it back instead of
+ * asking the system for new memory.  glibc maps every block this large straight from the system
+ * and unmaps it on free (32 MiB is its largest dynamic mmap threshold), so without this each call
+ * of a loop would write its result into fresh pages, which the system first zeroes one by one as
+ * they are touched: ~2 ms of SegNet's 44 MB MaxUnpool result, more than the kernel's own 1.5 ms.
+ * (Smaller blocks glibc already reuses from its heap.)
+ *
+ * Only results of `pooling`'s operators are allocated under this handler (pooling._outputs sets
+ * it around np.empty, and only where numpy's default handler is the current one: a handler the
+ * user chose is left alone).  Every fresh block comes from numpy's default handler, and every
+ * block that is not kept goes back to it, so hugepage advice, tracemalloc and numpy's own small
+ * block cache work as before.  The array records its handler, so its free comes here whatever
+ * handler is current then.
+ *
+ * Thread-safe: one lock around the table (numpy calls these with or without the GIL).
+ */
+#ifndef POOLING_RESULTS_H
+#define POOLING_RESULTS_H
+
+#include <Python.h>
+#include <pythread.h>
+#include <string.h>
+#include <numpy/arrayobject.h>
+
+#define PK_KEEP_SLOTS 4
+#define PK_KEEP_MIN ((size_t)32 << 20)
+
+typedef struct {
+    void* ptr;
+    size_t size;
+} pk_kept_block;
+
+static pk_kept_block pk_kept[PK_KEEP_SLOTS]; /* oldest first */
+static int pk_kept_count;
+static size_t pk_kept_bytes;
+static size_t pk_keep_limit = (size_t)256 << 20;
+static PyThread_type_lock pk_keep_lock;
+static PyDataMemAllocator pk_default_allocator;
+
+static void* pk_results_malloc(void* ctx, size_t size) {
+    (void)ctx;
+    if (size >= PK_KEEP_MIN) {
+        void* found = NULL;
+        PyThread_acquire_lock(pk_keep_lock, WAIT_LOCK);
+        for (int i = pk_kept_count - 1; i >= 0; i--) { /* the newest of that size */
+            if (pk_kept[i].size == size) {
+                found = pk_kept[i].ptr;
+                memmove(pk_kept + i, pk_kept + i + 1, (size_t)(pk_kept_count - i - 1) * sizeof(pk_kept_block));
+                pk_kept_count--;
+                pk_kept_bytes -= size;
+                break;
+            }
+        }
+        PyThread_release_lock(pk_keep_lock);
+        if (found) return found;
+    }
+    return pk_default_allocator.malloc(pk_default_allocator.ctx, size);
+}
+
+static void* pk_results_calloc(void* ctx, size_t nelem, size_t elsize) {
+    (void)ctx;
+    return pk_default_allocator.calloc(pk_default_allocator.ctx, nelem, elsize);
+}
+
+static void* pk_results_realloc(void* ctx, void* ptr, size_t new_size) {
+    (void)ctx;
+    return pk_default_allocator.realloc(pk_default_allocator.ctx, ptr, new_size);
+}
+
+/* Keep the blocks of the newest `count` entries whose bytes fit under `limit`; hand the others
+ * (oldest first) to `out`, to be freed outside the lock.  Returns how many went to `out`. */
+static int pk_keep_trim(int count, size_t limit, pk_kept_block* out) {
+    int n = 0;
+    while (pk_kept_count > count || (pk_kept_count && pk_kept_bytes > limit)) {
+        out[n++] = pk_kept[0];
+        pk_kept_bytes -= pk_kept[0].size;
+        pk_kept_count--;
+        memmove(pk_kept, pk_kept + 1, (size_t)pk_kept_count * sizeof(pk_kept_block));
+    }
+    return n;
+}
+
+static void pk_keep_free_all(const pk_kept_block* blocks, int n) {
+    for (int i = 0; i < n; i++) pk_default_allocator.free(pk_default_allocator.ctx, blocks[i].ptr, blocks[i].size);
+}
+
+static void pk_results_free(void* ctx, void* ptr, size_t size) {
+    (void)ctx;
+    if (ptr && size >= PK_KEEP_MIN) {
+        pk_kept_block gone[PK_KEEP_SLOTS + 1];
+        int n = 0, kept = 0;
+        PyThread_acquire_lock(pk_keep_lock, WAIT_LOCK);
+        if (size <= pk_keep_limit) {
+            /* Room for it first: the oldest blocks go. */
+            n = pk_keep_trim(PK_KEEP_SLOTS - 1, pk_keep_limit - size, gone);
+            pk_kept[pk_kept_count].ptr = ptr;
+            pk_kept[pk_kept_count].size = size;
+            pk_kept_count++;
+            pk_kept_bytes += size;
+            kept = 1;
+        }
+        PyThread_release_lock(pk_keep_lock);
+        pk_keep_free_all(gone, n);
+        if (kept) return;
+    }
+    pk_default_allocator.free(pk_default_allocator.ctx, ptr, size);
+}
+
+static PyDataMem_Handler pk_results_handler = {
+    "pooling_results",
+    1,
+    {NULL, pk_results_malloc, pk_results_calloc, pk_results_realloc, pk_results_free},
+};
+
+/* Set the limit on bytes held (0: none are kept, as (size_t)-1 leaves it) and free the blocks
+ * over it, or every block if `all`.  Returns the bytes freed. */
+static size_t pk_keep_trim_to(size_t limit, int all) {
+    pk_kept_block gone[PK_KEEP_SLOTS];
+    size_t freed = 0;
+    PyThread_acquire_lock(pk_keep_lock, WAIT_LOCK);
+    if (limit != (size_t)-1) pk_keep_limit = limit;
+    int n = all ? pk_keep_trim(0, 0, gone) : pk_keep_trim(pk_keep_limit ? PK_KEEP_SLOTS : 0, pk_keep_limit, gone);
+    PyThread_release_lock(pk_keep_lock);
+    for (int i = 0; i < n; i++) freed += gone[i].size;
+    pk_keep_free_all(gone, n);
+    return freed;
+}
+
+static size_t pk_keep_held(void) {
+    PyThread_acquire_lock(pk_keep_lock, WAIT_LOCK);
+    size_t held = pk_kept_bytes;
+    PyThread_release_lock(pk_keep_lock);
+    return held;
+}
+
+/* Once, at import: numpy's C API, the lock and numpy's default allocator.  -1 with an exception
+ * set on failure. */
+static int pk_results_init(void) {
+    if (_import_array() < 0) return -1;
+    pk_keep_lock = PyThread_allocate_lock();
+    if (!pk_keep_lock) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    PyDataMem_Handler* numpy_default = (PyDataMem_Handler*)PyCapsule_GetPointer(PyDataMem_DefaultHandler, "mem_handler");
+    if (!numpy_default) return -1;
+    pk_default_allocator = numpy_default->allocator;
+    return 0;
+}
+
+#endif

@@ -1,0 +1,214 @@
+"""The result cache: large freed results keep their memory for the next result of that size.
+
+docs/behaviour.md, "Memory": a result of at least 32 MiB is allocated under numpy's memory handler
+"pooling_results"; when it is freed its block is kept (at most 4 blocks and the limit in bytes,
+POOLING_RESULT_CACHE_MB, default 256 MiB) and the next result of exactly that many bytes takes it.
+pooling.release_memory() frees what is held.
+"""
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import pooling
+from pooling import _runtime
+
+MIN = _runtime.KEEP_MIN_BYTES
+MIB = 1 << 20
+
+
+_multiarray = np._core.multiarray if hasattr(np, "_core") else np.core.multiarray  # numpy 2 / 1
+
+
+def handler_name(*a):
+    """The memory handler of array a, or the calling context's current one."""
+    return _multiarray.get_handler_name(*a)
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache():
+    """Each test starts with nothing held and the default limit, and leaves it so."""
+    limit = _runtime.keep_limit()
+    _runtime.release_kept()
+    yield
+    _runtime.set_keep_limit(limit)
+    _runtime.release_kept()
+
+
+def test_defaults():
+    assert MIN == 32 * MIB and _runtime.KEEP_BLOCKS == 4
+    if "POOLING_RESULT_CACHE_MB" not in os.environ:
+        assert _runtime.keep_limit() == 256 * MIB
+
+
+def test_only_large_results_use_the_handler():
+    big = pooling.max_unpool(np.ones((1, 64, 180, 240), np.float32), np.zeros((1, 64, 180, 240), np.int64),
+                             [2, 2], strides=[2, 2], index_format="onnx")
+    assert big.nbytes >= MIN and handler_name(big) == "pooling_results"
+    assert big.flags.owndata and big.base is None and big.flags.writeable
+    small = pooling.max_pool(np.ones((1, 4, 8, 8), np.float32), [2, 2])
+    assert handler_name(small) == handler_name(np.empty(1))
+    # The calling context's handler is numpy's default again after the call.
+    assert handler_name() == "default_allocator"
+
+
+def test_a_freed_block_is_reused_by_the_next_result_of_its_size():
+    a = _runtime.empty_result((MIN // 4,), np.float32)
+    address = a.ctypes.data
+    del a
+    assert _runtime.kept_bytes() == MIN
+    b = _runtime.empty_result((MIN // 8,), np.float64)  # the same bytes, another dtype
+    assert b.ctypes.data == address and _runtime.kept_bytes() == 0
+    c = _runtime.empty_result((MIN // 4 + 1,), np.float32)  # another size: a block of its own
+    assert c.ctypes.data != address
+    del b, c
+    assert _runtime.kept_bytes() == 2 * MIN + 4
+
+
+def test_at_most_four_blocks_and_the_oldest_goes_first():
+    arrays = [_runtime.empty_result((MIN + i * 4096,), np.uint8) for i in range(6)]
+    addresses = [a.ctypes.data for a in arrays]
+    while arrays:
+        arrays.pop(0)  # freed oldest first
+    assert _runtime.kept_bytes() == sum(MIN + i * 4096 for i in range(2, 6))
+    # The two freed first were given back: a result of their size is a new block.
+    kept = [_runtime.empty_result((MIN + i * 4096,), np.uint8) for i in range(2, 6)]
+    assert [a.ctypes.data for a in kept] == addresses[2:]
+    assert _runtime.kept_bytes() == 0
+
+
+def test_the_byte_limit_bounds_what_is_held():
+    _runtime.set_keep_limit(MIN + MIN // 2)
+    a, b = (_runtime.empty_result((MIN,), np.uint8) for _ in range(2))
+    del a
+    assert _runtime.kept_bytes() == MIN
+    del b  # room for it only if the first goes
+    assert _runtime.kept_bytes() == MIN
+    # A block larger than the limit is never kept.
+    _runtime.set_keep_limit(MIN - 1)
+    assert _runtime.kept_bytes() == 0  # lowering the limit frees what is over it
+    c = _runtime.empty_result((MIN,), np.uint8)
+    del c
+    assert _runtime.kept_bytes() == 0
+
+
+def test_limit_zero_keeps_nothing_and_uses_numpy_alone():
+    _runtime.set_keep_limit(0)
+    a = _runtime.empty_result((MIN,), np.uint8)
+    assert handler_name(a) == "default_allocator"
+    del a
+    assert _runtime.kept_bytes() == 0
+
+
+def test_release_memory_frees_what_is_held():
+    a = _runtime.empty_result((MIN,), np.uint8)
+    b = _runtime.empty_result((2 * MIN,), np.uint8)
+    del a, b
+    assert _runtime.kept_bytes() == 3 * MIN
+    assert pooling.release_memory() == 3 * MIN
+    assert _runtime.kept_bytes() == 0 and pooling.release_memory() == 0
+    # ... and later results are kept again.
+    c = _runtime.empty_result((MIN,), np.uint8)
+    del c
+    assert _runtime.kept_bytes() == MIN
+
+
+def test_resize_of_a_kept_result_goes_through_numpy():
+    a = _runtime.empty_result((MIN,), np.uint8)
+    a[:] = 7
+    a.resize((MIN + 4096,), refcheck=False)  # realloc through the handler
+    assert handler_name(a) == "pooling_results" and a[:MIN].min() == 7 and a[MIN:].max() == 0
+    del a
+    assert _runtime.kept_bytes() == MIN + 4096
+
+
+def _dirty_then(call, reference):
+    """call() twice: the second result reuses the first's block, filled with NaN-bits garbage first."""
+    first = call()
+    for r in first if isinstance(first, tuple) else (first,):
+        assert handler_name(r) == "pooling_results"
+        r.view(np.uint8)[...] = 0xFF
+    del first, r
+    assert _runtime.kept_bytes() > 0
+    second = call()
+    for got, want in zip(second if isinstance(second, tuple) else (second,),
+                         reference if isinstance(reference, tuple) else (reference,)):
+        np.testing.assert_array_equal(got, want, strict=True)
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_every_operator_writes_all_of_a_reused_block(n_threads):
+    """A reused block holds the last result's bytes: every result must still be written whole."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((1, 64, 362, 480)).astype(np.float32)  # 44.5 MB
+    _runtime.set_keep_limit(0)
+    want_y, want_i = pooling.max_pool(x, [1, 1], return_indices=True, n_threads=n_threads)
+    assert want_y.nbytes >= MIN
+    _runtime.set_keep_limit(256 * MIB)
+    _dirty_then(lambda: pooling.max_pool(x, [1, 1], return_indices=True, n_threads=n_threads), (want_y, want_i))
+
+    # MaxUnpool through its windows (every element written) and through the scatter (zeroed).
+    y, i = pooling.max_pool(x, [2, 2], strides=[2, 2], return_indices=True)
+    _runtime.set_keep_limit(0)
+    want = pooling.max_unpool(y, i, [2, 2], strides=[2, 2], n_threads=n_threads)
+    _runtime.set_keep_limit(256 * MIB)
+    _dirty_then(lambda: pooling.max_unpool(y, i, [2, 2], strides=[2, 2], n_threads=n_threads), want)
+    x_nhwc = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+    nhwc_y, nhwc_i = pooling.max_pool(x_nhwc, [2, 2], strides=[2, 2], return_indices=True, layout="NHWC")
+    scatter = pooling.max_unpool(nhwc_y, nhwc_i, [2, 2], strides=[2, 2], layout="NHWC", n_threads=n_threads)
+    np.testing.assert_array_equal(scatter, want.transpose(0, 2, 3, 1))
+
+    grad = pooling.max_pool_grad(y, i, x.shape, n_threads=n_threads)
+    np.testing.assert_array_equal(grad, want)
+
+    cols = rng.standard_normal((1, 4 * 64, 180 * 240)).astype(np.float32)
+    _runtime.set_keep_limit(0)
+    want = pooling.col2im(cols, [360, 480], [2, 2], strides=[2, 2], n_threads=n_threads)
+    _runtime.set_keep_limit(256 * MIB)
+    _dirty_then(lambda: pooling.col2im(cols, [360, 480], [2, 2], strides=[2, 2], n_threads=n_threads), want)
+
+
+def test_threads_share_the_cache_safely():
+    errors = []
+
+    def work(seed):
+        try:
+            for k in range(20):
+                n = MIN + (seed * 20 + k) % 3 * 4096
+                a = _runtime.empty_result((n,), np.uint8)
+                a[::4096] = seed
+                assert (a[::4096] == seed).all()
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert _runtime.kept_bytes() <= _runtime.keep_limit()
+
+
+def _run(code, value):
+    package_root = os.path.dirname(os.path.dirname(pooling.__file__))
+    env = dict(os.environ, POOLING_RESULT_CACHE_MB=value, PYTHONPATH=package_root)
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("value, limit", [("0", 0), ("64", 64 * MIB), (" 1024 ", 1024 * MIB)])
+def test_environment_variable_sets_the_limit(value, limit):
+    result = _run("import pooling, pooling._runtime as r; print(r.keep_limit()); pooling.show_config()", value)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0] == str(limit)
+    line = next(l for l in result.stdout.splitlines() if l.startswith("result cache"))
+    assert ("off" in line) == (limit == 0)
+
+
+@pytest.mark.parametrize("value", ["-1", "1.5", "lots"])
+def test_environment_variable_rejects_bad_values(value):
+    result = _run("import pooling", value)
+    assert result.returncode != 0 and "POOLING_RESULT_CACHE_MB must be a whole number of MiB" in result.stderr
