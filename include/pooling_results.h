@@ -129,6 +129,13 @@ static size_t pk_keep_trim_to(size_t limit, int all) {
     return freed;
 }
 
+static size_t pk_keep_get_limit(void) {
+    PyThread_acquire_lock(pk_keep_lock, WAIT_LOCK);
+    size_t limit = pk_keep_limit;
+    PyThread_release_lock(pk_keep_lock);
+    return limit;
+}
+
 static size_t pk_keep_held(void) {
     PyThread_acquire_lock(pk_keep_lock, WAIT_LOCK);
     size_t held = pk_kept_bytes;

@@ -61,7 +61,7 @@ cdef extern from "pooling_results.h":
     int pk_handler_is_default() except -1
     size_t pk_keep_trim_to(size_t limit, int all) noexcept nogil
     size_t pk_keep_held() noexcept nogil
-    size_t pk_keep_limit
+    size_t pk_keep_get_limit() noexcept nogil
     size_t PK_KEEP_MIN
     int PK_KEEP_SLOTS
     void* pk_results_handler_ptr "(&pk_results_handler)"
@@ -85,9 +85,9 @@ def empty_result(shape, dtype):
     Allocated under numpy's memory handler "pooling_results" (include/pooling_results.h),
     which takes a kept block of exactly the bytes asked for where it holds one, and keeps the
     block when the array is freed.  Where the calling context has a handler other than numpy's
-    default (one the user set), or no block may be kept, this is np.empty.
+    default (one the user set), or the limit is below one block, this is np.empty.
     """
-    if pk_keep_limit == 0 or not pk_handler_is_default():
+    if pk_keep_get_limit() < PK_KEEP_MIN or not pk_handler_is_default():
         return np.empty(shape, dtype)
     previous = PyDataMem_SetHandler(_results_handler)
     try:
@@ -109,8 +109,8 @@ def release_kept():
 
 
 def keep_limit():
-    """The bytes of freed result blocks that may be held."""
-    return pk_keep_limit
+    """The bytes of freed result blocks that may be held (below KEEP_MIN_BYTES: none is kept)."""
+    return pk_keep_get_limit()
 
 
 def kept_bytes():

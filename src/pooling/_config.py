@@ -108,7 +108,7 @@ def _keep_limit_from_environment() -> None:
     text = os.environ.get("POOLING_RESULT_CACHE_MB", "").strip()
     if not text:
         return
-    if not text.isdigit() or int(text) >= 1 << 40:
+    if not (text.isascii() and text.isdecimal()) or int(text) >= 1 << 40:
         raise ImportError(f"pooling: POOLING_RESULT_CACHE_MB must be a whole number of MiB, got {text!r}")
     _runtime.set_keep_limit(int(text) << 20)
 
@@ -203,8 +203,8 @@ def config_lines():
 
 def _result_cache_line():
     limit = _runtime.keep_limit()
-    if not limit:
-        return "off (POOLING_RESULT_CACHE_MB=0)"
+    if limit < _runtime.KEEP_MIN_BYTES:
+        return f"off (POOLING_RESULT_CACHE_MB={limit >> 20}: below one block of {_runtime.KEEP_MIN_BYTES >> 20} MiB)"
     return (f"freed results of >= {_runtime.KEEP_MIN_BYTES >> 20} MiB kept for reuse, at most "
             f"{_runtime.KEEP_BLOCKS} and {limit / (1 << 20):g} MiB (POOLING_RESULT_CACHE_MB); "
             f"holding {_runtime.kept_bytes() / (1 << 20):.1f} MiB")
