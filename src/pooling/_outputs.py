@@ -1,9 +1,10 @@
 """Result arrays: fresh ones, or the caller's `out=` buffers checked strictly."""
-import math
-
 import numpy as np
 
 from . import _runtime
+
+# Results of at least this many bytes reuse freed blocks (_runtime.empty_result).
+_KEEP_MIN_BYTES = _runtime.KEEP_MIN_BYTES
 
 
 def output_array(op, name, out, shape, dtype, *others, zeros=False):
@@ -19,10 +20,13 @@ def output_array(op, name, out, shape, dtype, *others, zeros=False):
         try:
             if zeros:
                 return np.zeros(shape, dtype=dtype)
-            if math.prod(shape) * np.dtype(dtype).itemsize >= _runtime.KEEP_MIN_BYTES:
-                # A large block: reused from a result freed before (docs/behaviour.md, "Memory").
-                return _runtime.empty_result(shape, dtype)
-            return np.empty(shape, dtype=dtype)
+            y = np.empty(shape, dtype=dtype)
+            if y.nbytes >= _KEEP_MIN_BYTES:
+                # A large block, reused from a result freed before (docs/behaviour.md, "Memory").
+                # (Allocated again: the first, never touched, costs a few microseconds; checking
+                # the size beforehand cost a small call 5%.)
+                y = _runtime.empty_result(shape, dtype)
+            return y
         except ValueError:
             # Fewer than 2**62 elements, but more bytes than an address holds.
             raise ValueError(
