@@ -3,10 +3,11 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import pooling
-from pooling import _dispatch
+from pooling import _dispatch, _maxpool_strategies
 from pooling._maxpool_strategies import Strategy
 
 # The tests that compare every kernel path with the pure-numpy reference.
@@ -39,7 +40,7 @@ def test_dispatch_choice_and_report():
     for build, rules in (("baseline", _dispatch.rules), ("avx512", _dispatch.wide_rules)):
         if rules:  # the kernels taken from another build are named, with the reason
             assert f"; {build} for " in line and "measured faster than AVX2 on this CPU family" in line
-            assert all(name in line for name, _, _ in rules)
+            assert all(name in line for name, *_ in rules)
     if not _dispatch.rules and not _dispatch.wide_rules:
         assert line.endswith(f"in use: {_dispatch.level}")
     if _dispatch.level == "avx2":
@@ -80,14 +81,14 @@ def test_environment_variable(level):
 @pytest.mark.parametrize("cpu, expected", [
     (("AuthenticAMD", 0x19), {"fused", "tiles"}),     # Zen 3/4: measured
     (("AuthenticAMD", 0x17), {"fused", "tiles"}),     # Zen 1/2: 256-bit operations split in halves
-    (("AuthenticAMD", 0x1A), {"fused"}),              # Zen 5: measured, uint8 FUSED only
+    (("AuthenticAMD", 0x1A), {"fused", "tiles"}),     # Zen 5: measured, uint8 FUSED, TILES from 32 MiB
     (("GenuineIntel", 6), {"tiles"}),                 # Xeon model 0xCF: measured, TILES float32 only
     (("AuthenticAMD", 0x15), set()),                  # Bulldozer family: not measured
     (("", 0), set()),
 ])
 def test_baseline_rules_by_cpu_family(monkeypatch, cpu, expected):
     monkeypatch.setattr(_dispatch, "cpu_id", lambda: cpu)
-    assert {name for name, _, _ in _dispatch._baseline_rules()} == expected
+    assert {name for name, *_ in _dispatch._baseline_rules()} == expected
 
 
 @pytest.mark.parametrize("cpu, expected", [
@@ -98,7 +99,7 @@ def test_baseline_rules_by_cpu_family(monkeypatch, cpu, expected):
 ])
 def test_avx512_rules_by_cpu_family(monkeypatch, cpu, expected):
     monkeypatch.setattr(_dispatch, "cpu_id", lambda: cpu)
-    assert {name for name, _, _ in _dispatch._cpu_rules(_dispatch.WIDE_FASTER)} == expected
+    assert {name for name, *_ in _dispatch._cpu_rules(_dispatch.WIDE_FASTER)} == expected
 
 
 def test_kernels_for_follows_the_avx512_rules(monkeypatch):
@@ -120,6 +121,27 @@ def test_kernels_for_follows_the_rules(monkeypatch):
     assert _dispatch.kernels_for("tiles", 2, 2) is _dispatch.core      # another element size
     assert _dispatch.kernels_for("tiles", 1, 4) is _dispatch.core      # another stride
     assert _dispatch.kernels_for("fused", 2, 4) is _dispatch.core      # another strategy
+
+
+def test_a_rule_may_start_at_an_input_size(monkeypatch):
+    monkeypatch.setattr(_dispatch, "rules", (("tiles", 2, (4,), 32 << 20),))
+    assert _dispatch.kernels_for("tiles", 2, 4) is _dispatch.core
+    assert _dispatch.kernels_for("tiles", 2, 4, input_bytes=(32 << 20) - 1) is _dispatch.core
+    assert _dispatch.kernels_for("tiles", 2, 4, input_bytes=32 << 20) is _dispatch._baseline
+    assert _dispatch.kernels_for("tiles", 2, 4, with_indices=True, input_bytes=1 << 30) is _dispatch.core
+
+
+def test_tiles_asks_for_its_build_with_the_input_size(monkeypatch):
+    """TILES names the call's input bytes, so a size rule decides by the array it runs on."""
+    asked = []
+    real = _dispatch.kernels_for
+    monkeypatch.setattr(_dispatch, "kernels_for", lambda *a, **k: asked.append((a, k)) or real(*a, **k))
+    _maxpool_strategies.launch.cache_clear()
+    try:
+        pooling.max_pool(np.zeros((3, 4, 8, 16), np.float32), [2, 2], strides=[2, 2], _strategy="tiles")
+    finally:
+        _maxpool_strategies.launch.cache_clear()
+    assert (("tiles", 2, 4), {"input_bytes": 3 * 4 * 8 * 16 * 4}) in asked
 
 
 ALL_SIZES = (1, 2, 4, 8)

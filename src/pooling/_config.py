@@ -216,8 +216,9 @@ def _simd_exceptions():
     said = ""
     for build, rules in (("baseline", _dispatch.rules), ("avx512", _dispatch.wide_rules)):
         if rules:
-            kernels = ", ".join(f"{name} with W stride {stride} ({'/'.join(f'{b}-byte' for b in sizes)} types)"
-                                for name, stride, sizes in rules)
+            kernels = ", ".join(f"{name} with W stride {stride} ({'/'.join(f'{b}-byte' for b in sizes)} types"
+                                + (f", inputs of {least[0] >> 20} MiB or more" if least else "") + ")"
+                                for name, stride, sizes, *least in rules)
             said += (f"; {build} for {kernels}, without Indices: measured faster than AVX2 on this CPU "
                      f"family ({vendor} family {family:#x}; POOLING_SIMD=avx2 runs them in AVX2)")
     return said

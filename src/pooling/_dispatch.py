@@ -87,9 +87,16 @@ available = (("baseline",) + (("avx2",) if cpu_supports_avx2() and _load_avx2() 
 # (TILES' float32 W pass was rewritten after these measurements, as ROWS_FIRST's in-lane split; on Zen 5
 # that made the AVX2 build 0.48-1.00 of the baseline build's time on the k2 s2 rows. The Zen 1-4 and Intel
 # rules above were not measured again.)
+# A rule's optional fourth field is the least input, in bytes, it applies to.  Zen 5 again (the same
+# kernels in one process, alternating, medians; one / two threads): TILES float32 with a W stride of 2
+# streaming an input of 49 MiB from memory took 1.04-1.08 / 1.12-1.13 of the baseline build's time in
+# the AVX2 build, and 0.93-1.07 / 1.07-1.14 in the AVX-512 one (C3D pool1 1x64x16x112x112 (1,2,2),
+# 4x64x224x224 and 16x64x112x112 k2 s2); at 24 MiB, which the L3 cache holds, the AVX2 build took
+# 0.78-0.91 / 0.83-0.88 of it (8x64x112x112, C3D pool2), at 6 MiB 0.64 / 0.66.  perf puts both builds'
+# time on the W pass's loads.  So from 32 MiB that kernel runs from the baseline build there.
 BASELINE_FASTER = {
     ("AuthenticAMD", (0x17, 0x19)): (("fused", 2, (1, 4)), ("tiles", 2, (4,))),
-    ("AuthenticAMD", (0x1A,)): (("fused", 2, (1,)),),
+    ("AuthenticAMD", (0x1A,)): (("fused", 2, (1,)), ("tiles", 2, (4,), 32 << 20)),
     ("GenuineIntel", (6,)): (("tiles", 2, (4,)),),
 }
 
@@ -145,19 +152,20 @@ wide_rules = (_cpu_rules(WIDE_FASTER) if level == "avx2" and wanted == "auto" an
               else ())
 
 
-def _matches(rules_, strategy, w_stride, itemsize):
+def _matches(rules_, strategy, w_stride, itemsize, input_bytes):
     return any(name == strategy and stride == w_stride and itemsize in sizes
-               for name, stride, sizes in rules_)
+               and input_bytes >= (least[0] if least else 0)
+               for name, stride, sizes, *least in rules_)
 
 
-def kernels_for(strategy, w_stride, itemsize, with_indices=False):
+def kernels_for(strategy, w_stride, itemsize, with_indices=False, input_bytes=0):
     """The compiled build to run `strategy` with (a MaxPool strategy's value), for a W stride,
-    element size and Indices or not: the process's build, or the baseline or AVX-512 one where
-    `rules` or `wide_rules` says it is faster (calls without Indices only)."""
+    element size, Indices or not and the input's bytes: the process's build, or the baseline or
+    AVX-512 one where `rules` or `wide_rules` says it is faster (calls without Indices only)."""
     if with_indices:
         return core
-    if _matches(rules, strategy, w_stride, itemsize):
+    if _matches(rules, strategy, w_stride, itemsize, input_bytes):
         return _baseline
-    if _matches(wide_rules, strategy, w_stride, itemsize):
+    if _matches(wide_rules, strategy, w_stride, itemsize, input_bytes):
         return _load_avx512()
     return core

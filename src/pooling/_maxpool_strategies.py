@@ -677,7 +677,8 @@ def _build_tiles(plan, kind, nt, act, inf_bits, with_indices):
     spatial, out, kernel, strides, dilations, pads_begin = _promote(plan)
     taps = _tap_ranges(spatial, out, kernel, strides, dilations, pads_begin)
     units = planes * out[0] * out[1]
-    core = _dispatch.kernels_for(Strategy.TILES.value, strides[2], KINDS[kind].itemsize)
+    core = _dispatch.kernels_for(Strategy.TILES.value, strides[2], KINDS[kind].itemsize,
+                                 input_bytes=planes * math.prod(spatial) * KINDS[kind].itemsize)
     return core.MaxPoolTiles(KINDS[kind].ctype, (planes,) + spatial, (planes,) + out, kernel, strides,
                              dilations, pads_begin, taps, _tiles_rows(plan, kind), *act, inf_bits, nt,
                              chunk_size(units, nt))
