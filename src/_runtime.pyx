@@ -8,7 +8,9 @@ the AVX2 kernels, the cache-key hasher of pooling._attrs, and the exact 16-bit
 float conversions the tests check Col2Im's against; and the thread pool
 (include/pooling_pool.h), compiled here only, which both kernel builds use
 through the capsule `pool_api` (include/pooling_pool_api.h), so that a process
-has one pool whichever build each kernel comes from.  build_info() stays in
+has one pool whichever build each kernel comes from; and the memory handler
+that lets large results reuse freed blocks (include/pooling_results.h), the
+one part built against numpy's C API.  build_info() stays in
 each kernel extension (src/kernels/extension_info.pxi): it differs between the
 two builds.
 """
