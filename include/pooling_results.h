@@ -115,14 +115,14 @@ static PyDataMem_Handler pk_results_handler = {
     {NULL, pk_results_malloc, pk_results_calloc, pk_results_realloc, pk_results_free},
 };
 
-/* Set the limit on bytes held (0: none are kept, as (size_t)-1 leaves it) and free the blocks
- * over it, or every block if `all`.  Returns the bytes freed. */
-static size_t pk_keep_trim_to(size_t limit, int all) {
+/* Free the oldest blocks until at most `count` are held, within the limit on bytes (set to
+ * *limit first, unless limit is NULL).  Returns the bytes freed. */
+static size_t pk_keep_shrink(int count, const size_t* limit) {
     pk_kept_block gone[PK_KEEP_SLOTS];
     size_t freed = 0;
     PyThread_acquire_lock(pk_keep_lock, WAIT_LOCK);
-    if (limit != (size_t)-1) pk_keep_limit = limit;
-    int n = all ? pk_keep_trim(0, 0, gone) : pk_keep_trim(pk_keep_limit ? PK_KEEP_SLOTS : 0, pk_keep_limit, gone);
+    if (limit) pk_keep_limit = *limit;
+    int n = pk_keep_trim(count, pk_keep_limit, gone);
     PyThread_release_lock(pk_keep_lock);
     for (int i = 0; i < n; i++) freed += gone[i].size;
     pk_keep_free_all(gone, n);

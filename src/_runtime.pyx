@@ -61,7 +61,7 @@ cdef extern from "pooling_results.h":
     """
     int pk_results_init() except -1
     int pk_handler_is_default() except -1
-    size_t pk_keep_trim_to(size_t limit, int all) noexcept nogil
+    size_t pk_keep_shrink(int count, const size_t* limit) noexcept nogil
     size_t pk_keep_held() noexcept nogil
     size_t pk_keep_get_limit() noexcept nogil
     size_t PK_KEEP_MIN
@@ -100,14 +100,12 @@ def empty_result(shape, dtype):
 
 def set_keep_limit(size_t limit):
     """Hold at most `limit` bytes of freed result blocks (0: none); returns the bytes freed now."""
-    if limit == <size_t>-1:
-        raise ValueError("the limit must be below 2**64 - 1")
-    return pk_keep_trim_to(limit, 0)
+    return pk_keep_shrink(PK_KEEP_SLOTS, &limit)
 
 
 def release_kept():
     """Free every result block held; the limit stays.  Returns the bytes freed."""
-    return pk_keep_trim_to(<size_t>-1, 1)
+    return pk_keep_shrink(0, NULL)
 
 
 def keep_limit():
