@@ -107,13 +107,14 @@ static inline int pk_cpu_has_avx512(void)
 #endif
 }
 
-/* The CPU's vendor string (12 characters and a NUL) and family (base plus extended, as the
- * vendors number them: 0x17 Zen 1/2, 0x19 Zen 3/4, 6 most Intel cores), for the dispatcher's
- * table of what each build measured on which microarchitecture.  "" and 0 where unknown. */
-static inline void pk_cpu_id(char *vendor, int *family)
+/* The CPU's vendor string (12 characters and a NUL), family and model (base plus extended, as the
+ * vendors number them: family 0x19 Zen 3/4, 0x1A Zen 5, 6 most Intel cores), for the dispatcher's
+ * table of what each build measured on which CPU (pooling._tuning).  "" and 0 where unknown. */
+static inline void pk_cpu_id(char *vendor, int *family, int *model)
 {
     vendor[0] = 0;
     *family = 0;
+    *model = 0;
 #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
     {
         unsigned int a, b, c, d;
@@ -126,10 +127,57 @@ static inline void pk_cpu_id(char *vendor, int *family)
         if (!__get_cpuid(1, &a, &b, &c, &d))
             return;
         *family = (int)((a >> 8) & 0xf);
+        *model = (int)((a >> 4) & 0xf);
+        if (*family == 0xf || *family == 6)
+            *model += (int)((a >> 12) & 0xf0);
         if (*family == 0xf)
             *family += (int)((a >> 20) & 0xff);
     }
 #endif
+}
+
+/* The data caches CPUID describes, for pooling._caches where the operating system says nothing
+ * (Windows): sizes[0..2] the bytes of the level-1 data, level-2 and level-3 caches (0 where
+ * absent), cpus[0..2] the logical CPUs sharing each.  Intel's leaf 4 and AMD's 0x8000001D use the
+ * same layout.  Returns 0 where CPUID has no such leaf (and off x86). */
+static inline int pk_cpu_caches(long long *sizes, int *cpus)
+{
+    int found = 0;
+    sizes[0] = sizes[1] = sizes[2] = 0;
+    cpus[0] = cpus[1] = cpus[2] = 0;
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+    {
+        unsigned int a, b, c, d, leaf = 4, i;
+        char vendor[13];
+        int family, model;
+        pk_cpu_id(vendor, &family, &model);
+        if (!strcmp(vendor, "AuthenticAMD") || !strcmp(vendor, "HygonGenuine")) {
+            if (__get_cpuid_max(0x80000000u, 0) < 0x8000001Du)
+                return 0;
+            __cpuid(0x80000001u, a, b, c, d);
+            if (!(c & (1u << 22))) /* TOPOEXT: leaf 0x8000001D is valid */
+                return 0;
+            leaf = 0x8000001Du;
+        } else if (__get_cpuid_max(0, 0) < 4) {
+            return 0;
+        }
+        for (i = 0; i < 16; i++) {
+            unsigned int type, level;
+            __cpuid_count(leaf, i, a, b, c, d);
+            type = a & 0x1f;
+            if (type == 0)
+                break;
+            level = (a >> 5) & 7;
+            if (type == 2 || level < 1 || level > 3) /* instruction caches, or a level we do not use */
+                continue;
+            sizes[level - 1] = (long long)(((b >> 22) & 0x3ff) + 1) * (((b >> 12) & 0x3ff) + 1)
+                               * ((b & 0xfff) + 1) * ((long long)c + 1);
+            cpus[level - 1] = (int)((a >> 14) & 0xfff) + 1;
+            found = 1;
+        }
+    }
+#endif
+    return found;
 }
 
 #endif

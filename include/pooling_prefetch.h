@@ -7,8 +7,8 @@
  * 1.56 ms where the same kernel without it took 3.83: without it each plane's rows missed to
  * memory one after the other, which the hardware prefetchers did not hide.  On inputs that stay
  * in cache the prefetches only cost issue slots (the batch-1 stem, 3.2 MB: 4% slower), so the
- * Python layer asks for them only past a size (pooling._maxpool_strategies._PREFETCH_ROWS_BYTES,
- * _PREFETCH_NHWC_BYTES). */
+ * Python layer asks for them only past a fraction of the last-level cache (pooling._tuning's
+ * prefetch_rows and prefetch_nhwc). */
 #ifndef POOLING_PREFETCH_H
 #define POOLING_PREFETCH_H
 

@@ -35,7 +35,8 @@ cdef extern from *:
 cdef extern from "pooling_config.h":
     int pk_cpu_has_avx2() noexcept nogil
     int pk_cpu_has_avx512() noexcept nogil
-    void pk_cpu_id(char* vendor, int* family) noexcept nogil
+    void pk_cpu_id(char* vendor, int* family, int* model) noexcept nogil
+    int pk_cpu_caches(long long* sizes, int* cpus) noexcept nogil
 
 cdef extern from "pooling_half.h":
     enum:
@@ -139,11 +140,22 @@ def cpu_supports_avx512():
 
 
 def cpu_id():
-    """(vendor, family) of this CPU from CPUID, e.g. ("AuthenticAMD", 0x19); ("", 0) where unknown."""
+    """(vendor, family, model) of this CPU from CPUID, e.g. ("AuthenticAMD", 0x19, 0x01);
+    ("", 0, 0) where unknown (off x86)."""
     cdef char vendor[13]
-    cdef int family
-    pk_cpu_id(vendor, &family)
-    return vendor.decode("ascii", "replace"), family
+    cdef int family, model
+    pk_cpu_id(vendor, &family, &model)
+    return vendor.decode("ascii", "replace"), family, model
+
+
+def cpuid_caches():
+    """((L1d, L2, L3 bytes), (CPUs sharing each)) as CPUID describes them, or None where it
+    describes none (off x86, or no cache leaf); 0 for a level that is absent."""
+    cdef long long sizes[3]
+    cdef int cpus[3]
+    if not pk_cpu_caches(sizes, cpus):
+        return None
+    return (sizes[0], sizes[1], sizes[2]), (cpus[0], cpus[1], cpus[2])
 
 
 cdef tuple _TRUE_KEY = ("bool", True)

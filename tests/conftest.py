@@ -4,7 +4,13 @@ import os
 import numpy as np
 import pytest
 
+from pooling import _caches
 from pooling._dtypes import LEGACY_BFLOAT16
+
+# The tests run with the same cache sizes on every machine (the speed thresholds in pooling._tuning
+# are written in them), so that each strategy and switch a test expects is the one chosen; the
+# `caches` fixture moves them, and tests/test_tuning.py checks what this machine reports.
+_caches.CACHES = _caches.DEFAULT
 
 try:
     import ml_dtypes
@@ -291,3 +297,21 @@ def fuzz_settings(max_examples):
     factor = fuzz_factor()
     return settings(max_examples=max_examples * factor, deadline=None, derandomize=factor == 1,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@pytest.fixture
+def caches(monkeypatch):
+    """set(l1d=, l2=, llc=): the cache sizes the speed thresholds read, for one test; the plans and
+    launches made with other sizes are forgotten, before and after."""
+    from pooling import _maxpool_strategies, maxunpool
+
+    def forget():
+        _maxpool_strategies.launch.cache_clear()
+        maxunpool._plan.cache_clear()
+
+    def set_sizes(l1d=_caches.DEFAULT.l1d, l2=_caches.DEFAULT.l2, llc=_caches.DEFAULT.llc):
+        monkeypatch.setattr(_caches, "CACHES", _caches.Caches(l1d, l2, llc, 0, "test"))
+        forget()
+
+    yield set_sizes
+    forget()

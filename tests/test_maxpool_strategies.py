@@ -11,7 +11,7 @@ import pytest
 
 import pooling
 from conftest import POOL_DTYPES, assert_same, make_array, to_dtype, to_nhwc
-from pooling import _dispatch, maxpool, reference
+from pooling import _dispatch, _tuning, maxpool, reference
 from pooling._maxpool_strategies import Strategy, choose_strategy, launch, serves
 
 S = Strategy
@@ -175,7 +175,8 @@ TILES_CASES = [
 
 def test_tiles_batches_whole_depth_slices_up_to_32_kb():
     """TILES' batches (output rows): with depth taps, every output row of a depth slab where a
-    slice is at most 4 * _BUFFER_BYTES, else about _BUFFER_BYTES of input per tap."""
+    slice is at most four chunks, else about a chunk of input per tap (a quarter of L1d: 8 KB with
+    the tests' 32 KiB)."""
     from pooling._maxpool_strategies import _tiles_rows
     assert _tiles_rows(_plan((1, 128, 16, 56, 56), 2, 2), "float32") == 28      # C3D's pool2: 12.5 KB
     assert _tiles_rows(_plan((1, 1, 4, 6, 512), 2, 2), "float32") == 3
@@ -572,7 +573,7 @@ def _narrow_builds():
     """The builds NARROW may run from here: the process's, and the AVX-512 one where the rules
     name it (pooling._maxpool_strategies._narrow_core)."""
     from pooling import _maxpool_strategies
-    return _maxpool_strategies._core, _dispatch.kernels_for("narrow", 1, 4)
+    return _maxpool_strategies._core, _tuning.kernels_for(Strategy.NARROW, 1, 4)
 
 
 @pytest.mark.parametrize("data", ["plain", "special", "zeros", "nan-plane"])
@@ -678,7 +679,7 @@ def test_narrow_random_geometries(rng):
 ])
 def test_narrow_takes_rows_up_to_the_builds_lanes(shape, kernel, pads, wider):
     """NARROW serves rows of up to three vectors of the build it runs from: 24 values in the AVX2
-    build, 48 where it runs from the AVX-512 build (_dispatch.WIDE_FASTER); in the baseline build
+    build, 48 where it runs from the AVX-512 build (a rule of pooling._tuning); in the baseline build
     (12) wider rows go to the strategy after it.  2-tap windows take it on one vector only."""
     plan = _plan(shape, kernel, 1, pads)
     fits = [core for core in _narrow_builds() if core.NARROW_WIDTH >= shape[-1]]
@@ -718,20 +719,16 @@ def test_nhwc_blocks_finds_a_nan_at_every_pixel(shape, attrs, rng):
     (S.NHWC_BLOCKS, (1, 5, 6, 7, 16), dict(kernel_shape=(2, 3, 3), strides=(1, 2, 1), layout="NHWC")),
 ], ids=lambda v: v.value if isinstance(v, Strategy) else None)
 @pytest.mark.parametrize("data", ["plain", "special"])
-def test_prefetching_kernels_give_the_same_results(monkeypatch, strategy, shape, attrs, data, rng):
-    """ROWS_FIRST and NHWC_BLOCKS prefetch the next plane or rows past a size (_PREFETCH_ROWS_BYTES,
-    _PREFETCH_NHWC_BYTES):
-    with the size lowered to 0, forced, against the twin; and the builders ask for it by size."""
-    from pooling import _maxpool_strategies
+def test_prefetching_kernels_give_the_same_results(caches, strategy, shape, attrs, data, rng):
+    """ROWS_FIRST and NHWC_BLOCKS prefetch the next plane or rows past a fraction of the last-level
+    cache (_tuning.prefetch_rows, prefetch_nhwc): with a cache of one byte, forced, against the twin."""
     x = make_array(rng, shape, "float32", special=data == "special")
     want = reference.max_pool(x, **attrs)
     plan = _plan(x.shape, **attrs)
     launch.cache_clear()
     try:
         assert launch(plan, "float32", 1, False, strategy).prefetch is False
-        monkeypatch.setattr(_maxpool_strategies, "_PREFETCH_ROWS_BYTES", x.nbytes)
-        monkeypatch.setattr(_maxpool_strategies, "_PREFETCH_NHWC_BYTES", 1)
-        launch.cache_clear()
+        caches(llc=1)
         assert launch(plan, "float32", 1, False, strategy).prefetch is True
         for nt in (1, 2, 3):
             assert_same(pooling.max_pool(x, n_threads=nt, _strategy=strategy, **attrs), want)
@@ -740,8 +737,9 @@ def test_prefetching_kernels_give_the_same_results(monkeypatch, strategy, shape,
 
 
 def test_prefetching_from_a_size_per_kernel():
-    """ROWS_FIRST prefetches from 12 MiB of input (SqueezeNet's 4.6 MB pool1 does without),
-    NHWC_BLOCKS from 7 MiB per row of H stride (the stem at batch 4, 12.8 MB, stride 2: not yet)."""
+    """With a 32 MiB last-level cache (the tests'), ROWS_FIRST prefetches from 12 MiB of input
+    (SqueezeNet's 4.6 MB pool1 does without), NHWC_BLOCKS from 7 MiB per row of H stride (the stem
+    at batch 4, 12.8 MB, stride 2: not yet)."""
     launch.cache_clear()
     attrs = dict(kernel_shape=(3, 3), strides=(2, 2), ceil_mode=True)
     assert launch(_plan((1, 96, 109, 109), **attrs), "float32", 1, False, S.ROWS_FIRST).prefetch is False

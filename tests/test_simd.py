@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import pooling
-from pooling import _dispatch, _maxpool_strategies
+from pooling import _dispatch, _maxpool_strategies, _tuning
 from pooling._maxpool_strategies import Strategy
 
 # The tests that compare every kernel path with the pure-numpy reference.
@@ -37,16 +37,15 @@ def test_dispatch_choice_and_report():
     assert _dispatch.available[0] == "baseline"
     line = next(l for l in pooling._config.config_lines() if l.startswith("simd"))
     assert f"in use: {_dispatch.level}" in line
-    for build, rules in (("baseline", _dispatch.rules), ("avx512", _dispatch.wide_rules)):
-        if rules:  # the kernels taken from another build are named, with the reason
-            assert f"; {build} for " in line and "measured faster than AVX2 on this CPU family" in line
-            assert all(name in line for name, *_ in rules)
-    if not _dispatch.rules and not _dispatch.wide_rules:
+    if _tuning.ACTIVE:  # the kernels taken from another build are named, with the CPUs measured
+        assert "measured faster on" in line
+        assert all(f"{r.strategy.value} from {r.build}" in line and r.cpus.name in line for r in _tuning.ACTIVE)
+    else:
         assert line.endswith(f"in use: {_dispatch.level}")
     if _dispatch.level == "avx2":
         assert _dispatch.core.__name__ == "pooling._core_avx2"
         assert _dispatch.cpu_supports_avx2()
-    if _dispatch.wide_rules:
+    if any(r.build == "avx512" for r in _tuning.ACTIVE):
         assert "avx512" in _dispatch.available and _dispatch.cpu_supports_avx512()
 
 
@@ -78,91 +77,29 @@ def test_environment_variable(level):
         assert result.stdout.strip() == "baseline"
 
 
-@pytest.mark.parametrize("cpu, expected", [
-    (("AuthenticAMD", 0x19), {"fused", "tiles"}),     # Zen 3/4: measured
-    (("AuthenticAMD", 0x17), {"fused", "tiles"}),     # Zen 1/2: 256-bit operations split in halves
-    (("AuthenticAMD", 0x1A), {"fused", "tiles"}),     # Zen 5: measured, uint8 FUSED, TILES from 32 MiB
-    (("GenuineIntel", 6), {"tiles"}),                 # Xeon model 0xCF: measured, TILES float32 only
-    (("AuthenticAMD", 0x15), set()),                  # Bulldozer family: not measured
-    (("", 0), set()),
-])
-def test_baseline_rules_by_cpu_family(monkeypatch, cpu, expected):
-    monkeypatch.setattr(_dispatch, "cpu_id", lambda: cpu)
-    assert {name for name, *_ in _dispatch._baseline_rules()} == expected
-
-
-@pytest.mark.parametrize("cpu, expected", [
-    (("AuthenticAMD", 0x1A), {"planes", "narrow", "nhwc_blocks"}),   # Zen 5: measured
-    (("AuthenticAMD", 0x19), set()),                  # Zen 4 (512-bit operations in halves): not measured
-    (("GenuineIntel", 6), set()),                     # one model measured: not adopted (_dispatch says why)
-    (("", 0), set()),
-])
-def test_avx512_rules_by_cpu_family(monkeypatch, cpu, expected):
-    monkeypatch.setattr(_dispatch, "cpu_id", lambda: cpu)
-    assert {name for name, *_ in _dispatch._cpu_rules(_dispatch.WIDE_FASTER)} == expected
-
-
-def test_kernels_for_follows_the_avx512_rules(monkeypatch):
-    wide = object()
-    monkeypatch.setattr(_dispatch, "_load_avx512", lambda: wide)
-    monkeypatch.setattr(_dispatch, "rules", ())
-    monkeypatch.setattr(_dispatch, "wide_rules", (("planes", 1, (4,)),))
-    assert _dispatch.kernels_for("planes", 1, 4) is wide
-    assert _dispatch.kernels_for("planes", 1, 4, with_indices=True) is _dispatch.core
-    assert _dispatch.kernels_for("planes", 1, 2) is _dispatch.core     # another element size
-    assert _dispatch.kernels_for("planes", 2, 4) is _dispatch.core     # another stride
-    assert _dispatch.kernels_for("tiles", 1, 4) is _dispatch.core      # another strategy
-
-
-def test_kernels_for_follows_the_rules(monkeypatch):
-    monkeypatch.setattr(_dispatch, "rules", (("tiles", 2, (4,)),))
-    assert _dispatch.kernels_for("tiles", 2, 4) is _dispatch._baseline
-    assert _dispatch.kernels_for("tiles", 2, 4, with_indices=True) is _dispatch.core  # never with Indices
-    assert _dispatch.kernels_for("tiles", 2, 2) is _dispatch.core      # another element size
-    assert _dispatch.kernels_for("tiles", 1, 4) is _dispatch.core      # another stride
-    assert _dispatch.kernels_for("fused", 2, 4) is _dispatch.core      # another strategy
-
-
-def test_a_rule_may_start_at_an_input_size(monkeypatch):
-    monkeypatch.setattr(_dispatch, "rules", (("tiles", 2, (4,), 32 << 20),))
-    assert _dispatch.kernels_for("tiles", 2, 4) is _dispatch.core
-    assert _dispatch.kernels_for("tiles", 2, 4, input_bytes=(32 << 20) - 1) is _dispatch.core
-    assert _dispatch.kernels_for("tiles", 2, 4, input_bytes=32 << 20) is _dispatch._baseline
-    assert _dispatch.kernels_for("tiles", 2, 4, with_indices=True, input_bytes=1 << 30) is _dispatch.core
-
-
-def test_tiles_asks_for_its_build_with_the_input_size(monkeypatch):
-    """TILES names the call's input bytes, so a size rule decides by the array it runs on."""
-    asked = []
-    real = _dispatch.kernels_for
-    monkeypatch.setattr(_dispatch, "kernels_for", lambda *a, **k: asked.append((a, k)) or real(*a, **k))
-    _maxpool_strategies.launch.cache_clear()
-    try:
-        pooling.max_pool(np.zeros((3, 4, 8, 16), np.float32), [2, 2], strides=[2, 2], _strategy="tiles")
-    finally:
-        _maxpool_strategies.launch.cache_clear()
-    assert (("tiles", 2, 4), {"input_bytes": 3 * 4 * 8 * 16 * 4}) in asked
+def rules(*specs):
+    """BuildRules in force for a test: (strategy, build, W strides, item sizes)."""
+    anywhere = _tuning.Cpus("any", "", 0, ())
+    return tuple(_tuning.BuildRule(Strategy(name), build, anywhere, strides, sizes, "#test")
+                 for name, build, strides, sizes in specs)
 
 
 ALL_SIZES = (1, 2, 4, 8)
 
 
 @pytest.mark.skipif(_dispatch.available == ("baseline",), reason="only one build on this machine")
-@pytest.mark.parametrize("rules, wide_rules", [
-    ((), ()),
-    ((("fused", 2, ALL_SIZES), ("tiles", 2, ALL_SIZES)), ()),
-    ((), (("planes", 1, ALL_SIZES), ("narrow", 1, ALL_SIZES), ("fused", 2, ALL_SIZES),
-          ("tiles", 2, ALL_SIZES), ("nhwc_blocks", 1, ALL_SIZES), ("nhwc_blocks", 2, ALL_SIZES))),
-], ids=["process-build", "baseline-kernels", "avx512-kernels"])
-def test_mixed_builds_give_the_same_results(monkeypatch, rules, wide_rules, rng):
+@pytest.mark.parametrize("build", [None, "baseline", "avx512"], ids=["process-build", "baseline-kernels",
+                                                                    "avx512-kernels"])
+def test_mixed_builds_give_the_same_results(monkeypatch, build, rng):
     """Whichever build a strategy's kernels come from, the results are the twin's."""
     from conftest import assert_same, make_array
     from pooling import reference
     from pooling._maxpool_strategies import launch
-    if wide_rules and "avx512" not in _dispatch.available:
+    if build == "avx512" and "avx512" not in _dispatch.available:
         pytest.skip("no AVX-512 build for this CPU")
-    monkeypatch.setattr(_dispatch, "rules", rules)
-    monkeypatch.setattr(_dispatch, "wide_rules", wide_rules)
+    every = (("planes", 1), ("narrow", 1), ("fused", 2), ("tiles", 2), ("nhwc_blocks", 1), ("nhwc_blocks", 2))
+    monkeypatch.setattr(_tuning, "ACTIVE", rules(*((name, build, (stride,), ALL_SIZES) for name, stride in every))
+                        if build else ())
     launch.cache_clear()
     try:
         for kind in ("float32", "float64", "uint8", "int8", "float16"):
@@ -197,8 +134,8 @@ def test_launches_come_from_the_build_the_rules_name(monkeypatch):
                          layout="NCHW", activation=None, activation_params=None, opset=None,
                          index_format="onnx")
     avx2 = _dispatch._load_avx2()
-    for rules, module in [((("tiles", 2, (4,)),), _dispatch._baseline), ((), avx2)]:
-        monkeypatch.setattr(_dispatch, "rules", rules)
+    for active, module in [(rules(("tiles", "baseline", (2,), (4,))), _dispatch._baseline), ((), avx2)]:
+        monkeypatch.setattr(_tuning, "ACTIVE", active)
         monkeypatch.setattr(_dispatch, "core", avx2)
         launch.cache_clear()
         try:
@@ -218,8 +155,7 @@ def test_launches_come_from_the_build_the_rules_name(monkeypatch):
                          auto_pad="NOTSET", ceil_mode=False, storage_order=0, return_indices=False,
                          layout="NCHW", activation=None, activation_params=None, opset=None,
                          index_format="onnx")
-    monkeypatch.setattr(_dispatch, "rules", ())
-    monkeypatch.setattr(_dispatch, "wide_rules", (("planes", 1, (4,)),))
+    monkeypatch.setattr(_tuning, "ACTIVE", rules(("planes", "avx512", (1,), (4,))))
     launch.cache_clear()
     try:
         assert type(launch(sppf, "float32", 1, False, "planes")) is wide.MaxPoolPlanes
@@ -235,7 +171,7 @@ def test_launches_come_from_the_build_the_rules_name(monkeypatch):
                                    return_indices=False, layout="NCHW", activation=None,
                                    activation_params=None, opset=None, index_format="onnx")
                   for w in (4, 13, 20, 40)}
-        monkeypatch.setattr(_dispatch, "wide_rules", (("narrow", 1, (4,)),))
+        monkeypatch.setattr(_tuning, "ACTIVE", rules(("narrow", "avx512", (1,), (4,))))
         launch.cache_clear()
         for w, plan in narrow.items():
             # the build whose strips hold the rows in the fewest lanes, then strips, then the process's
@@ -243,13 +179,13 @@ def test_launches_come_from_the_build_the_rules_name(monkeypatch):
             want = min(strips, key=lambda core: (strips[core] * core.NARROW_LANES, strips[core],
                                                  core is not process))
             assert type(launch(plan, "float32", 1, False, "narrow")) is want.MaxPoolNarrow
-        monkeypatch.setattr(_dispatch, "wide_rules", ())
+        monkeypatch.setattr(_tuning, "ACTIVE", ())
         launch.cache_clear()
         assert _maxpool_strategies.serves(Strategy.NARROW, narrow[40], "float32", False) == (
             process.NARROW_WIDTH >= 40)
         # NHWC_BLOCKS: from the AVX-512 build where the rules name it and the channels fill one of
         # its vectors (16), from the process's build where they do not
-        monkeypatch.setattr(_dispatch, "wide_rules", (("nhwc_blocks", 2, (4,)),))
+        monkeypatch.setattr(_tuning, "ACTIVE", rules(("nhwc_blocks", "avx512", (2,), (4,))))
         launch.cache_clear()
         for channels, want in ((64, wide), (process.NARROW_LANES, process)):
             stem = maxpool._plan((1, 16, 16, channels), kernel_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1),

@@ -115,7 +115,7 @@ def test_max_threads_follows_omp_num_threads():
     (5, 100, 1, 100, 5),
 ])
 def test_small_inputs_split_into_the_fewest_even_items(slices, rows, nt, per, items):
-    """Inputs up to SMALL_INPUT: the items are cut no finer than sharing them evenly needs (each
+    """Small inputs (pooling._tuning.even_split): the items are cut no finer than sharing them evenly needs (each
     item re-reads the input rows its first output row needs)."""
     assert split_rows(slices, rows, nt, even=True) == (per, items)
     assert chunk_size(items, nt) == max(1, items // (16 * nt))

@@ -71,7 +71,7 @@ cdef class _Launch:
     cdef double lo, hi
     cdef list spare                         # scratch no call is using
     # Whether the kernels that can prefetch the next work item's input do (include/pooling_prefetch.h);
-    # the builders set it for inputs past _maxpool_strategies._PREFETCH_ROWS_BYTES or _PREFETCH_NHWC_BYTES.
+    # the builders set it for inputs from memory (pooling._tuning.prefetch_rows, prefetch_nhwc).
     cdef public bint prefetch
 
     cdef void _setup(self, str ctype, tuple x_dims, tuple y_dims, tuple kernel, tuple strides,

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import _dispatch, _runtime
+from . import _caches, _dispatch, _runtime, _tuning
 from ._dispatch import core as _core
 from ._version import __version__
 
@@ -193,6 +193,7 @@ def config_lines():
         f"max threads     {max_threads()}",
         f"thread runtime  {_THREAD_RUNTIMES[info.get('threads', 'openmp')]}",
         f"result cache    {_result_cache_line()}",
+        f"caches          {_caches.describe()}",
         f"simd            baseline {_dispatch._baseline.build_info()['simd_baseline']}; "
         f"run-time choice of {', '.join(_dispatch.available)}; in use: {_dispatch.level}"
         + _simd_exceptions(),
@@ -211,17 +212,18 @@ def _result_cache_line():
 
 
 def _simd_exceptions():
-    """The kernels that run from the baseline or AVX-512 build beside an AVX2 one, and why (_dispatch)."""
-    vendor, family = _dispatch.cpu_id()
-    said = ""
-    for build, rules in (("baseline", _dispatch.rules), ("avx512", _dispatch.wide_rules)):
-        if rules:
-            kernels = ", ".join(f"{name} with W stride {stride} ({'/'.join(f'{b}-byte' for b in sizes)} types"
-                                + (f", inputs of {least[0] >> 20} MiB or more" if least else "") + ")"
-                                for name, stride, sizes, *least in rules)
-            said += (f"; {build} for {kernels}, without Indices: measured faster than AVX2 on this CPU "
-                     f"family ({vendor} family {family:#x}; POOLING_SIMD=avx2 runs them in AVX2)")
-    return said
+    """The kernels that run from the baseline or AVX-512 build beside an AVX2 one, and why (_tuning)."""
+    if not _tuning.ACTIVE:
+        return ""
+    vendor, family, model = _runtime.cpu_id()
+    kernels = "; ".join(
+        f"{r.strategy.value} from {r.build} (W stride {'/'.join(map(str, r.w_strides))}, "
+        f"{'/'.join(f'{b}-byte' for b in r.itemsizes)} types"
+        + (f", inputs of {r.least_llc:g} last-level cache or more" if r.least_llc else "") + ")"
+        for r in _tuning.ACTIVE)
+    names = sorted({r.cpus.name for r in _tuning.ACTIVE})
+    return (f"; without Indices, measured faster on {', '.join(names)} ({vendor} family {family:#x} "
+            f"model {model:#x}; POOLING_SIMD=avx2 runs them in AVX2): {kernels}")
 
 
 def show_config(file: SupportsWrite[str] | None = None) -> None:
@@ -229,8 +231,9 @@ def show_config(file: SupportsWrite[str] | None = None) -> None:
 
     One line each: the version; Python, platform and numpy; the compiler; OpenMP and the OpenMP
     runtime library in use; the maximum thread count; the thread runtime; the result cache (see
-    `release_memory`); the SIMD baseline, the
-    builds this CPU can run and the one in use; the C flags; the Cython version. Please paste it
+    `release_memory`); the cache sizes the speed thresholds are computed from and where they were
+    read (``POOLING_CACHES`` overrides them); the SIMD baseline, the builds this CPU can run, the
+    one in use and the kernels run from another on this CPU; the C flags; the Cython version. Please paste it
     into bug reports.
 
     Parameters

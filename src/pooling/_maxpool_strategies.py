@@ -12,70 +12,30 @@ Adding a strategy is local to this file: a `Strategy` member, its `serves` rule 
 compute at all), a builder in `_BUILDERS`, and a row in `choose_strategy` (when it is the best).
 The kernels live in src/_core.pyx and the files it includes; docs/design.md maps them.
 """
-import enum
 import functools
 import math
 
 import numpy as np
 
-from . import _dispatch
+from . import _tuning
 from ._dispatch import core as _core
 from ._dtypes import KINDS, float_to_half_bits
-from ._threads import SMALL_INPUT, chunk_size, split_rows
+from ._strategy import Strategy
+from ._threads import chunk_size, split_rows
 from .indices import from_onnx
 
 OP = "MaxPool"
 
-# The fused kernel reduces input rows in chunks of about this many bytes (of
-# each depth slice) as one long row: small enough that the chunk is still in
-# L1 when pass 2 reads it back (measured 4-16 KB: float32 up to 1.3x slower at
-# 16 KB), long enough that loop set-up and remainders do not dominate.
-_BUFFER_BYTES = 8192
-# ... but it must hold one output row's window whatever that costs; past this
+# The fused kernel's row ring must hold one output row's window whatever that costs; past this
 # (huge dilated kernels over wide rows) the separable kernel is taken instead.
 _BUFFER_LIMIT = 1 << 22
 # INTERLEAVED's pixel: bytes of planes per vector of its block (PK_IL_BYTES, include/pooling_interleave.h).
 _INTERLEAVED_BYTES = 32
-# ROWS_FIRST is chosen for rows up to this long (its row buffers, 16 KB, stay in L1; longer rows
-# were not measured), and serves rows whose buffer stays within _PLANES_LIMIT bytes.
-_ROWS_CHOSEN = 4096
 # NARROW serves windows of up to this many taps along W (PK_NARROW_MAX_K, include/pooling_narrow.h).
 _NARROW_MAX_K = 16
-# ROWS_FIRST and NHWC_BLOCKS prefetch the next plane (output row) while computing one where the
-# input is large enough to come from memory (include/pooling_prefetch.h): there they halved the time
-# (ResNet's stem at batch 16, 51 MB: 3.83 -> 1.56 ms); below it, in a cache, they only cost issue
-# slots (the stem at batch 1, 3.2 MB, 4% slower with them on Zen 5).  Each kernel has its size.
-# ROWS_FIRST from this one: between 4 and 12 MiB its prefetches cost 2-10% (SqueezeNet's pool1,
-# 1x96x109x109 k3 s2 ceil, 4.6 MB: 0.134 against 0.130 ms at one thread, 0.073 against 0.068 at two;
-# CenterNet's NMS 1x80x128x128 k3 s1, 5.2 MB: 0.267 against 0.242), at 13.7 MB they were even and
-# from 18 MB they paid (4x96x109x109: 0.54 against 0.82 ms).  Zen 5, interleaved medians.
-_PREFETCH_ROWS_BYTES = 12 << 20
-# ... and NHWC_BLOCKS from this size times the H stride (the rows each output row adds): channels-last
-# stems, k3 s2 p1 on 112x112x64, lost 20-25% to their prefetches at batch 2 and 4 (6.4 and 12.8 MB:
-# 0.158 against 0.127 ms, 0.306 against 0.245) and gained from batch 5 (16 MB, 0.41 against 0.44;
-# batch 8 0.69 against 1.25); k3 s1 p1 lost 10% at 6.4 MB and gained 27% at 12.8 MB, YOLO's k5 s1
-# SPPF gained 10-18% at 13.1 MB and was even at 6.5.  Zen 5, the AVX-512 build it runs from there.
-_PREFETCH_NHWC_BYTES = 7 << 20
-# PLANES keeps four padded planes per thread; past this it is not chosen nor can be forced.
+# PLANES keeps four padded planes per thread (ROWS_FIRST one padded row); past this they are not
+# chosen nor can be forced.  (Which of them is chosen is a speed decision: pooling._tuning.)
 _PLANES_LIMIT = 1 << 24
-# ... and it is chosen only while they stay in this core's L2 (half a MiB on the machines measured).
-_PLANES_CHOSEN = 1 << 19
-
-
-class Strategy(enum.Enum):
-    """How a MaxPool call is computed (docs/design.md has the table with the kernels' names)."""
-    NHWC = "nhwc"                        # channels-last kernel over output rows (NHWC, ranks 1-3)
-    NHWC_BLOCKS = "nhwc_blocks"          # float32 NHWC: blocks of channels in registers (ranks 1-3)
-    PLANES = "planes"                    # whole planes through padded flat passes (NCHW, ranks 1-2)
-    TILES = "tiles"                      # windows that tile the input exactly, as flat passes (NCHW)
-    INTERLEAVED = "interleaved"          # blocks of planes channels-last in padded scratch (NCHW, ranks 1-2)
-    ROWS_FIRST = "rows_first"            # float32 windows up to 3x3: window rows first, then W (NCHW, ranks 1-2)
-    NARROW = "narrow"                    # float32 planes whose rows fit 1-3 vectors, in registers (NCHW, ranks 1-2)
-    FUSED = "fused"                      # fused two-pass kernel over N*C planes (NCHW, ranks 1-3)
-    DEPTH_FIRST = "depth_first"          # 3-D: reduce the depth window first, then pool in 2-D
-    DEPTH_SPLIT = "depth_split"          # 3-D: FUSED on every depth slice, then along depth
-    SEPARABLE = "separable"              # any rank: one axis at a time, last axis first (NCHW)
-    NHWC_TRANSPOSED = "nhwc_transposed"  # SEPARABLE on the NCHW transpose, Indices re-encoded
 
 
 def choose_strategy(plan, kind, n_threads, with_indices):
@@ -112,7 +72,7 @@ def choose_strategy(plan, kind, n_threads, with_indices):
                   (8x8), not a window covering the whole plane
     NCHW, 3-D     depth kernel > 1, and not (Indices with a 4- or        DEPTH_SPLIT
                   8-byte dtype)
-    NCHW          ranks 1-2, no Indices, scratch within _PLANES_CHOSEN,  PLANES
+    NCHW          ranks 1-2, no Indices, scratch within one core's L2,  PLANES
                   and: a window covering the whole plane, or stride 1
                   with a kernel of 4 or more on an axis, or stride 1
                   on a plane of at most 256 values (2-D: 1296, 36x36,
@@ -235,7 +195,7 @@ def choose_strategy(plan, kind, n_threads, with_indices):
         return Strategy.TILES
     if not with_indices and _narrow_pays(plan) and serves(Strategy.NARROW, plan, kind, with_indices):
         return Strategy.NARROW
-    if (not with_indices and len(plan.spatial) == 2 and plan.spatial[-1] <= _ROWS_CHOSEN
+    if (not with_indices and len(plan.spatial) == 2 and plan.spatial[-1] <= _tuning.rows_chosen()
             and serves(Strategy.ROWS_FIRST, plan, kind, with_indices)):
         return Strategy.ROWS_FIRST
     if (not with_indices and _interleaved_pays(plan)
@@ -397,7 +357,7 @@ def _launch_3d(plan, kind, nt, brows, act, inf_bits, depth_first=False, core=_co
     """
     planes = plan.out_shape[0] * plan.out_shape[1]
     spatial, out, kernel, strides, dilations, pads_begin = _promote(plan)
-    even = planes * math.prod(spatial) * KINDS[kind].itemsize <= SMALL_INPUT
+    even = _tuning.even_split(planes * math.prod(spatial) * KINDS[kind].itemsize, nt)
     if depth_first:
         rows, units = max(out[1], 1), planes * out[0]
     else:
@@ -448,7 +408,7 @@ def _build_fused(plan, kind, nt, act, inf_bits, with_indices):
     brows = _fused_rows(plan, kind, nt)
     if brows is None:  # forced past the rule that prefers SEPARABLE's memory use
         brows = _fused_rows(plan, kind, None)
-    core = _dispatch.kernels_for(Strategy.FUSED.value, _promote(plan)[3][2], KINDS[kind].itemsize,
+    core = _tuning.kernels_for(Strategy.FUSED, _promote(plan)[3][2], KINDS[kind].itemsize,
                                  with_indices)
     return _launch_3d(plan, kind, nt, brows, act, inf_bits, core=core)
 
@@ -526,7 +486,7 @@ def _depth_slices(plan, kind):
 
 def _planes_pays(plan, kind):
     """Whether PLANES beats FUSED (choose_strategy's table says why)."""
-    if len(plan.spatial) > 2 or _planes_scratch(plan, kind) > _PLANES_CHOSEN:
+    if len(plan.spatial) > 2 or _planes_scratch(plan, kind) > _tuning.planes_chosen():
         return False
     if _whole_plane(plan):
         return True  # a reduction per plane
@@ -535,7 +495,7 @@ def _planes_pays(plan, kind):
     plane = math.prod(plan.spatial)
     return (max(plan.kernel) >= 4 or plane <= 256
             or (plane <= 1296 and len(plan.spatial) == 2 and KINDS[kind].itemsize <= 4
-                and _dispatch.level == "avx2"))
+                and _tuning.process_build() == "avx2"))
 
 
 def _interleaved_pays(plan):
@@ -588,14 +548,14 @@ def _narrow(plan, kind):
 
 def _narrow_core(plan):
     """The build NARROW runs from, or None where none holds the rows: of the process's build and
-    the AVX-512 one (where _dispatch.WIDE_FASTER names NARROW for this CPU), the one whose strips
+    the AVX-512 one (where a rule of pooling._tuning names NARROW for this CPU), the one whose strips
     hold the rows in the fewest lanes, then the fewest strips, then the process's.  (Zen 5: on
     7x7 rows 16 lanes were 1.4-1.6x slower than 8; on 20x20 three strips of 8 took 0.86 of the
     time of two of 16; on 13x13 one strip of 16 took 0.58 of two of 8.)"""
     spatial, out = _promote(plan)[:2]
     width = max(spatial[2], out[2])
     best, best_key = None, None
-    for rank, core in enumerate((_core, _dispatch.kernels_for(Strategy.NARROW.value, 1, 4))):
+    for rank, core in enumerate((_core, _tuning.kernels_for(Strategy.NARROW, 1, 4))):
         if width <= core.NARROW_WIDTH:
             strips = -(-width // core.NARROW_LANES)
             key = (strips * core.NARROW_LANES, strips, rank)
@@ -630,13 +590,13 @@ def _build_rows_first(plan, kind, nt, act, inf_bits, with_indices):
                                           strides, dilations, pads_begin, taps,
                                           np.ascontiguousarray(rows, dtype=np.intp), *act, inf_bits, nt,
                                           chunk_size(planes, nt)),
-                        planes * math.prod(spatial) * KINDS[kind].itemsize, _PREFETCH_ROWS_BYTES)
+                        _tuning.prefetch_rows(planes * math.prod(spatial) * KINDS[kind].itemsize))
 
 
-def _prefetching(run, input_bytes, least):
+def _prefetching(run, prefetch):
     """run, a launch, set to prefetch its next work item's input where the input is large enough
-    to come from memory: `least` bytes (_PREFETCH_ROWS_BYTES, _PREFETCH_NHWC_BYTES)."""
-    run.prefetch = input_bytes >= least
+    to come from memory (_tuning.prefetch_rows, prefetch_nhwc)."""
+    run.prefetch = prefetch
     return run
 
 
@@ -650,8 +610,8 @@ def _tiles(plan):
 
 
 def _tiles_rows(plan, kind):
-    """TILES' output rows per batch: about _BUFFER_BYTES of input per depth tap, at least one;
-    with depth taps, a whole depth slice per tap where one is at most 4 * _BUFFER_BYTES.
+    """TILES' output rows per batch: about _tuning.buffer_bytes() of input per depth tap, at least one;
+    with depth taps, a whole depth slice per tap where one is at most four times that.
 
     (A batch reads its rows of each depth slice in turn, and the next batch goes back to the
     first slice: C3D's pool2, 1x128x16x56x56 k2 s2, slices of 12.5 KB cut into batches of 18 and
@@ -659,9 +619,10 @@ def _tiles_rows(plan, kind):
     ms on 50 KB slices of 112x112, so larger slices keep their batches).)"""
     spatial, _, kernel = _promote(plan)[:3]
     itemsize = KINDS[kind].itemsize
-    if kernel[0] > 1 and spatial[1] * spatial[2] * itemsize <= 4 * _BUFFER_BYTES:
+    chunk = _tuning.buffer_bytes()
+    if kernel[0] > 1 and spatial[1] * spatial[2] * itemsize <= 4 * chunk:
         return max(1, spatial[1] // kernel[1])
-    return max(1, _BUFFER_BYTES // max(1, kernel[1] * spatial[2] * itemsize))
+    return max(1, chunk // max(1, kernel[1] * spatial[2] * itemsize))
 
 
 def _tiles_scratch(plan, kind):
@@ -677,7 +638,7 @@ def _build_tiles(plan, kind, nt, act, inf_bits, with_indices):
     spatial, out, kernel, strides, dilations, pads_begin = _promote(plan)
     taps = _tap_ranges(spatial, out, kernel, strides, dilations, pads_begin)
     units = planes * out[0] * out[1]
-    core = _dispatch.kernels_for(Strategy.TILES.value, strides[2], KINDS[kind].itemsize,
+    core = _tuning.kernels_for(Strategy.TILES, strides[2], KINDS[kind].itemsize,
                                  input_bytes=planes * math.prod(spatial) * KINDS[kind].itemsize)
     return core.MaxPoolTiles(KINDS[kind].ctype, (planes,) + spatial, (planes,) + out, kernel, strides,
                              dilations, pads_begin, taps, _tiles_rows(plan, kind), *act, inf_bits, nt,
@@ -703,9 +664,9 @@ def _build_planes(plan, kind, nt, act, inf_bits, with_indices):
     planes = plan.out_shape[0] * plan.out_shape[1]
     spatial, out, kernel, strides, dilations, pads_begin = _promote(plan)
     taps = _tap_ranges(spatial, out, kernel, strides, dilations, pads_begin)
-    # The windows' flat passes may come from another build (_dispatch.WIDE_FASTER); a whole-plane
+    # The windows' flat passes may come from another build (pooling._tuning); a whole-plane
     # window is a reduction, measured slower there.
-    core = _core if _whole_plane(plan) else _dispatch.kernels_for(Strategy.PLANES.value, strides[2],
+    core = _core if _whole_plane(plan) else _tuning.kernels_for(Strategy.PLANES, strides[2],
                                                                   KINDS[kind].itemsize)
     return core.MaxPoolPlanes(KINDS[kind].ctype, (planes,) + spatial, (planes,) + out, kernel, strides,
                               dilations, pads_begin, taps, *act, inf_bits, nt, chunk_size(planes, nt))
@@ -742,13 +703,13 @@ def _build_nhwc(plan, kind, nt, act, inf_bits, with_indices, blocks=False, core=
     return _prefetching(core.MaxPoolNHWC(KINDS[kind].ctype, x_shape, y_shape, kernel, strides, dilations,
                                          pads_begin, taps, *act, inf_bits, nt, chunk_size(rows, nt),
                                          _index_code(plan, n), blocks),
-                        math.prod(x_shape) * KINDS[kind].itemsize, _PREFETCH_NHWC_BYTES * strides[1])
+                        _tuning.prefetch_nhwc(math.prod(x_shape) * KINDS[kind].itemsize, strides[1]))
 
 
 def _build_nhwc_blocks(plan, kind, nt, act, inf_bits, with_indices):
     """float32 NHWC without Indices: NHWC's launch with blocks of channels in registers, from the
-    AVX-512 build where _dispatch.WIDE_FASTER names it and the channels fill one of its vectors."""
-    core = _dispatch.kernels_for(Strategy.NHWC_BLOCKS.value, _promote(plan)[3][2], KINDS[kind].itemsize)
+    AVX-512 build where a rule of pooling._tuning names it and the channels fill one of its vectors."""
+    core = _tuning.kernels_for(Strategy.NHWC_BLOCKS, _promote(plan)[3][2], KINDS[kind].itemsize)
     if plan.out_shape[-1] < core.NARROW_LANES:
         core = _core
     return _build_nhwc(plan, kind, nt, act, inf_bits, with_indices, blocks=True, core=core)
@@ -826,7 +787,7 @@ def _buffer_rows(spatial, out, kernel, strides, dilations, itemsize, limit=_BUFF
     limit) or its positions (int32) would overflow.
 
     A chunk of output rows reduces the input rows its windows span that the
-    ring does not hold yet (of each depth slice it reads), about _BUFFER_BYTES
+    ring does not hold yet (of each depth slice it reads), about _tuning.buffer_bytes()
     of input at a time.  Rows one output row needs span the dilated kernel;
     with a stride longer than that, output rows share no input rows and a
     chunk is one output row, so rows in between are never reduced.
@@ -837,7 +798,7 @@ def _buffer_rows(spatial, out, kernel, strides, dilations, itemsize, limit=_BUFF
     brows = need
     if strides[1] <= span:
         # (Rows of the ring are out[2] wide: huge pads can make them wider than the input's.)
-        per = max(1, _BUFFER_BYTES // max(1, kernel[0] * strides[1] * max(width, out[2]) * itemsize))
+        per = max(1, _tuning.buffer_bytes() // max(1, kernel[0] * strides[1] * max(width, out[2]) * itemsize))
         brows = max(need, min(height, (per - 1) * strides[1] + span))
     if limit is not None and kernel[0] * need * out[2] > limit:
         return None

@@ -9,12 +9,6 @@ from . import _runtime
 # gains (measured on the ResNet-stem MaxPool: 1x64x16x16 is ~5 us serial).
 SERIAL_BELOW = 1 << 15
 
-# Inputs up to this many bytes are split into the fewest work items the threads
-# share evenly (split_rows(even=True)); the pool gives each thread the same range
-# of them on every call, still in its core's L2 cache from the last (this
-# machine: 1 MiB of L2 per core).
-SMALL_INPUT = 1 << 20
-
 # An explicit n_threads above this is lowered to it (results never depend on
 # n_threads).  Beyond a few threads per core a kernel only slows down, and
 # asking OpenMP for ~10**5 threads exhausts the process's thread limit: the

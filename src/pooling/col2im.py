@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
+from . import _tuning
 from ._dispatch import core as _core
 from ._attrs import INDEX_LIMIT, cached_plan, check_size, int_tuple, past_limit, resolve_version, shape_tuple
 from ._dtypes import C_TYPES, HALF_INF_BITS, as_array, as_kernel_array, result_dtype
@@ -39,10 +40,6 @@ _STORAGE = {
 
 # numpy arrays have at most 64 dimensions (and the kernel's per-axis arrays).
 _MAX_RANK = 64
-
-# Elements of output a work item covers at most: it is revisited once per
-# kernel offset, so it should stay in the core's cache.
-_ITEM_ELEMENTS = 1 << 16
 
 # Runs of one kernel offset whose terms lie this many bytes apart in the image
 # or more are sparse: there, kernel offsets of the last axis less than a stride
@@ -282,8 +279,10 @@ def _run(plan, xk, y, inf_bits, nt):
         if step * (4 if inf_bits else xk.dtype.itemsize) >= _SPARSE_BYTES:
             reach = min((step - 1) // dilation + 1, _GROUP_MAX)
     rows, items = split_rows(planes, image[0], nt)
-    if rows * row > _ITEM_ELEMENTS:
-        rows = max(1, _ITEM_ELEMENTS // row)
+    # A work item is revisited once per kernel offset: it stays within the core's cache.
+    most = _tuning.col2im_item_bytes() // (4 if inf_bits else xk.dtype.itemsize)
+    if rows * row > most:
+        rows = max(1, most // row)
         items = planes * -(-image[0] // rows)
     nt = min(nt, items)
     acc = np.empty((nt, rows * row), dtype=np.float32) if inf_bits else None

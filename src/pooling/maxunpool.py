@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
+from . import _tuning
 from ._dispatch import core as _core
 from ._attrs import (INDEX_LIMIT, cached_plan, check_size, int_tuple, kinds_in, layout_blocks, past_limit,
                      resolve_version, shape_tuple, split_layout)
@@ -42,18 +43,13 @@ _BITS = {size: np.dtype(f"u{size}") for size in (1, 2, 4, 8)}
 # second write of every page: SegNet's 44 MB unpool, one thread, 13.9 -> 12.2 ms (AMD EPYC Zen 3,
 # interleaved medians; ENet's 4 MB one, reused from the heap, gained nothing).  Below it calloc
 # may memset on one thread, where the kernel zeroes on every thread and plane by plane in cache.
+# It follows the allocator, not the caches (docs/tuning.md, "Allocator thresholds").
 _FRESH_ZEROS = 32 << 20
 
 
-# Windows (32-bit elements) of a result at least this large are written with non-temporal stores,
-# past the caches (include/pooling_unpool.h): a store that is not streamed first reads its line.
-# Zen 5, medians, one / two threads, a fresh result (heap memory below 32 MiB) and into out=:
-# 1x96x256x256 (25 MB) 0.58 / 0.60 ms streamed against 1.29 / 0.71, SegNet's 44 MB into out= 1.55
-# against 2.62 at one thread (fresh, where the system zeroes new pages first, 3.70 against 3.80-3.93);
-# 1x64x256x256 (16.8 MB) gained at one thread (0.39 against 0.68) and lost at two (0.39 against
-# 0.31), 8.4 MB lost at both (0.20 against 0.15 and 0.09).
-_STREAM_BYTES = 24 << 20
-# ... and only where x's rows hold at least this many values: shorter rows pay a call and a scalar
+# Windows (32-bit elements) of a large result are written with non-temporal stores, past the caches
+# (include/pooling_unpool.h), where _tuning.stream_unpool says the call's bytes exceed them.
+# Windows only where x's rows hold at least this many values: shorter rows pay a call and a scalar
 # remainder per row.  Zen 5, medians, one / two threads, windows against the scatter: 1x256x10x10
 # into 20x20 0.026 / 0.015 ms against 0.015 / 0.010; 1x128x16x16 into 32x32 0.015 / 0.0095 against
 # 0.022 / 0.013; 1x64x32x32 into 64x64 0.025 / 0.017 against 0.040 / 0.021.
@@ -314,7 +310,9 @@ def _plan(x_shape, kernel_shape, strides, pads, output_shape, layout, opset):
     if (layout == "NCHW" and n == 2 and kernel == strides == (2, 2) and not any(pads)
             and spatial[0] and spatial[1] >= _WINDOWS_MIN_ROW and out_shape[3] % 2 == 0
             and out_shape[2] >= 2 * spatial[0] and out_shape[3] >= 2 * spatial[1]):
-        windows = spatial + out_shape[2:] + (int(math.prod(out_shape) * 4 >= _STREAM_BYTES),)
+        # The call's bytes: x, its int64 Indices, the result (32-bit elements).
+        touched = math.prod(x_shape) * 12 + math.prod(out_shape) * 4
+        windows = spatial + out_shape[2:] + (int(_tuning.stream_unpool(touched)),)
     return _Plan(out_shape, blocks, kinds, index_kinds, windows)
 
 

@@ -1,0 +1,149 @@
+"""Every speed decision that depends on the machine, in one place: thresholds written in this
+machine's cache sizes (pooling._caches), and the typed table of CPUs on which a kernel runs from
+another SIMD build than the process's.
+
+Each threshold and rule says why in a line and links its section of docs/tuning.md, which holds
+the measurements: CPU, command, figures.  What a strategy *can* compute (its scratch limits) is
+not here: it is the same on every machine, so a forced strategy behaves the same everywhere.
+"""
+import functools
+from dataclasses import dataclass
+
+from . import _caches, _dispatch, _runtime
+from ._strategy import Strategy
+
+DOCS = "docs/tuning.md"
+
+
+# Thresholds, in cache terms.  Read at each plan (plans are cached), so that tests can patch
+# _caches.CACHES on both sides of a boundary.
+
+def buffer_bytes():
+    """Bytes of input rows FUSED and TILES reduce per chunk: a quarter of L1d, so a chunk is still
+    in L1 when the second pass reads it back (#row-chunks-fused-and-tiles)."""
+    return _caches.CACHES.l1d // 4
+
+
+def rows_chosen():
+    """The longest row ROWS_FIRST is chosen for: its float32 row buffers within half of L1d
+    (#rows_first-row-length)."""
+    return _caches.CACHES.l1d // 8
+
+
+def planes_chosen():
+    """PLANES is chosen while its scratch per thread fits one core's L2 (#planes-scratch)."""
+    return _caches.CACHES.l2
+
+
+def even_split(input_bytes, nt):
+    """Whether a MaxPool input is split into the fewest even work items, each thread taking the
+    same part on every call: while each thread's part stays within half of its core's L2
+    (#even-work-split)."""
+    return input_bytes * 2 <= _caches.CACHES.l2 * max(nt, 1)
+
+
+def col2im_item_bytes():
+    """Bytes of output (or float32 sums) a Col2Im work item covers at most: it is revisited once
+    per kernel offset, so it stays within half of one core's L2 (#col2im-work-items)."""
+    return _caches.CACHES.l2 // 2
+
+
+def prefetch_rows(input_bytes):
+    """Whether ROWS_FIRST prefetches the next plane: inputs of at least 3/8 of the last-level
+    cache, which come from memory; below, in cache, prefetches only cost issue slots
+    (#prefetching-rows_first-and-nhwc_blocks)."""
+    return input_bytes * 8 >= _caches.CACHES.llc * 3
+
+
+def prefetch_nhwc(input_bytes, h_stride):
+    """Whether NHWC_BLOCKS prefetches the next output row's input: inputs of at least 7/32 of
+    the last-level cache per row of H stride (#prefetching-rows_first-and-nhwc_blocks)."""
+    return input_bytes * 32 >= _caches.CACHES.llc * 7 * h_stride
+
+
+def stream_unpool(touched_bytes):
+    """Whether MaxUnpool writes its windows with non-temporal stores: where the bytes the call
+    reads and writes exceed the last-level cache, so its result could not stay there for the
+    next operator anyway (#maxunpool-non-temporal-stores)."""
+    return touched_bytes > _caches.CACHES.llc
+
+
+def process_build():
+    """The build this process runs its kernels from ("baseline", "avx2" or "avx512")."""
+    return _dispatch.level
+
+
+# Per-CPU build rules.
+
+@dataclass(frozen=True)
+class Cpus:
+    """A named range of CPU models, as CPUID numbers them."""
+    name: str
+    vendor: str
+    family: int
+    models: tuple  # of ranges
+
+    def __contains__(self, cpu):
+        vendor, family, model = cpu
+        return vendor == self.vendor and family == self.family and any(model in r for r in self.models)
+
+
+@dataclass(frozen=True)
+class BuildRule:
+    """On `cpus`, `strategy` without Indices, for these W strides and item sizes, on inputs of at
+    least `least_llc` last-level caches, runs from `build` ("baseline" or "avx512") where the
+    process runs the AVX2 build by its own choice; measured there (`evidence`, in DOCS)."""
+    strategy: Strategy
+    build: str
+    cpus: Cpus
+    w_strides: tuple
+    itemsizes: tuple
+    evidence: str
+    least_llc: float = 0.0
+
+    def applies(self, strategy, w_stride, itemsize, input_bytes):
+        return (strategy is self.strategy and w_stride in self.w_strides and itemsize in self.itemsizes
+                and input_bytes >= self.least_llc * _caches.CACHES.llc)
+
+
+ZEN3 = Cpus("AMD Zen 3 (EPYC 7003, Ryzen 5000)", "AuthenticAMD", 0x19, (range(0x00, 0x10), range(0x20, 0x60)))
+ZEN5 = Cpus("AMD Zen 5 server (EPYC 9005)", "AuthenticAMD", 0x1A, (range(0x00, 0x20),))
+
+RULES = (
+    # Stride-2 loads at 128 bits are one shuffle per pair of vectors, at 256 bits cross-lane permutes.
+    BuildRule(Strategy.FUSED, "baseline", ZEN3, (2,), (1, 4), "#zen-3-fused-and-tiles-with-w-stride-2"),
+    BuildRule(Strategy.TILES, "baseline", ZEN3, (2,), (4,), "#zen-3-fused-and-tiles-with-w-stride-2"),
+    BuildRule(Strategy.FUSED, "baseline", ZEN5, (2,), (1,), "#zen-5-fused-uint8-with-w-stride-2"),
+    # From memory, the AVX2 build's wider W-pass loads lose; from cache they win.
+    BuildRule(Strategy.TILES, "baseline", ZEN5, (2,), (4,), "#zen-5-tiles-float32-from-memory", least_llc=1.0),
+    BuildRule(Strategy.PLANES, "avx512", ZEN5, (1,), (4,), "#zen-5-avx-512-kernels"),
+    BuildRule(Strategy.NARROW, "avx512", ZEN5, (1,), (4,), "#zen-5-avx-512-kernels"),
+    BuildRule(Strategy.NHWC_BLOCKS, "avx512", ZEN5, (1, 2), (4,), "#zen-5-avx-512-kernels"),
+)
+
+
+def active_rules(cpu, level, wanted, available, rules=RULES):
+    """The rules in force: those naming this CPU, where the AVX2 build was chosen automatically
+    (POOLING_SIMD=avx2 runs every kernel in AVX2) and the rule's build can run here."""
+    if level != "avx2" or wanted != "auto":
+        return ()
+    return tuple(r for r in rules if cpu in r.cpus and (r.build == "baseline" or r.build in available))
+
+
+ACTIVE = active_rules(_runtime.cpu_id(), _dispatch.level, _dispatch.wanted, _dispatch.available)
+
+
+@functools.lru_cache(maxsize=None)
+def _build(name):
+    return _dispatch.load(name)
+
+
+def kernels_for(strategy, w_stride, itemsize, with_indices=False, input_bytes=0):
+    """The compiled build to run `strategy` (a Strategy) with, for a W stride, element size,
+    Indices or not and the input's bytes: the process's build, or another where a rule in force
+    says so (calls without Indices only)."""
+    if not with_indices:
+        for rule in ACTIVE:
+            if rule.applies(strategy, w_stride, itemsize, input_bytes):
+                return _build(rule.build)
+    return _dispatch.core
