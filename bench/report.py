@@ -6,11 +6,20 @@
     python bench/report.py -k pattern      # only the real-call-pattern groups (test_callpattern.py)
     python bench/report.py -k zoo          # only the model-zoo sweep (zoo.py)
     python bench/report.py -k dropin       # only pooling.torch against torch (test_torch_dropin.py)
+    python bench/report.py -k ladder       # only the size ladder (ladder.py; about 10 minutes on 2 cores)
 
 The model-zoo sweep has a table of its own: per case and thread count (all
 threads, one thread), pooling's median, the best peer at the same thread count,
 the speedup over it, and the ratio to the memory floor; the targets are a
 speedup of at least 1.2 or a floor ratio of at most 1.25.
+
+The size ladder has one too: a header naming the CPU and the cache sizes used, then per case,
+thread count (cases.THREADS, one) and batch (1, 2, 4, ... up to the first input over twice the
+last-level cache), the medians of pooling and onnxruntime, their cost per byte moved (ns per byte
+of input and output, the floor's bytes), pooling over the floor and over onnxruntime, and CLIFF on
+a rung where, against the rung before, pooling's cost per byte rose more than 1.5x while
+onnxruntime's did not (or onnxruntime did not run), with pooling above 1.25x the floor.  A last
+line counts the cliffs and the rungs slower than onnxruntime.
 
 Per case of the main table: pooling's median, its speedup over each peer (peer median / pooling
 median; > 1 means pooling is faster), and its ratio to the memory floor
@@ -41,6 +50,10 @@ PEERS = ("onnxruntime", "torch", "openvino")
 PATTERN = "pattern "  # the real-call-pattern groups' prefix
 ZOO = "zoo "  # the model-zoo groups' prefix (cases.ZOO_PREFIX)
 DROPIN = "dropin "  # pooling.torch against torch's own functions (test_torch_dropin.DROPIN_PREFIX)
+LADDER = "ladder "  # the size ladder's groups' prefix (ladder.LADDER_PREFIX)
+OWN_TABLES = (PATTERN, ZOO, DROPIN, LADDER)  # groups with a table of their own, not the main one
+CLIFF_RISE = 1.5  # a ladder rung is a cliff where pooling's cost per byte rose more than this ...
+CLIFF_FLOOR = 1.25  # ... while onnxruntime's did not, with pooling above this many times the floor
 
 
 class Progress:
@@ -90,7 +103,7 @@ def table(benchmarks):
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     rows = []
     for group, medians in groups.items():
-        if group.startswith((PATTERN, ZOO, DROPIN)):
+        if group.startswith(OWN_TABLES):
             continue
         ours = min(v for k, v in medians.items() if k in ("pooling", "pooling out="))
         cells = [group, f"{ours * 1e3:.3f}", _ms(medians.get("pooling 1 thread"))]
@@ -182,6 +195,55 @@ def dropin_table(benchmarks):
     return lines
 
 
+def ladder_table(benchmarks):
+    """Markdown lines for the size ladder (bench/ladder.py): a header naming the CPU and the cache
+    sizes, a row per case, thread count and rung, and a last line counting the cliffs and the rungs
+    slower than onnxruntime."""
+    rungs = {}  # (case, batch) -> {"info": extra_info, "medians": {name: s}, "threads": {name: count}}
+    for b in benchmarks:
+        if b["group"].startswith(LADDER):
+            info = b["extra_info"]
+            rung = rungs.setdefault((info["ladder"], info["batch"]), {"info": info, "medians": {}, "threads": {}})
+            rung["medians"][b["name"]] = b["stats"]["median"]
+            rung["threads"][b["name"]] = info["threads"]
+    if not rungs:
+        return []
+    info = next(iter(rungs.values()))["info"]
+    header = ["case", "threads", "N", "input MiB", "pooling ms", "onnxruntime ms", "pooling ns/B",
+              "onnxruntime ns/B", "pooling / floor", "pooling / onnxruntime", "cliff"]
+    lines = [f"CPU: {info['cpu']}; caches: {info['caches']}; batches double up to the first input over "
+             f"2 x {info['llc'] / 2**20:g} MiB (at most {info['max_input'] / 2**20:g} MiB); "
+             "ns/B: per byte moved (inputs and outputs)", "",
+             "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    cliffs = slower = compared = 0
+    for label in dict.fromkeys(label for label, _ in rungs):
+        for suffix in ("", " 1 thread"):
+            before = None  # the previous rung's (ours, theirs) cost per byte
+            for n in sorted(n for case, n in rungs if case == label):
+                rung = rungs[(label, n)]
+                ours, theirs = (rung["medians"].get(name + suffix) for name in ("pooling", "onnxruntime"))
+                if ours is None and theirs is None:
+                    continue
+                moved, floor = rung["info"]["moved_bytes"], rung["medians"].get("floor")
+                cost = tuple(t and t / moved for t in (ours, theirs))
+                cliff = (before is not None and None not in (ours, before[0], floor)
+                         and cost[0] / before[0] > CLIFF_RISE and ours / floor > CLIFF_FLOOR
+                         and (None in (theirs, before[1]) or cost[1] / before[1] <= CLIFF_RISE))
+                cliffs += cliff
+                if ours and theirs:
+                    compared += 1
+                    slower += ours > theirs
+                count = rung["threads"].get("pooling" + suffix) or rung["threads"].get("onnxruntime" + suffix)
+                cells = [label, str(count), str(n), f"{rung['info']['input_bytes'] / 2**20:.1f}", _ms(ours),
+                         _ms(theirs)] + [f"{c * 1e9:.3f}" if c else "-" for c in cost] + [
+                         f"{ours / floor:.2f}" if ours and floor else "-",
+                         f"{ours / theirs:.2f}" if ours and theirs else "-", "CLIFF" if cliff else ""]
+                lines.append("| " + " | ".join(cells) + " |")
+                before = cost
+    lines += ["", f"cliffs: {cliffs}; rungs slower than onnxruntime: {slower} of {compared}"]
+    return lines
+
+
 def _ms(seconds):
     return "-" if seconds is None else f"{seconds * 1e3:.3f}"
 
@@ -198,7 +260,7 @@ def plot_rows(benchmarks):
     of the same bytes is faster than pooling."""
     groups = {}
     for b in benchmarks:
-        if not b["group"].startswith((PATTERN, ZOO, DROPIN)):
+        if not b["group"].startswith(OWN_TABLES):
             groups.setdefault(b["group"], {})[b["name"]] = b["stats"]["median"]
     rows = []
     for group, medians in groups.items():
@@ -280,6 +342,7 @@ def main(argv=None):
     patterns = pattern_table(benchmarks)
     zoo, speedups = zoo_table(benchmarks)
     dropin = dropin_table(benchmarks)
+    sizes = ladder_table(benchmarks)
     if len(lines) > 2:
         print("\n".join(lines))
     if zoo:
@@ -295,6 +358,11 @@ def main(argv=None):
         print("\npooling.torch against torch's own functions, on torch tensors (speedup: torch's median over "
               "pooling.torch's):\n")
         print("\n".join(dropin))
+    if sizes:
+        print("\nSize ladder (pooling and onnxruntime at each batch, fresh results; CLIFF: cost per byte up more "
+              f"than {CLIFF_RISE}x from the batch before while onnxruntime's was not, above {CLIFF_FLOOR}x the "
+              "floor):\n")
+        print("\n".join(sizes))
     if args.plot and plot_rows(benchmarks):
         figure(benchmarks).savefig(args.plot, dpi=120, bbox_inches="tight")
         print(f"\nplot written to {args.plot}")

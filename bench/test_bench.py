@@ -28,12 +28,21 @@ def test_bench(benchmark, case, name):
         pytest.skip(str(e))
     benchmark.extra_info["case"] = case.id
     if not benchmark.disabled:
-        end = time.perf_counter() + WARM_UP_S
-        while time.perf_counter() < end:
-            fn()
+        warm_up(fn)
     result = benchmark(fn)
     if name != "floor":
         check(case, name, result)
+
+
+def warm_up(fn, seconds=WARM_UP_S):
+    """Call fn for `seconds` (at least once); the last call's time in seconds."""
+    end = time.perf_counter() + seconds
+    while True:
+        start = time.perf_counter()
+        fn()
+        now = time.perf_counter()
+        if now >= end:
+            return now - start
 
 
 def check(case, name, result):
