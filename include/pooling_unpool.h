@@ -92,8 +92,11 @@ PK_UNPOOL_INLINE int pk_unpool_pairs_vec(const uint32_t* x, const int64_t* idx, 
  *
  * stream: with non-temporal stores (streamed past the caches), for results larger than the
  * caches: a store that is not streamed first reads its line, a third of the traffic of a result
- * that goes to memory anyway.  The row's first pairs, up to where `top` is 32-byte aligned, are
- * stored as usual; `bottom` is streamed where it is then aligned too (W * 4 a multiple of 32).
+ * that goes to memory anyway.  Only whole 64-byte lines inside a row are streamed: the pairs
+ * before `top`'s first line boundary and after its last are stored as usual, and `bottom` is
+ * streamed where its lines fall at the same pairs (W * 4 a multiple of 64).  A line that took
+ * both kinds of store (a row's edge, where numpy's 16-byte alignment puts it) cost the whole row
+ * pair five times its time on Zen 3 (docs/tuning.md#maxunpool-non-temporal-stores).
  * The caller ends its streamed stores with pk_unpool_fence(). */
 static inline int pk_unpool_pairs_u32(const uint32_t* x, const int64_t* idx, ptrdiff_t n,
                                       uint32_t* top, uint32_t* bottom, int64_t base, int64_t W, int stream)
@@ -102,16 +105,16 @@ static inline int pk_unpool_pairs_u32(const uint32_t* x, const int64_t* idx, ptr
     ptrdiff_t c = 0;
 #if PK_UNPOOL_WINDOWS
     if (stream && ((uintptr_t)top & 7) == 0) {
-        ptrdiff_t lead = (ptrdiff_t)((32 - ((uintptr_t)top & 31)) & 31) / 8;
+        ptrdiff_t lead = (ptrdiff_t)((64 - ((uintptr_t)top & 63)) & 63) / 8;
         c = lead < n ? lead : n;
         bad = pk_unpool_pairs_one(x, idx, 0, c, top, bottom, base, W);
-        if (((uintptr_t)(bottom + 2 * c) & 31) == 0)
-            bad |= pk_unpool_pairs_vec(x, idx, &c, n, top, bottom, base, W, 1, 1);
+        ptrdiff_t lines = c + (n - c) / 8 * 8; /* pairs up to top's last whole line */
+        if (((uintptr_t)(bottom + 2 * c) & 63) == 0)
+            bad |= pk_unpool_pairs_vec(x, idx, &c, lines, top, bottom, base, W, 1, 1);
         else
-            bad |= pk_unpool_pairs_vec(x, idx, &c, n, top, bottom, base, W, 1, 0);
-    } else {
-        bad = pk_unpool_pairs_vec(x, idx, &c, n, top, bottom, base, W, 0, 0);
+            bad |= pk_unpool_pairs_vec(x, idx, &c, lines, top, bottom, base, W, 1, 0);
     }
+    bad |= pk_unpool_pairs_vec(x, idx, &c, n, top, bottom, base, W, 0, 0);
 #else
     (void)stream;
 #endif

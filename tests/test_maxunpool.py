@@ -187,6 +187,33 @@ def test_windows_written_whole_as_the_scatter(rng, build, in_hw, out_hw, mode):
 
 
 @pytest.mark.parametrize("build", BUILDS)
+@pytest.mark.parametrize("in_hw, out_hw", [((3, 40), (6, 80)), ((2, 56), (4, 112)), ((3, 37), (6, 76)),
+                                           ((2, 24), (5, 50))])
+def test_streamed_windows_at_every_alignment(rng, build, in_hw, out_hw):
+    """Streamed windows write only whole 64-byte lines with non-temporal stores, the rest of each
+    row as usual: wherever y starts (every 8-byte offset in a line, and 4 where nothing streams)
+    and whatever its rows' length, the result is the scatter's, for every thread count."""
+    import importlib
+    core = importlib.import_module(build)
+    planes = 3
+    idx = window_indices(rng, planes, in_hw, out_hw, relative=False)
+    x = rng.standard_normal(idx.size).astype(np.float32)
+    size = planes * out_hw[0] * out_hw[1]
+    want = np.zeros(size, np.float32)
+    want[idx.reshape(-1)] = x
+    buffer = np.empty(size + 32, np.uint32)
+    first = (-buffer.ctypes.data % 64) // 4        # the buffer's first 64-byte line boundary
+    for offset in range(0, 64, 4):
+        y = buffer[first + offset // 4:first + offset // 4 + size]
+        for n_threads in (1, 2, 3):
+            y[:] = 0x7FC00000  # NaN
+            bad = core.max_unpool(x.view(np.uint32), idx.reshape(-1), y, planes, True, False, n_threads, 0, 1,
+                                  in_hw + out_hw + (1,))
+            assert bad == -1
+            assert_same(y.view(np.float32), want)
+
+
+@pytest.mark.parametrize("build", BUILDS)
 def test_windows_that_do_not_fit_the_arrays_are_refused(build):
     """Kernel contract: windows that do not describe the parts (a plane of x or y of another size,
     an odd or short output row, too few output rows, NHWC pixels) return -2 and write nothing."""
