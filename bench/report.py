@@ -32,6 +32,7 @@ floor as a black mark on the same scale. A case no peer ran keeps its row, marke
 """
 import argparse
 import contextlib
+import io
 import json
 import os
 import statistics
@@ -85,13 +86,21 @@ def run(selection, extra):
                 "--benchmark-min-rounds=7", "--benchmark-max-time=0.5"] + extra
         if selection:
             args += ["-k", selection]
-        with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):  # only the bar shows
+        captured = io.StringIO()
+        with contextlib.redirect_stdout(captured):  # only the bar shows, and pytest's report on failure
             code = pytest.main(args, plugins=[Progress()])
         if code not in (0, 5):
+            # The failures, then the tables of what did run (the cases before a failure are not lost).
+            text = captured.getvalue()
+            failures = text.find("= FAILURES =")
+            summary = text.find("= short test summary info =")
+            print((text[failures:failures + 20000] if failures >= 0 else "")
+                  + (text[summary:] if summary >= 0 else text[-5000:]), file=sys.stderr)
             print(f"benchmark run failed (pytest exit code {code})", file=sys.stderr)
-            sys.exit(int(code))
+        if not os.path.exists(out):
+            sys.exit(int(code) or 1)
         with open(out) as f:
-            return json.load(f)["benchmarks"]
+            return json.load(f)["benchmarks"], int(code) if code not in (0, 5) else 0
 
 
 def table(benchmarks):
@@ -337,7 +346,7 @@ def main(argv=None):
     parser.add_argument("-k", dest="selection", help="pytest -k expression selecting cases")
     parser.add_argument("--plot", metavar="PNG", help="also draw the speedups as a bar chart")
     args, extra = parser.parse_known_args(argv)
-    benchmarks = run(args.selection, extra)
+    benchmarks, code = run(args.selection, extra)
     lines, _ = table(benchmarks)
     patterns = pattern_table(benchmarks)
     zoo, speedups = zoo_table(benchmarks)
@@ -368,6 +377,8 @@ def main(argv=None):
         print(f"\nplot written to {args.plot}")
     elif args.plot:
         print("\nno plot: no case of the main table was selected")
+    if code:
+        sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -49,7 +49,7 @@ def test_ladder(benchmark, request, rung, name):
         if seconds < LONG_CALL_S:
             result = benchmark(fn)
         else:
-            max_time = request.config.getoption("benchmark_max_time")
+            max_time = float(request.config.getoption("benchmark_max_time"))  # given as text
             result = benchmark.pedantic(fn, rounds=max(LONG_CALL_ROUNDS, round(max_time / seconds)))
     if name != "floor":
         check(case, name, result)
