@@ -230,8 +230,7 @@ def test_every_rule_is_typed_and_names_its_evidence():
 
 
 @pytest.mark.parametrize("cpu, expected", [
-    (("AuthenticAMD", 0x19, 0x01), {(S.FUSED, "baseline"), (S.TILES, "baseline")}),     # Zen 3 EPYC: measured
-    (("AuthenticAMD", 0x19, 0x21), {(S.FUSED, "baseline"), (S.TILES, "baseline")}),     # Zen 3 Ryzen
+    (("AuthenticAMD", 0x19, 0x01), set()),       # Zen 3 EPYC: measured, AVX2 as fast or faster
     (("AuthenticAMD", 0x19, 0x11), set()),       # Zen 4: not measured
     (("AuthenticAMD", 0x17, 0x31), set()),       # Zen 2: not measured
     (("AuthenticAMD", 0x1A, 0x02), {(S.FUSED, "baseline"), (S.TILES, "baseline"), (S.PLANES, "avx512"),
