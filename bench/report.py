@@ -217,12 +217,15 @@ def ladder_table(benchmarks):
             rung["threads"][b["name"]] = info["threads"]
     if not rungs:
         return []
+    from pooling._runtime import KEEP_MIN_BYTES as KEEP_MIN  # (maxunpool._FRESH_ZEROS is the same size)
     info = next(iter(rungs.values()))["info"]
-    header = ["case", "threads", "N", "input MiB", "pooling ms", "onnxruntime ms", "pooling ns/B",
+    header = ["case", "threads", "N", "input MiB", "result MiB", "pooling ms", "onnxruntime ms", "pooling ns/B",
               "onnxruntime ns/B", "pooling / floor", "pooling / onnxruntime", "cliff"]
     lines = [f"CPU: {info['cpu']}; caches: {info['caches']}; batches double up to the first input over "
              f"2 x {info['llc'] / 2**20:g} MiB (at most {info['max_input'] / 2**20:g} MiB); "
-             "ns/B: per byte moved (inputs and outputs)", "",
+             "ns/B: per byte moved (inputs and outputs); result MiB marked * where the result is large "
+             f"enough for the allocator thresholds (from {KEEP_MIN >> 20} MiB: blocks kept for reuse by "
+             "pooling's result cache, MaxUnpool's results zeroed by the system where not written whole)", "",
              "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     cliffs = slower = compared = 0
     for label in dict.fromkeys(label for label, _ in rungs):
@@ -243,7 +246,9 @@ def ladder_table(benchmarks):
                     compared += 1
                     slower += ours > theirs
                 count = rung["threads"].get("pooling" + suffix) or rung["threads"].get("onnxruntime" + suffix)
-                cells = [label, str(count), str(n), f"{rung['info']['input_bytes'] / 2**20:.1f}", _ms(ours),
+                result = moved - rung["info"]["input_bytes"]
+                cells = [label, str(count), str(n), f"{rung['info']['input_bytes'] / 2**20:.1f}",
+                         f"{result / 2**20:.1f}" + ("*" if result >= KEEP_MIN else ""), _ms(ours),
                          _ms(theirs)] + [f"{c * 1e9:.3f}" if c else "-" for c in cost] + [
                          f"{ours / floor:.2f}" if ours and floor else "-",
                          f"{ours / theirs:.2f}" if ours and theirs else "-", "CLIFF" if cliff else ""]

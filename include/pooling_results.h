@@ -26,6 +26,8 @@
 #include <numpy/arrayobject.h>
 
 #define PK_KEEP_SLOTS 4
+/* glibc maps blocks from this size on straight from the system (its largest dynamic mmap threshold):
+ * an allocator threshold, not a cache size (docs/tuning.md, "Allocator thresholds"). */
 #define PK_KEEP_MIN ((size_t)32 << 20)
 
 typedef struct {
