@@ -107,31 +107,55 @@ static inline int pk_cpu_has_avx512(void)
 #endif
 }
 
+/* CPUID leaf `leaf`, subleaf `sub` into r[0..3] (eax, ebx, ecx, edx), with GCC/clang or MSVC on x86;
+ * PK_CPUID is 0 elsewhere.  The callers check the highest leaf first. */
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+#define PK_CPUID 1
+static inline void pk_cpuid(unsigned int leaf, unsigned int sub, unsigned int* r)
+{
+    __cpuid_count(leaf, sub, r[0], r[1], r[2], r[3]);
+}
+#elif defined(_MSC_VER) && (defined(_M_X64) || defined(_M_IX86))
+#include <intrin.h>
+#define PK_CPUID 1
+static inline void pk_cpuid(unsigned int leaf, unsigned int sub, unsigned int* r)
+{
+    int v[4];
+    __cpuidex(v, (int)leaf, (int)sub);
+    r[0] = (unsigned int)v[0];
+    r[1] = (unsigned int)v[1];
+    r[2] = (unsigned int)v[2];
+    r[3] = (unsigned int)v[3];
+}
+#else
+#define PK_CPUID 0
+#endif
+
 /* The CPU's vendor string (12 characters and a NUL), family and model (base plus extended, as the
- * vendors number them: family 0x19 Zen 3/4, 0x1A Zen 5, 6 most Intel cores), for the dispatcher's
- * table of what each build measured on which CPU (pooling._tuning).  "" and 0 where unknown. */
-static inline void pk_cpu_id(char *vendor, int *family, int *model)
+ * vendors number them: family 0x19 Zen 3/4, 0x1A Zen 5, 6 most Intel cores), for the table of what
+ * each build measured on which CPU (pooling._tuning).  "" and 0 where unknown. */
+static inline void pk_cpu_id(char* vendor, int* family, int* model)
 {
     vendor[0] = 0;
     *family = 0;
     *model = 0;
-#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+#if PK_CPUID
     {
-        unsigned int a, b, c, d;
-        if (!__get_cpuid(0, &a, &b, &c, &d))
-            return;
-        memcpy(vendor, &b, 4);
-        memcpy(vendor + 4, &d, 4);
-        memcpy(vendor + 8, &c, 4);
+        unsigned int r[4];
+        pk_cpuid(0, 0, r);
+        memcpy(vendor, &r[1], 4);
+        memcpy(vendor + 4, &r[3], 4);
+        memcpy(vendor + 8, &r[2], 4);
         vendor[12] = 0;
-        if (!__get_cpuid(1, &a, &b, &c, &d))
+        if (r[0] < 1)
             return;
-        *family = (int)((a >> 8) & 0xf);
-        *model = (int)((a >> 4) & 0xf);
+        pk_cpuid(1, 0, r);
+        *family = (int)((r[0] >> 8) & 0xf);
+        *model = (int)((r[0] >> 4) & 0xf);
         if (*family == 0xf || *family == 6)
-            *model += (int)((a >> 12) & 0xf0);
+            *model += (int)((r[0] >> 12) & 0xf0);
         if (*family == 0xf)
-            *family += (int)((a >> 20) & 0xff);
+            *family += (int)((r[0] >> 20) & 0xff);
     }
 #endif
 }
@@ -140,39 +164,42 @@ static inline void pk_cpu_id(char *vendor, int *family, int *model)
  * (Windows): sizes[0..2] the bytes of the level-1 data, level-2 and level-3 caches (0 where
  * absent), cpus[0..2] the logical CPUs sharing each.  Intel's leaf 4 and AMD's 0x8000001D use the
  * same layout.  Returns 0 where CPUID has no such leaf (and off x86). */
-static inline int pk_cpu_caches(long long *sizes, int *cpus)
+static inline int pk_cpu_caches(long long* sizes, int* cpus)
 {
     int found = 0;
     sizes[0] = sizes[1] = sizes[2] = 0;
     cpus[0] = cpus[1] = cpus[2] = 0;
-#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+#if PK_CPUID
     {
-        unsigned int a, b, c, d, leaf = 4, i;
+        unsigned int r[4], leaf = 4, i;
         char vendor[13];
         int family, model;
         pk_cpu_id(vendor, &family, &model);
         if (!strcmp(vendor, "AuthenticAMD") || !strcmp(vendor, "HygonGenuine")) {
-            if (__get_cpuid_max(0x80000000u, 0) < 0x8000001Du)
+            pk_cpuid(0x80000000u, 0, r);
+            if (r[0] < 0x8000001Du)
                 return 0;
-            __cpuid(0x80000001u, a, b, c, d);
-            if (!(c & (1u << 22))) /* TOPOEXT: leaf 0x8000001D is valid */
+            pk_cpuid(0x80000001u, 0, r);
+            if (!(r[2] & (1u << 22))) /* TOPOEXT: leaf 0x8000001D is valid */
                 return 0;
             leaf = 0x8000001Du;
-        } else if (__get_cpuid_max(0, 0) < 4) {
-            return 0;
+        } else {
+            pk_cpuid(0, 0, r);
+            if (r[0] < 4)
+                return 0;
         }
         for (i = 0; i < 16; i++) {
             unsigned int type, level;
-            __cpuid_count(leaf, i, a, b, c, d);
-            type = a & 0x1f;
+            pk_cpuid(leaf, i, r);
+            type = r[0] & 0x1f;
             if (type == 0)
                 break;
-            level = (a >> 5) & 7;
+            level = (r[0] >> 5) & 7;
             if (type == 2 || level < 1 || level > 3) /* instruction caches, or a level we do not use */
                 continue;
-            sizes[level - 1] = (long long)(((b >> 22) & 0x3ff) + 1) * (((b >> 12) & 0x3ff) + 1)
-                               * ((b & 0xfff) + 1) * ((long long)c + 1);
-            cpus[level - 1] = (int)((a >> 14) & 0xfff) + 1;
+            sizes[level - 1] = (long long)(((r[1] >> 22) & 0x3ff) + 1) * (((r[1] >> 12) & 0x3ff) + 1)
+                               * ((r[1] & 0xfff) + 1) * ((long long)r[2] + 1);
+            cpus[level - 1] = (int)((r[0] >> 14) & 0xfff) + 1;
             found = 1;
         }
     }

@@ -302,3 +302,15 @@ def test_tiles_asks_for_its_build_with_the_input_size(monkeypatch):
     finally:
         launch.cache_clear()
     assert ((S.TILES, 2, 4), {"input_bytes": 3 * 4 * 8 * 16 * 4}) in asked
+
+
+def test_every_source_answers_or_stays_silent_on_any_platform(monkeypatch):
+    """A reader whose system lacks it (no sysfs, no sysctl, no os.sysconf on Windows) gives nothing,
+    and detection falls through to the next source instead of failing the import."""
+    monkeypatch.delattr(os, "sysconf", raising=False)
+    assert _caches.from_sysconf() == ({}, 0)
+    monkeypatch.setattr(sys, "platform", "win32")
+    assert _caches.from_sysctl() == ({}, 0)
+    c = _caches.detect("", (("sysfs", lambda: _caches.from_sysfs("/nonexistent")), ("sysctl", _caches.from_sysctl),
+                            ("sysconf", _caches.from_sysconf)))
+    assert c[:3] == _caches.DEFAULT[:3]

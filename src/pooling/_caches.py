@@ -7,7 +7,7 @@ Sources, first answer per size wins (docs/tuning.md, "Cache sizes"):
    machines that misreport, as virtual machines often do;
 2. Linux's /sys/devices/system/cpu/cpu0/cache (every architecture);
 3. macOS's ``hw.l1dcachesize``, ``hw.l2cachesize``, ``hw.l3cachesize`` (sysctl);
-4. CPUID's cache leaves on x86 (4 on Intel, 0x8000001D on AMD): Windows and the rest;
+4. CPUID's cache leaves on x86 (4 on Intel, 0x8000001D on AMD), with GCC, clang or MSVC: Windows;
 5. glibc's ``sysconf(_SC_LEVEL1_DCACHE_SIZE)`` and its kin;
 6. the sizes of the machines most thresholds were first measured on (`DEFAULT`).
 
@@ -118,11 +118,15 @@ def from_sysctl():
         libc = ctypes.CDLL(ctypes.util.find_library("c"))
     except OSError:
         return {}, 0
+    sysctlbyname = libc.sysctlbyname
+    sysctlbyname.argtypes = (ctypes.c_char_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t), ctypes.c_void_p,
+                             ctypes.c_size_t)
+    sysctlbyname.restype = ctypes.c_int
     levels = {}
     for level, name in ((1, b"hw.l1dcachesize"), (2, b"hw.l2cachesize"), (3, b"hw.l3cachesize")):
         value = ctypes.c_int64(0)
         size = ctypes.c_size_t(ctypes.sizeof(value))
-        if libc.sysctlbyname(name, ctypes.byref(value), ctypes.byref(size), None, 0) == 0 and value.value > 0:
+        if sysctlbyname(name, ctypes.byref(value), ctypes.byref(size), None, 0) == 0 and value.value > 0:
             levels[level] = (value.value, 0)
     return _from_levels(levels)
 
@@ -139,6 +143,8 @@ def from_cpuid():
 def from_sysconf():
     """({field: bytes}, 0) from glibc's sysconf; ({}, 0) where it has no such names."""
     levels = {}
+    if not hasattr(os, "sysconf"):  # Windows
+        return {}, 0
     for level, name in ((1, "SC_LEVEL1_DCACHE_SIZE"), (2, "SC_LEVEL2_CACHE_SIZE"), (3, "SC_LEVEL3_CACHE_SIZE")):
         try:
             value = os.sysconf(name)
