@@ -76,20 +76,18 @@ def describe_caches():
 
 
 def cpu_name():
-    """The CPU's model name, its vendor, family and model where /proc/cpuinfo says them, and the CPU count."""
-    info = {}
+    """The CPU's model name (Linux's /proc/cpuinfo, else the platform's), its vendor, family and model
+    as pooling's dispatcher reads them (CPUID), and the CPU count."""
+    name = platform.processor() or platform.machine()
     try:
         with open("/proc/cpuinfo") as f:
-            for line in f:
-                if not line.strip():
-                    break  # the first processor is enough
-                key, _, value = line.partition(":")
-                info[key.strip()] = value.strip()
+            name = next((line.partition(":")[2].strip() for line in f if line.startswith("model name")), name)
     except OSError:
         pass
-    name = info.get("model name") or platform.processor() or platform.machine()
-    if "vendor_id" in info and "cpu family" in info:
-        name += f" ({info['vendor_id']} family {info['cpu family']} model {info.get('model', '?')})"
+    from pooling import _runtime
+    vendor, family, model = _runtime.cpu_id()
+    if vendor:
+        name += f" ({vendor} family {family:#x} model {model:#x})"
     return f"{name}, {os.cpu_count()} CPUs"
 
 

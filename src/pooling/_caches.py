@@ -111,7 +111,7 @@ def _from_levels(levels):
 
 
 def from_sysctl():
-    """{field: bytes} from macOS's hw.*cachesize; {} elsewhere."""
+    """({field: bytes}, 0) from macOS's hw.*cachesize; ({}, 0) elsewhere."""
     if sys.platform != "darwin":
         return {}, 0
     try:

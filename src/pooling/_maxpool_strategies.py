@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from . import _tuning
+from . import _dispatch, _tuning
 from ._dispatch import core as _core
 from ._dtypes import KINDS, float_to_half_bits
 from ._strategy import Strategy
@@ -495,7 +495,7 @@ def _planes_pays(plan, kind):
     plane = math.prod(plan.spatial)
     return (max(plan.kernel) >= 4 or plane <= 256
             or (plane <= 1296 and len(plan.spatial) == 2 and KINDS[kind].itemsize <= 4
-                and _tuning.process_build() == "avx2"))
+                and _dispatch.level == "avx2"))
 
 
 def _interleaved_pays(plan):

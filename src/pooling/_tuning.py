@@ -6,7 +6,6 @@ Each threshold and rule says why in a line and links its section of docs/tuning.
 the measurements: CPU, command, figures.  What a strategy *can* compute (its scratch limits) is
 not here: it is the same on every machine, so a forced strategy behaves the same everywhere.
 """
-import functools
 from dataclasses import dataclass
 
 from . import _caches, _dispatch, _runtime
@@ -68,11 +67,6 @@ def stream_unpool(touched_bytes):
     return touched_bytes * 2 > _caches.CACHES.llc
 
 
-def process_build():
-    """The build this process runs its kernels from ("baseline", "avx2" or "avx512")."""
-    return _dispatch.level
-
-
 # Per-CPU build rules.
 
 @dataclass(frozen=True)
@@ -131,11 +125,6 @@ def active_rules(cpu, level, wanted, available, rules=RULES):
 ACTIVE = active_rules(_runtime.cpu_id(), _dispatch.level, _dispatch.wanted, _dispatch.available)
 
 
-@functools.lru_cache(maxsize=None)
-def _build(name):
-    return _dispatch.load(name)
-
-
 def kernels_for(strategy, w_stride, itemsize, with_indices=False, input_bytes=0):
     """The compiled build to run `strategy` (a Strategy) with, for a W stride, element size,
     Indices or not and the input's bytes: the process's build, or another where a rule in force
@@ -143,5 +132,5 @@ def kernels_for(strategy, w_stride, itemsize, with_indices=False, input_bytes=0)
     if not with_indices:
         for rule in ACTIVE:
             if rule.applies(strategy, w_stride, itemsize, input_bytes):
-                return _build(rule.build)
+                return _dispatch.load(rule.build)
     return _dispatch.core
