@@ -8,6 +8,9 @@
     python bench/report.py -k dropin       # only pooling.torch against torch (test_torch_dropin.py)
     python bench/report.py -k ladder       # only the size ladder (ladder.py; about 10 minutes on 2 cores)
 
+The size ladder is timed by ladder.run (its members round-robin), not pytest-benchmark: it runs
+when no -k is given or the -k expression names "ladder".
+
 The model-zoo sweep has a table of its own: per case and thread count (all
 threads, one thread), pooling's median, the best peer at the same thread count,
 the speedup over it, and the ratio to the memory floor; the targets are a
@@ -351,7 +354,10 @@ def main(argv=None):
     parser.add_argument("-k", dest="selection", help="pytest -k expression selecting cases")
     parser.add_argument("--plot", metavar="PNG", help="also draw the speedups as a bar chart")
     args, extra = parser.parse_known_args(argv)
-    benchmarks, code = run(args.selection, extra)
+    benchmarks, code = run(args.selection, extra) if args.selection != "ladder" else ([], 0)
+    if args.selection is None or "ladder" in args.selection:
+        import ladder
+        benchmarks += ladder.run()
     lines, _ = table(benchmarks)
     patterns = pattern_table(benchmarks)
     zoo, speedups = zoo_table(benchmarks)

@@ -1,22 +1,19 @@
-"""The size ladder (bench/ladder.py): one group per case and batch, members at cases.THREADS threads and at one.
+"""The size ladder (bench/ladder.py): every member's result on the first rungs of each case, the rungs,
+the round-robin timer and the table.
 
-    python bench/report.py -k ladder                      # timings and the table
-    python -m pytest bench -k ladder --benchmark-disable  # smoke test: the first two rungs of each case
+    python bench/report.py -k ladder  # timings and the table (ladder.run, not pytest-benchmark)
+    python -m pytest bench -k ladder  # these checks
 """
 import pytest
 
 import cases
 import ladder
-from cases import Unavailable, inputs, moved_bytes
-from test_bench import check, warm_up
-
-LONG_CALL_S = 0.01  # calls at least this long are timed for --benchmark-max-time in a few rounds...
-LONG_CALL_ROUNDS = 3  # ... at least this many, not --benchmark-min-rounds
+from cases import inputs
+from test_bench import check
 
 LLC = ladder.caches().llc
-RUNGS = ladder.rungs(LLC)
+RUNGS = [rung for rung in ladder.rungs(LLC) if rung.index < ladder.SMOKE_RUNGS]
 PAIRS = [(rung, name) for rung in RUNGS for name in ladder.MEMBERS]
-CPU, CACHES = ladder.cpu_name(), ladder.describe_caches()
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -26,32 +23,20 @@ def _release_last_rung():
 
 
 @pytest.mark.parametrize("rung, name", PAIRS, ids=[f"{r.id}-{n}" for r, n in PAIRS])
-def test_ladder(benchmark, request, rung, name):
-    if benchmark.disabled and rung.index >= ladder.SMOKE_RUNGS:
-        pytest.skip(f"smoke test: the first {ladder.SMOKE_RUNGS} rungs only")
+def test_ladder_member(rung, name):
+    """Each member of the first rungs computes the reference's result (the floor: reads every input
+    byte and returns a buffer of the results' size)."""
     case = rung.case
     ladder.release_other_rungs(case)
-    benchmark.group = ladder.LADDER_PREFIX + case.id
-    benchmark.name = name
     try:
         fn = ladder.members(case)[name]()
-    except Unavailable as e:
+    except cases.Unavailable as e:
         pytest.skip(str(e))
     assert ladder.input_bytes(case) == sum(a.nbytes for a in inputs(case))
-    benchmark.extra_info.update(ladder=rung.label, batch=case.shape[0], rung=rung.index,
-                                threads=ladder.threads(name), input_bytes=ladder.input_bytes(case),
-                                moved_bytes=moved_bytes(case), llc=LLC, max_input=ladder.MAX_INPUT, cpu=CPU,
-                                caches=CACHES)
-    if benchmark.disabled:
-        result = benchmark(fn)
+    result = fn()
+    if name == "floor":
+        assert result.nbytes == cases.moved_bytes(case) - ladder.input_bytes(case)
     else:
-        seconds = warm_up(fn)
-        if seconds < LONG_CALL_S:
-            result = benchmark(fn)
-        else:
-            max_time = float(request.config.getoption("benchmark_max_time"))  # given as text
-            result = benchmark.pedantic(fn, rounds=max(LONG_CALL_ROUNDS, round(max_time / seconds)))
-    if name != "floor":
         check(case, name, result)
 
 
@@ -66,6 +51,32 @@ def test_ladder_rungs_double_until_twice_the_llc():
     assert [r.index for r in ladder.rungs(llc=1 << 19)] == [0] * len(ladder.CASES)
     assert ladder.caches().llc > 0 and "L2" in ladder.describe_caches()
     assert cases.THREADS in {ladder.threads(n) for n in ladder.MEMBERS}
+
+
+def test_measure_times_round_robin():
+    """measure: every callable called the same number of times, one of each per round in a rotating
+    order, at least min_rounds rounds after the warm-up; the medians are of the timed calls."""
+    calls = []
+    fns = {name: (lambda name=name: calls.append(name)) for name in "abc"}
+    medians = ladder.measure(fns, seconds=0, min_rounds=5, warm_up_s=0)
+    assert set(medians) == set("abc") and all(m >= 0 for m in medians.values())
+    warm, timed = calls[:3], calls[3:]
+    assert warm == list("abc") and len(timed) == 15
+    assert [timed[i:i + 3] for i in range(0, 15, 3)] == [list("abc"), list("bca"), list("cab"), list("abc"),
+                                                         list("bca")]
+
+
+def test_records_feed_the_table():
+    """records -> report.ladder_table: one row per thread count for a measured rung."""
+    import report
+    rung = ladder.rungs(LLC)[0]
+    medians = {"pooling": 1e-3, "pooling 1 thread": 2e-3, "onnxruntime": 2e-3, "onnxruntime 1 thread": 4e-3,
+               "floor": 5e-4}
+    lines = report.ladder_table(ladder.records(rung, medians, llc=LLC))
+    rows = [line for line in lines if line.startswith(f"| {rung.label} |")]
+    assert [row.split(" | ")[1] for row in rows] == [str(cases.THREADS), "1"]
+    assert all(row.split(" | ")[-2] == "0.50" for row in rows)  # pooling over onnxruntime
+    assert lines[-1] == "cliffs: 0; rungs slower than onnxruntime: 0 of 2"
 
 
 def test_ladder_table_marks_cliffs():
