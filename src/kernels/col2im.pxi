@@ -141,7 +141,7 @@ cdef inline void _col_add_group(const col_t* x0, Py_ssize_t L, void* dst, Py_ssi
     The ng kernel offsets (rows m*L of x0) never put two terms on one pixel,
     so their order is free: block by block, each term lands next to the last
     one, where one run per offset would stride `step` values apart through
-    the image (a 1-D overlap-add: 4x faster, Zen 5).  A float sum that is
+    the image (docs/tuning.md#col2im-sparse-runs).  A float sum that is
     already NaN keeps its bits (pooling_add.h, pk_sum_keep_nan), so a term
     may take either code here (the cut into work items decides) for the same
     bits.
@@ -322,8 +322,8 @@ cdef void _col2im_item(const col_t* x, void* dst, const ColGeom* g, Py_ssize_t o
             if (rows > 1 and run_step == 1 and xrow == yrow and count < xrow and 4 * (xrow - count) <= count
                     and (xrow - count) * (rows - 1) <= PK_GAP_MAX):
                 # rows a few columns short of whole (VOLO's fold, a pad of 1: 27 of 28): one run
-                # of all of them too, and the pixels between them put back as they were (AVX2,
-                # Zen 5: 0.131 -> 0.123 ms at one thread)
+                # of all of them too, and the pixels between them put back as they were
+                # (docs/tuning.md#col2im-gapped-rows)
                 while True:
                     _col_add_gapped(x + xo, <float*>dst + yo, count, rows, xrow)
                     if not _col_next(g, g.n - 2, lo, hi, b, &xo, &yo):

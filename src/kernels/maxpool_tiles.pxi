@@ -13,7 +13,7 @@
 # innermost axis first, each combine keeping its earlier operand on ties, so
 # every result is its window's first maximum (as in maxpool_fused.pxi).  The
 # fused kernel's per-plane and per-row set-up dominated small planes
-# (1x512x14x14 k2 s2: 0.097 ms, ORT 0.045 ms, one thread).
+# (docs/tuning.md#tiles-strategy).
 #
 # A batch holding an odd value (NaN; -0.0 too for 16-bit floats) is redone
 # with the exact compare; otherwise 16-bit floats travel as fast keys.
@@ -79,9 +79,8 @@ cdef inline bint _tiles_batch(const pool_t* x, pool_t* y, const Geom* g, Py_ssiz
             # Rows of 4 to 8 (VGG's pool5: 7) as 8 values each: the lanes past OW read the next
             # rows of buf and write the start of the next output row (no further: OW >= 4),
             # which its own pass then writes again; the last row, with nothing after it, goes
-            # as below.  (One
-            # vector per row where the loop of 7 was scalar: pool5 1x512x14x14 at one thread,
-            # AVX2 on Zen 5, 18.8 -> 12.3 us.)
+            # as below: one vector per row where the loop of 7 was scalar
+            # (docs/tuning.md#tiles-strategy).
             while q < n - 1:
                 a = buf + q * 2 * OW
                 d = yb + q * OW

@@ -82,105 +82,22 @@ def choose_strategy(plan, kind, n_threads, with_indices):
     NCHW          otherwise (rank > 3, huge dilated windows)             SEPARABLE
     ============  =====================================================  ==========================
 
-    Why, with the measurements behind each rule (2 threads unless said; the CPU each was taken
-    on is in the commit that set it):
+    Why each row is where it is, in one line (the measurements: docs/tuning.md#maxpool-strategy-choices,
+    one section per strategy):
 
-    - NHWC_BLOCKS combines each output pixel's window a block of up to four vectors of channels
-      at a time in registers with the cheap compare (include/pooling_nhwc.h), where NHWC's exact
-      loop reads and writes its output back on every tap. Each input row is looked for NaN in
-      the loads of the first output row that reads it; output rows reading one take NHWC's loop.
-      Forced against NHWC, AMD EPYC Zen 5 2-core KVM, AVX2 build, alternating processes, medians,
-      one / two threads: ResNet stem 1x112x112x64 k3 s2 p1 0.49 / 0.55 of the time (0.072 ms
-      against onnxruntime's 0.135 at one thread), b8 0.94 / 0.88, YOLOv5 SPPF b8 8x40x40x256 k5
-      s1 p2 0.49 / 0.49, 1x20x20x256 k5 0.45 / 0.44, Inception 5b 1x7x7x832 k3 s1 p1 0.73 /
-      0.70, 1x28x28x480 k3 s2 0.83 / 0.81, k2 s2 on 1x56x56x256 and 1x14x14x512 0.92-1.04 (no
-      taps to share: both stream memory); the baseline build 0.35-1.0. float32 only: the other
-      dtypes keep NHWC (not measured here).
-    - DEPTH_FIRST pools in 2-D, for each output depth slice, the maximum of the depth slices it
-      reads (one H*W slice of scratch per thread): with depth stride 2 half the 2-D work, and no
-      intermediate array. It pays for 1- and 2-byte types, whose 2-D passes are compute bound (2x32x32x56x56 k3 s2 p1:
-      uint8 0.81 -> 0.49 ms, float16 2.07 -> 1.52 ms); float32 and float64 lost (1.35 -> 1.60 ms,
-      2.7 -> 3.5 ms: the depth pass only streams memory). It needs output slices for every
-      thread and one H*W slice of scratch per thread; slices holding NaN or -0.0 fall back to
-      the exact order inside the kernel.
-    - DEPTH_SPLIT beat FUSED on 3-D without Indices (float32 2.2 vs 6.7 ms, one thread,
-      2x32x32x56x56 k3 s2 p1): FUSED combines kd*kh rows per output row and reduces each depth
-      slice again for every output depth that reads it. With Indices, 4- and 8-byte types
-      measured faster in FUSED (float32 7.7 -> 5.0 ms), 1- and 2-byte ones slower (uint8 6.5 ->
-      7.9 ms, float16 4.6 -> 5.9 ms). It is skipped where its per-slice results would dwarf
-      input and output (huge pads across a long, strided depth).
-    - TILES reduces batches of output rows of windows that tile the input (k2 s2 everywhere, as
-      VGG, C3D and label pyramids pool) in flat passes: no borders and no per-plane set-up
-      (maxpool_tiles.pxi). Forced against the strategy chosen before it, AMD EPYC Zen 3 2-core
-      KVM, AVX2 build, interleaved medians, one thread / two threads: 1x512x14x14 k2 s2 0.49 /
-      0.29 of FUSED's time, 2x16x32x48x48 k2 s2 0.69 / 0.66, 1x128x16x56x56 k2 s2 0.76 / 0.82,
-      1x64x16x112x112 (1,2,2) 1.00 / 0.75, 16x256x1024 k2 s2 0.88 / 0.64, 8x256x56x56 0.87,
-      uint8 1x64x224x224 0.81 / 0.60; baseline build 0.38-0.93 except 1-D (1.09). 3-D float32
-      k2 s2 tied DEPTH_FIRST and beat DEPTH_SPLIT 1.25x; for uint8 DEPTH_FIRST stays first
-      (1.47 vs 1.98 ms, 2x32x32x56x56). A W kernel of 4 lost (k4 s4 1x64x128x128 1.08x FUSED's
-      time, (2, 4) 1.21x): only kw 2 has a loop of whole-vector loads and shuffles.
-    - ROWS_FIRST reduces each output row's window rows into one padded row, then reads the output
-      row off it in registers, with overlapping last vectors instead of remainders
-      (include/pooling_rows.h). Forced against the previous choice (FUSED, PLANES), AMD EPYC Zen 3
-      2-core KVM, AVX2 build, one thread, interleaved medians beside onnxruntime: ResNet stem
-      1x64x112x112 k3 s2 p1 0.51-0.55 of onnxruntime's time (FUSED 0.93-1.05), GoogLeNet pool3
-      1x480x28x28 k3 s2 ceil 0.57-0.72 (1.27-1.33), SqueezeNet 1x96x109x109 0.48-0.52 (1.09-1.13),
-      MTCNN O-Net 16x32x46x46 0.50-0.57, Inception 3a 1x192x28x28 k3 s1 p1 0.52-0.75 (PLANES
-      0.88-0.92), CenterNet 1x80x128x128 0.32-0.37 (0.48-0.58), k2 s1 1x128x64x64 0.61-0.69, k4 s4
-      1x64x128x128 0.45 (1.46; synthetic k4 s4 planes 0.21-0.38 of FUSED's time); on
-      synthetic planes from 8x8 to 36x36 (k3 s1 p1, k2 s1 with the pad at the end, k3 s2 p1) it
-      beat PLANES, INTERLEAVED and FUSED (0.45-0.97 of the best of them) but on 10x10 (INTERLEAVED
-      0.74). float32 only: the other dtypes already beat the peers by 2-30x here. DEPTH_SPLIT uses
-      it for its 2-D stage where it serves the slices.
-    - NARROW reduces each input row of a plane along W in one vector per strip of columns (the
-      taps' lanes outside the row masked to -inf), then each output row from its window's reduced
-      rows, in registers; windows of the input's shape roll their reduced rows
-      (include/pooling_narrow.h). Forced against the previous
-      choice, AMD EPYC Zen 5 2-core KVM, AVX2 build, medians, one / two threads: Inception 5b
-      1x832x7x7 k3 s1 p1 0.34-0.64 / 0.44 of INTERLEAVED's time (onnxruntime 1.8x slower than
-      NARROW at one thread), 8x528x7x7 0.28 / 0.32, 1x256x4x4 0.79 / 0.81, k2 s1 1x1024x7x7 0.82
-      / 0.71, k5 s1 p2 1x832x7x7 0.95 / 0.73, 1x512x8x8 k3 s1 p1 0.46 / 0.57 of ROWS_FIRST's,
-      1x64x100x7 0.22 / 0.29 of PLANES'. Rows of two vectors (AVX2 build: 1x1024x14x14 k3 s1 p1
-      0.71 / 0.60 of ROWS_FIRST's time, 1x256x16x16 k5 s1 p2 0.39 / 0.46 of PLANES'; from the
-      AVX-512 build on Zen 5: YOLOv5 SPPF 1x256x20x20 k5 0.76 / 0.82 of PLANES' (itself from the
-      AVX-512 build), YOLOv3 SPP k5 1x512x19x19 0.70 / 0.72, 1x192x28x28 k3 0.77 / 0.78 of
-      ROWS_FIRST's). Not chosen: for k2 on two vectors (1x512x13x13 k2 s1 in the AVX2 build 1.21
-      / 1.02 of ROWS_FIRST's time; one vector of the AVX-512 build 0.70 / 0.67), for windows of
-      more than 5 taps (its rolling rows cost O(k) per axis: SPP k9 on 19x19 1.9x, k13 on 13x13
-      1.2x PLANES' time), nor where the output is smaller than the input or strided (its general
-      form reduces every row first): 1x2048x6x6 k3 without pads 1.39 / 1.32 of INTERLEAVED's
-      time, 1x512x8x8 k3 s(2,1) 1.23 / 1.20 of ROWS_FIRST's.
-    - INTERLEAVED copies blocks of 32 bytes of planes per pixel channels-last into padded
-      scratch, so every tap is one vector combine of whole pixels (maxpool_interleaved.pxi).
-      Forced against the chosen strategy (PLANES, FUSED), AMD EPYC Zen 3 2-core KVM, AVX2
-      build, interleaved medians, about 40,000 values per call, float32, one thread / two
-      threads: k3 s1 p1 on 4x4 planes 0.30 / 0.33 of the time, 7x7 0.56 / 0.58, 10x10 0.80 /
-      0.79, 14x14 0.97 / 0.94; k3 s2 p1 on 7x7 0.24 / 0.27, 10x10 0.73 / 0.79, 14x14 1.06 /
-      1.09; k2 s1 7x7 0.64 / 0.66, 10x10 0.88 / 0.91, 14x14 1.16 / 1.20; k5 s1 7x7 0.56 / 0.54.
-      float16, uint8, float64 on 4x4 and 7x7 planes 0.14-0.98, on 10x10 0.58-1.12 (k2 s1 uint8
-      and float64 lost); the baseline build 0.18-0.79 on 7x7 and below, 0.83-1.06 on 10x10. So
-      planes up to 64 values. TILES stays first for windows that tile the plane (k2 s2 on 8x8:
-      0.54 / 0.61 of INTERLEAVED's time). Whole-plane windows stay in PLANES (a reduction).
-    - PLANES copies each plane into padded scratch and runs flat passes with window doubling
-      (maxpool_planes.pxi). Forced against FUSED on the model-zoo sweep (bench/zoo.py; AMD EPYC
-      Zen 3, 2-core KVM, AVX2 build, float32 unless said, one thread): global windows 10-16x
-      faster (1x2048x7x7: 0.610 -> 0.038 ms), stride-1 windows of k >= 4 2.5-4x (YOLO SPPF
-      k5 1x256x20x20 0.333 -> 0.122 ms, SPP k13 1x512x19x19 1.773 -> 0.442 ms, float16 k5
-      1x256x40x40 0.959 -> 0.268 ms, 1-D k5 s1 2.09 -> 1.65 ms), k3 s1 on 7x7 planes 0.173 ->
-      0.123 ms, k2 s1 on 13x13 0.136 -> 0.119 ms. It lost where FUSED's hand-written k2/k3
-      forms apply to larger planes (k3 s1 on 28x28 1.23x slower, 128x128 2.1x) and on every
-      stride-2 case (1.8-5.5x slower: its strided W pass has no literal-stride form). Since the
-      passes run over x itself where the output has the input's shape (_same_plane), stride-1
-      windows on 2-D planes up to 36x36 measured faster too in the AVX2 build (forced against
-      FUSED, one / two threads, float32: k3 p1 16x16 0.70 / 0.70, 28x28 0.87 / 0.82, 35x35
-      0.69 / 0.88; k2 with the pad at the end 0.63-0.78 / 0.55-0.65; float16 0.59-0.93, uint8
-      0.35-0.70 on 20x20 to 36x36), not past that (k3 on 56x56 1.18, 128x128 1.53), nor for
-      float64 (k3 on 28x28 1.10) nor in the baseline build (k3 on 28x28 1.08, 36x36 1.37).
-    - FUSED is the general kernel for ranks 1-3. Past _BUFFER_LIMIT elements of ring per thread
-      it is slower than SEPARABLE, but SEPARABLE's intermediates can dwarf input and output (huge
-      pads on an inner axis times a long outer axis: a MemoryError for a small result), so
-      FUSED stays whenever its ring is the smaller.
-    - SEPARABLE and NHWC_TRANSPOSED compute every call, at any rank, and are the rare paths.
+    - NHWC_BLOCKS: each window a block of channel vectors at a time, in registers, where NHWC reads
+      and writes its output on every tap.
+    - DEPTH_FIRST: halves the 2-D work at depth stride 2; pays only where the 2-D passes are
+      compute bound (1- and 2-byte types).
+    - TILES: windows that tile the input need no borders nor per-plane set-up: flat passes.
+    - NARROW: a plane's rows in a few vectors each, the window's reduced rows kept in registers.
+    - ROWS_FIRST: each output row's window rows reduced into one padded row, read off in registers.
+    - INTERLEAVED: small planes side by side, so every tap is one vector of whole pixels.
+    - DEPTH_SPLIT: each depth slice reduced once, not once per output depth that reads it.
+    - PLANES: padded planes and window doubling: global and wide stride-1 windows.
+    - FUSED: the general kernel; past _BUFFER_LIMIT it is slower than SEPARABLE but stays where its
+      ring is smaller than SEPARABLE's intermediates.
+    - SEPARABLE and NHWC_TRANSPOSED compute every call, at any rank: the rare paths.
     """
     if plan.layout == "NHWC":
         if serves(Strategy.NHWC_BLOCKS, plan, kind, with_indices):
@@ -549,9 +466,8 @@ def _narrow(plan, kind):
 def _narrow_core(plan):
     """The build NARROW runs from, or None where none holds the rows: of the process's build and
     the AVX-512 one (where a rule of pooling._tuning names NARROW for this CPU), the one whose strips
-    hold the rows in the fewest lanes, then the fewest strips, then the process's.  (Zen 5: on
-    7x7 rows 16 lanes were 1.4-1.6x slower than 8; on 20x20 three strips of 8 took 0.86 of the
-    time of two of 16; on 13x13 one strip of 16 took 0.58 of two of 8.)"""
+    hold the rows in the fewest lanes, then the fewest strips, then the process's
+    (docs/tuning.md#zen-5-avx-512-kernels)."""
     spatial, out = _promote(plan)[:2]
     width = max(spatial[2], out[2])
     best, best_key = None, None
@@ -614,9 +530,7 @@ def _tiles_rows(plan, kind):
     with depth taps, a whole depth slice per tap where one is at most four times that.
 
     (A batch reads its rows of each depth slice in turn, and the next batch goes back to the
-    first slice: C3D's pool2, 1x128x16x56x56 k2 s2, slices of 12.5 KB cut into batches of 18 and
-    10 rows, took 1.37 ms at one thread, 0.87 ms with a slice per batch (Zen 5; 2.2 against 2.26
-    ms on 50 KB slices of 112x112, so larger slices keep their batches).)"""
+    first slice, so small slices go whole: docs/tuning.md#row-chunks-fused-and-tiles.)"""
     spatial, _, kernel = _promote(plan)[:3]
     itemsize = KINDS[kind].itemsize
     chunk = _tuning.buffer_bytes()
