@@ -1,6 +1,6 @@
 """The size ladder: each case at batch 1, 2, 4, ... until its input passes twice the last-level cache.
 
-    python bench/report.py -k ladder                    # the ladder's table (about 10 minutes on 2 cores)
+    python bench/report.py -k ladder                    # the ladder's table (about 4 minutes on 2 cores)
     python -m pytest bench -k ladder                    # the first two rungs of each case, results checked
 
 The cases (float32): MaxPool k2 s2, k3 s2 p1, k3 s1 p1 and k3 s2 p1 with Indices on 64 channels of

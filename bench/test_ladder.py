@@ -79,6 +79,18 @@ def test_records_feed_the_table():
     assert lines[-1] == "cliffs: 0; rungs slower than onnxruntime: 0 of 2"
 
 
+def test_report_runs_the_ladder_round_robin(monkeypatch, capsys):
+    """`report.py -k ladder` takes its records from ladder.run (not pytest-benchmark) and prints the table."""
+    import report
+    rung = ladder.rungs(LLC)[0]
+    medians = {"pooling": 1e-3, "pooling 1 thread": 2e-3, "onnxruntime": 2e-3, "onnxruntime 1 thread": 4e-3,
+               "floor": 5e-4}
+    monkeypatch.setattr(ladder, "run", lambda: ladder.records(rung, medians, llc=LLC))
+    monkeypatch.setattr(report, "run", lambda *a: pytest.fail("pytest-benchmark ran for -k ladder"))
+    report.main(["-k", "ladder"])
+    assert f"| {rung.label} | 1 | 1 |" in capsys.readouterr().out
+
+
 def test_ladder_table_marks_cliffs():
     """report.ladder_table on made-up medians: a cliff where ours rises > 1.5x per byte and
     onnxruntime's does not (or onnxruntime did not run), above 1.25x the floor; none where
