@@ -1,22 +1,24 @@
 """Every MaxPool strategy, forced, against the numpy twin; and the chooser's picks.
 
 The default chooser reaches each strategy only on some shapes, so a change of its thresholds could
-silently stop a strategy from being tested. Here each one is forced through ``_strategy=`` over
-every dtype, every rank it serves, with and without Indices, and both layouts where it serves them;
-and `test_the_chooser_picks_each_strategy` pins a representative case of each, so coverage cannot
-drop without a test failing.
+silently stop a strategy from being tested. Here each unit of `_maxpool_strategies.ORDER` is forced
+through ``_strategy=`` on every dtype, layout, rank and Indices setting its own `serves` admits among
+a set of candidate geometries (the matrix is derived from the units, and must cover what docs/design.md
+promises); and `test_the_chooser_picks_each_strategy` pins a representative case of each, so coverage
+cannot drop without a test failing.
 """
 import numpy as np
 import pytest
 
 import pooling
 from conftest import POOL_DTYPES, assert_same, make_array, to_dtype, to_nhwc
-from pooling import _dispatch, _tuning, maxpool, reference
+from pooling import _dispatch, _maxpool_strategies, _tuning, maxpool, reference
 from pooling._maxpool_strategies import Strategy, choose_strategy, launch, serves
 
 S = Strategy
-# strategy -> (layouts, spatial ranks, with Indices too)
-SERVES = {
+# What each strategy must at least serve, (layouts, spatial ranks, with Indices too), as docs/design.md
+# promises: the matrix below is derived from the units' own `serves`, and must cover this.
+PROMISED = {
     S.NHWC: (("NHWC",), (1, 2, 3), True),
     S.NHWC_TRANSPOSED: (("NHWC",), (1, 2, 3, 4), True),
     S.FUSED: (("NCHW",), (1, 2, 3), True),
@@ -25,6 +27,10 @@ SERVES = {
     S.DEPTH_FIRST: (("NCHW",), (3,), False),
     S.DEPTH_SPLIT: (("NCHW",), (3,), True),
     S.SEPARABLE: (("NCHW",), (1, 2, 3, 4), True),
+    S.TILES: (("NCHW",), (1, 2, 3), False),
+    S.ROWS_FIRST: (("NCHW",), (1, 2), False),
+    S.NARROW: (("NCHW",), (1, 2), False),
+    S.NHWC_BLOCKS: (("NHWC",), (1, 2, 3), False),
 }
 
 
@@ -41,26 +47,79 @@ def _attrs(rank):
     ]
 
 
-def _shape(rank):
-    return (2, 3) + (7, 6, 5, 4)[:rank]
+def _plan(x_shape, kernel_shape, strides=None, pads=None, layout="NCHW", return_indices=False, **attrs):
+    """maxpool._plan with max_pool's defaults for the attributes not given."""
+    return maxpool._plan(x_shape, kernel_shape=kernel_shape, strides=strides, pads=pads, layout=layout,
+                         return_indices=return_indices, **dict(dict(
+                             dilations=None, auto_pad="NOTSET", ceil_mode=False, storage_order=0,
+                             activation=None, activation_params=None, opset=None, index_format="onnx"), **attrs))
 
 
-CASES = [(strategy, layout, rank, indices)
-         for strategy, (layouts, ranks, with_indices) in SERVES.items()
-         for layout in layouts for rank in ranks for indices in ((False, True) if with_indices else (False,))]
+def _candidates(rank):
+    """(NCHW shape, attributes) to try each unit on: the general sets on small planes, and the
+    geometries the specialised kernels need (windows tiling the input, rows of 8 and more, narrow
+    same-shape planes, 16 channels for channels-last blocks, a depth kernel over 3-D)."""
+    general = [((2, 3) + (7, 6, 5, 4)[:rank], attrs) for attrs in _attrs(rank)]
+    special = [
+        ((2, 3) + (8, 6, 4, 2)[:rank], dict(kernel_shape=(2,) * rank, strides=(2,) * rank)),
+        ((1, 3) + _rows(rank, 9, 20), dict(kernel_shape=(3,) * rank, strides=(2,) * rank, pads=(1,) * (2 * rank))),
+        ((1, 3) + _rows(rank, 7, 10), dict(kernel_shape=(3,) * rank, pads=(1,) * (2 * rank))),
+        ((1, 16) + (7, 6, 5, 4)[:rank], dict(kernel_shape=(3,) * rank, strides=(2,) * rank,
+                                             pads=(1,) * (2 * rank))),
+    ]
+    return general + special
 
 
-@pytest.mark.parametrize("kind", list(POOL_DTYPES))
-@pytest.mark.parametrize("strategy, layout, rank, indices", CASES,
-                         ids=[f"{s.value}-{lay}-{r}d-{'indices' if i else 'values'}" for s, lay, r, i in CASES])
-def test_every_strategy_against_the_twin(strategy, layout, rank, indices, kind, rng):
-    x = make_array(rng, _shape(rank), kind)
-    if layout == "NHWC":
-        x = to_nhwc(x)
-    for attrs in _attrs(rank):
-        attrs = dict(attrs, layout=layout, return_indices=indices)
+def _rows(rank, height, width):
+    """Spatial dims of `rank` axes ending in height x width rows (1-D: one row of `width`)."""
+    return ((4,) * (rank - 2) + (height, width))[-rank:]
+
+
+def _matrix():
+    """{(strategy, kind, layout, rank, indices): [(shape, attrs), ...]}: every combination some
+    candidate of which the unit serves, derived from `pooling._maxpool_strategies.ORDER` itself."""
+    matrix = {}
+    for unit in _maxpool_strategies.ORDER:
+        for kind in POOL_DTYPES:
+            for layout in ("NCHW", "NHWC"):
+                for rank in (1, 2, 3, 4):
+                    for indices in (False, True):
+                        for shape, attrs in _candidates(rank):
+                            x_shape = shape if layout == "NCHW" else (shape[0],) + shape[2:] + (shape[1],)
+                            attrs = dict(attrs, layout=layout, return_indices=indices)
+                            if unit.serves(_plan(x_shape, **attrs), kind, indices):
+                                matrix.setdefault((unit.strategy, kind, layout, rank, indices), []).append(
+                                    (shape, attrs))
+    return matrix
+
+
+MATRIX = _matrix()
+
+
+def test_the_matrix_covers_every_strategy_and_what_it_promises():
+    """Each unit of ORDER is in the matrix, with every dtype, layout, rank and Indices PROMISED."""
+    assert {unit.strategy for unit in _maxpool_strategies.ORDER} == set(Strategy) == set(PROMISED)
+    for strategy, (layouts, ranks, with_indices) in PROMISED.items():
+        kinds = ["float32"] if strategy in (S.ROWS_FIRST, S.NARROW, S.NHWC_BLOCKS) else list(POOL_DTYPES)
+        for kind in kinds:
+            for layout in layouts:
+                for rank in ranks:
+                    for indices in (False, True) if with_indices else (False,):
+                        assert (strategy, kind, layout, rank, indices) in MATRIX, (strategy, kind, layout, rank,
+                                                                                   indices)
+
+
+@pytest.mark.parametrize("strategy, kind, layout, rank, indices", sorted(MATRIX, key=str),
+                         ids=[f"{s.value}-{k}-{lay}-{r}d-{'indices' if i else 'values'}"
+                              for s, k, lay, r, i in sorted(MATRIX, key=str)])
+def test_every_strategy_against_the_twin(strategy, kind, layout, rank, indices, rng):
+    """Each strategy, forced, on every candidate it serves, at one and two threads: the twin's
+    result bit for bit (Indices included)."""
+    for shape, attrs in MATRIX[(strategy, kind, layout, rank, indices)]:
+        x = make_array(rng, shape, kind)
+        if layout == "NHWC":
+            x = to_nhwc(x)
         want = reference.max_pool(x, **attrs)
-        assert serves(strategy, _plan(x.shape, **attrs), kind, indices), (strategy, attrs)
         for nt in (1, 2):
             got = pooling.max_pool(x, n_threads=nt, _strategy=strategy, **attrs)
             if indices:
@@ -68,14 +127,6 @@ def test_every_strategy_against_the_twin(strategy, layout, rank, indices, kind, 
                 np.testing.assert_array_equal(got[1], want[1], err_msg=f"{strategy} {attrs} nt={nt}")
             else:
                 assert_same(got, want)
-
-
-def _plan(x_shape, kernel_shape, strides=None, pads=None, layout="NCHW", return_indices=False, **attrs):
-    """maxpool._plan with max_pool's defaults for the attributes not given."""
-    return maxpool._plan(x_shape, kernel_shape=kernel_shape, strides=strides, pads=pads, layout=layout,
-                         return_indices=return_indices, **dict(dict(
-                             dilations=None, auto_pad="NOTSET", ceil_mode=False, storage_order=0,
-                             activation=None, activation_params=None, opset=None, index_format="onnx"), **attrs))
 
 
 CHOOSER_CASES = [
