@@ -218,8 +218,28 @@ def _cython_input_key(tree, pyx):
     return _digest(Cython.__version__, sorted(directives.items()), sorted(contents))
 
 
+def _render_templates():
+    """src/kernels/*.pxi.in -> *.pxi with Cython's Tempita (the repeated dtype dispatch, written once).
+    A .pxi is rewritten only when its text changes, so the keys above see what changed, and only that."""
+    from Cython import Tempita
+
+    for template in sorted(glob.glob(os.path.join("src", "kernels", "*.pxi.in"))):
+        with open(template, encoding="utf-8") as f:
+            text = Tempita.sub(f.read())
+        target = template[: -len(".in")]
+        try:
+            with open(target, encoding="utf-8") as f:
+                if f.read() == text:
+                    continue
+        except OSError:
+            pass
+        with open(target, "w", encoding="utf-8") as f:
+            f.write(text)
+
+
 def _cythonize(extensions):
     """Point each extension at its generated .c file, regenerating only those whose inputs changed."""
+    _render_templates()
     try:
         from Cython.Build.Dependencies import create_dependency_tree
 

@@ -43,3 +43,4 @@ include "kernels/maxpool_separable.pxi" # max_pool_axis
 include "kernels/maxunpool.pxi"         # max_unpool
 include "kernels/col2im.pxi"            # col2im
 include "kernels/maxpool_grad.pxi"     # max_pool_grad
+include "kernels/bodies.pxi"          # pk_parallel's bodies, one per loop (setup.py renders bodies.pxi.in)

@@ -35,7 +35,7 @@ needs_source = pytest.mark.skipif(
 )
 
 # Build output that must never reach an sdist (or version control).
-GENERATED = ("src/_core.c", "src/_runtime.c", "src/pooling/_build_info.py")
+GENERATED = ("src/_core.c", "src/_runtime.c", "src/pooling/_build_info.py", "src/kernels/bodies.pxi")
 
 # PyPI's page is docs/pypi.md, not README.md (the developers' page, release notes included).
 PYPI_DESCRIPTION = "docs/pypi.md"
@@ -311,9 +311,11 @@ def test_sdist_holds_the_sources_tests_and_notices_and_no_build_output(tmp_path)
         "src/_core_avx2.pyx", "src/_core_avx512.pyx", "src/_runtime.pyx", "src/pooling/_runtime.pyi",
         "tools/check_wheel.sh", "tools/build_libomp_macos.sh",
     }
-    expected |= tree_files("src/kernels", "*.pxi") | tree_files("include", "*.h") | tree_files("LICENSES", "*.txt")
+    expected |= tree_files("src/kernels", "*.pxi") | tree_files("src/kernels", "*.pxi.in")
+    expected |= tree_files("include", "*.h") | tree_files("LICENSES", "*.txt")
     expected |= tree_files("tests", "**/*.py") | tree_files("docs", "*.md")
-    expected |= tree_files("src/pooling", "*.py") - set(GENERATED)
+    expected |= tree_files("src/pooling", "*.py")
+    expected -= set(GENERATED)
     if (ROOT / "bench").is_dir():
         expected |= tree_files("bench", "**/*.py")
     assert expected - names == set()

@@ -459,29 +459,6 @@ cdef inline int _col_kind(col_t* tag) noexcept nogil:
         return COL_UINT64
 
 
-cdef void _col2im_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil:
-    """pk_parallel's body for col2im: work items [begin, end) on thread tid."""
-    cdef _ColJob* j = <_ColJob*>job
-    if j.kind == COL_FLOAT:
-        _col2im_items(<float*>NULL, j, begin, end, tid)
-    elif j.kind == COL_DOUBLE:
-        _col2im_items(<double*>NULL, j, begin, end, tid)
-    elif j.kind == COL_CFLOAT:
-        _col2im_items(<cython.floatcomplex*>NULL, j, begin, end, tid)
-    elif j.kind == COL_CDOUBLE:
-        _col2im_items(<cython.doublecomplex*>NULL, j, begin, end, tid)
-    elif j.kind == COL_INT8:
-        _col2im_items(<int8_t*>NULL, j, begin, end, tid)
-    elif j.kind == COL_UINT8:
-        _col2im_items(<uint8_t*>NULL, j, begin, end, tid)
-    elif j.kind == COL_UINT16:
-        _col2im_items(<uint16_t*>NULL, j, begin, end, tid)
-    elif j.kind == COL_UINT32:
-        _col2im_items(<uint32_t*>NULL, j, begin, end, tid)
-    else:
-        _col2im_items(<uint64_t*>NULL, j, begin, end, tid)
-
-
 cdef void _col2im_items(col_t* kind, const _ColJob* j, Py_ssize_t begin, Py_ssize_t end,
                         int tid) noexcept nogil:
     """Work items [begin, end): one plane's positions [o0, o1) of the first axis each."""

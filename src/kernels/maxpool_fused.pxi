@@ -548,7 +548,6 @@ cdef bint _depth_first(const pool_t* xp, pool_t* m, const Geom* g, Py_ssize_t od
     return not odd
 
 
-
 cdef class MaxPool3d(_Launch):
     """NCHW MaxPool over planes: x (planes, D, H, W) -> y (planes, OD, OH, OW); see _Launch.
 
@@ -623,21 +622,6 @@ cdef class MaxPool3d(_Launch):
             j.m = NULL
         with nogil:
             pk_parallel(_units_body, &j, self.units, self.chunk, self.n_threads)
-
-
-cdef void _units_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil:
-    """pk_parallel's body for MaxPool3d: work items [begin, end) on thread tid."""
-    cdef _UnitsJob* j = <_UnitsJob*>job
-    if j.kind == KIND_FLOAT:
-        _units(<float*>NULL, j, begin, end, tid)
-    elif j.kind == KIND_DOUBLE:
-        _units(<double*>NULL, j, begin, end, tid)
-    elif j.kind == KIND_INT8:
-        _units(<int8_t*>NULL, j, begin, end, tid)
-    elif j.kind == KIND_UINT8:
-        _units(<uint8_t*>NULL, j, begin, end, tid)
-    else:
-        _units(<uint16_t*>NULL, j, begin, end, tid)
 
 
 cdef void _units(pool_t* kind, const _UnitsJob* j, Py_ssize_t begin, Py_ssize_t end,

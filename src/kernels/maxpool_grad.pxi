@@ -29,6 +29,13 @@ ctypedef fused grad_t:
     uint16_t
 
 
+# The kinds of grad_t (a job's `kind`; bodies.pxi.in picks the loop by it).
+cdef enum:
+    GRAD_FLOAT = 0
+    GRAD_DOUBLE = 1
+    GRAD_HALF = 2
+
+
 cdef struct _GradJob:
     const char* g
     const int64_t* idx
@@ -38,7 +45,7 @@ cdef struct _GradJob:
     int64_t limit, a, cc, base
     uint16_t inf_bits
     bint zeroed                     # y holds zeros already (a fresh calloc'd result)
-    int kind                        # 0 float, 1 double, 2 16-bit
+    int kind                        # GRAD_FLOAT, GRAD_DOUBLE or GRAD_HALF (16-bit floats)
     int status                      # pk_atomic_or: 1 a target outside its part, 2 out of range
 
 
@@ -109,17 +116,6 @@ cdef void _grad_parts(grad_t* kind, _GradJob* j, Py_ssize_t begin, Py_ssize_t en
         pk_atomic_or(&j.status, status)
 
 
-cdef void _grad_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil:
-    """pk_parallel's body: parts [begin, end) of dy added into theirs of dx."""
-    cdef _GradJob* j = <_GradJob*>job
-    if j.kind == 0:
-        _grad_parts(<float*>NULL, j, begin, end, tid)
-    elif j.kind == 1:
-        _grad_parts(<double*>NULL, j, begin, end, tid)
-    else:
-        _grad_parts(<uint16_t*>NULL, j, begin, end, tid)
-
-
 def max_pool_grad(const grad_t[::1] g not None, const int64_t[::1] indices not None,
                   grad_t[::1] y not None, float[:, ::1] acc, Py_ssize_t blocks, Py_ssize_t C,
                   int64_t limit, int64_t a, int64_t cc, int64_t base, uint16_t inf_bits,
@@ -147,11 +143,11 @@ def max_pool_grad(const grad_t[::1] g not None, const int64_t[::1] indices not N
     j.acc = NULL
     if grad_t is uint16_t:
         j.acc = &acc[0, 0]
-        j.kind = 2
+        j.kind = GRAD_HALF
     elif grad_t is float:
-        j.kind = 0
+        j.kind = GRAD_FLOAT
     else:
-        j.kind = 1
+        j.kind = GRAD_DOUBLE
     j.in_block, j.out_block, j.C = n // blocks, size // blocks, C
     j.limit, j.a, j.cc, j.base, j.inf_bits, j.status = limit, a, cc, base, inf_bits, 0
     j.zeroed = zeroed

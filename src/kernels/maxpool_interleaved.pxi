@@ -199,21 +199,6 @@ cdef class MaxPoolInterleaved(_Launch):
             pk_parallel(_interleaved_body, &j, self.units, self.chunk, self.n_threads)
 
 
-cdef void _interleaved_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil:
-    """pk_parallel's body for MaxPoolInterleaved: blocks [begin, end) on thread tid."""
-    cdef _UnitsJob* j = <_UnitsJob*>job
-    if j.kind == KIND_FLOAT:
-        _interleaved(<float*>NULL, j, begin, end, tid)
-    elif j.kind == KIND_DOUBLE:
-        _interleaved(<double*>NULL, j, begin, end, tid)
-    elif j.kind == KIND_INT8:
-        _interleaved(<int8_t*>NULL, j, begin, end, tid)
-    elif j.kind == KIND_UINT8:
-        _interleaved(<uint8_t*>NULL, j, begin, end, tid)
-    else:
-        _interleaved(<uint16_t*>NULL, j, begin, end, tid)
-
-
 cdef void _interleaved(pool_t* kind, const _UnitsJob* j, Py_ssize_t begin, Py_ssize_t end,
                        int tid) noexcept nogil:
     """MaxPoolInterleaved's blocks [begin, end) in element type pool_t, on thread tid's

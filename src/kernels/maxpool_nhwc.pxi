@@ -78,19 +78,10 @@ cdef class MaxPoolNHWC(_Launch):
 
 cdef void _nhwc_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil:
     """pk_parallel's body for MaxPoolNHWC: output rows [begin, end) on thread tid."""
-    cdef _UnitsJob* j = <_UnitsJob*>job
-    if j.blocks:
-        _nhwc_blocks(j, begin, end, tid)
-    elif j.kind == KIND_FLOAT:
-        _nhwc_rows(<float*>NULL, j, begin, end, tid)
-    elif j.kind == KIND_DOUBLE:
-        _nhwc_rows(<double*>NULL, j, begin, end, tid)
-    elif j.kind == KIND_INT8:
-        _nhwc_rows(<int8_t*>NULL, j, begin, end, tid)
-    elif j.kind == KIND_UINT8:
-        _nhwc_rows(<uint8_t*>NULL, j, begin, end, tid)
+    if (<_UnitsJob*>job).blocks:
+        _nhwc_blocks(<_UnitsJob*>job, begin, end, tid)
     else:
-        _nhwc_rows(<uint16_t*>NULL, j, begin, end, tid)
+        _nhwc_rows_body(job, begin, end, tid)  # (bodies.pxi.in)
 
 
 cdef void _nhwc_rows(pool_t* kind, const _UnitsJob* j, Py_ssize_t begin, Py_ssize_t end,

@@ -354,21 +354,6 @@ cdef class MaxPoolPlanes(_Launch):
             pk_parallel(_planes_body, &j, self.units, self.chunk, self.n_threads)
 
 
-cdef void _planes_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil:
-    """pk_parallel's body for MaxPoolPlanes: planes [begin, end) on thread tid."""
-    cdef _UnitsJob* j = <_UnitsJob*>job
-    if j.kind == KIND_FLOAT:
-        _planes(<float*>NULL, j, begin, end, tid)
-    elif j.kind == KIND_DOUBLE:
-        _planes(<double*>NULL, j, begin, end, tid)
-    elif j.kind == KIND_INT8:
-        _planes(<int8_t*>NULL, j, begin, end, tid)
-    elif j.kind == KIND_UINT8:
-        _planes(<uint8_t*>NULL, j, begin, end, tid)
-    else:
-        _planes(<uint16_t*>NULL, j, begin, end, tid)
-
-
 cdef void _planes(pool_t* kind, const _UnitsJob* j, Py_ssize_t begin, Py_ssize_t end,
                   int tid) noexcept nogil:
     """MaxPoolPlanes' planes [begin, end) in element type pool_t, with thread tid's scratch.

@@ -100,21 +100,6 @@ cdef struct _AxisJob:
     uint16_t inf_bits
 
 
-cdef void _axis_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil:
-    """pk_parallel's body for max_pool_axis: output rows [begin, end) of A * O."""
-    cdef _AxisJob* j = <_AxisJob*>job
-    if j.kind == KIND_FLOAT:
-        _axis_rows(<float*>NULL, j, begin, end)
-    elif j.kind == KIND_DOUBLE:
-        _axis_rows(<double*>NULL, j, begin, end)
-    elif j.kind == KIND_INT8:
-        _axis_rows(<int8_t*>NULL, j, begin, end)
-    elif j.kind == KIND_UINT8:
-        _axis_rows(<uint8_t*>NULL, j, begin, end)
-    else:
-        _axis_rows(<uint16_t*>NULL, j, begin, end)
-
-
 cdef void _axis_rows(pool_t* kind, const _AxisJob* j, Py_ssize_t begin, Py_ssize_t end) noexcept nogil:
     cdef Py_ssize_t u, B = j.B
     cdef const pool_t* xb = <const pool_t*>j.x

@@ -148,21 +148,6 @@ cdef class MaxPoolTiles(_Launch):
             pk_parallel(_tiles_body, &j, self.units, self.chunk, self.n_threads)
 
 
-cdef void _tiles_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil:
-    """pk_parallel's body for MaxPoolTiles: output rows [begin, end) on thread tid."""
-    cdef _UnitsJob* j = <_UnitsJob*>job
-    if j.kind == KIND_FLOAT:
-        _tiles(<float*>NULL, j, begin, end, tid)
-    elif j.kind == KIND_DOUBLE:
-        _tiles(<double*>NULL, j, begin, end, tid)
-    elif j.kind == KIND_INT8:
-        _tiles(<int8_t*>NULL, j, begin, end, tid)
-    elif j.kind == KIND_UINT8:
-        _tiles(<uint8_t*>NULL, j, begin, end, tid)
-    else:
-        _tiles(<uint16_t*>NULL, j, begin, end, tid)
-
-
 cdef void _tiles(pool_t* kind, const _UnitsJob* j, Py_ssize_t begin, Py_ssize_t end,
                  int tid) noexcept nogil:
     """MaxPoolTiles' output rows [begin, end) in element type pool_t, in batches of j.rows
