@@ -1,5 +1,7 @@
 """The framework pages (docs/frameworks/*.md) and docs/torch.md: each page has the index conventions side by
 side, and their relative links lead to files that exist. Their ```python blocks run in test_readme.py.
+The docs index (docs/README.md) links every page of docs/, and the README's, the index's and the pages that
+took the README's developer and performance sections have no broken relative links.
 """
 import re
 from pathlib import Path
@@ -33,7 +35,7 @@ def test_each_framework_page_has_the_conventions_side_by_side(name):
         assert framework in table
 
 
-@pytest.mark.parametrize("name", PAGES + ["docs/README.md"])
+@pytest.mark.parametrize("name", PAGES + ["docs/README.md", "README.md", "docs/development.md", "docs/performance.md"])
 def test_relative_links_lead_to_files(name):
     path = ROOT / name
     for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", path.read_text(encoding="utf-8")):
@@ -44,3 +46,7 @@ def test_docs_index_links_every_page():
     index = (ROOT / "docs" / "README.md").read_text(encoding="utf-8")
     for name in PAGES:
         assert f"]({Path(name).relative_to('docs')})" in index, name
+    pages = sorted(path.name for path in (ROOT / "docs").glob("*.md") if path.name != "README.md")
+    assert {"development.md", "performance.md"} <= set(pages)
+    for name in pages:
+        assert f"]({name})" in index, name

@@ -37,7 +37,8 @@ needs_source = pytest.mark.skipif(
 # Build output that must never reach an sdist (or version control).
 GENERATED = ("src/_core.c", "src/_runtime.c", "src/pooling/_build_info.py", "src/kernels/bodies.pxi")
 
-# PyPI's page is docs/pypi.md, not README.md (the developers' page, release notes included).
+# PyPI's page is docs/pypi.md. README.md is the users' page on GitHub (set-up from a clone, the benchmark
+# table) and docs/development.md the contributors' (layout, packaging, releases): neither is the description.
 PYPI_DESCRIPTION = "docs/pypi.md"
 REPOSITORY = "https://github.com/pooling-kernels/pooling-kernels"
 URL_LABELS = {"Homepage", "Documentation", "Repository", "Issues", "Changelog"}
@@ -89,7 +90,7 @@ def _check_core_metadata(text):
     assert message["Description-Content-Type"].startswith("text/markdown")
     description = message.get_payload()
     assert "pip install pooling-kernels" in description and "import pooling" in description
-    # Not the README: no release process, benchmark tables or internal notes.
+    # Not the README (set-up from a clone, the benchmark table) nor docs/development.md (layout, releases).
     for heading in ("## Packaging and releases", "## Performance", "## Set-up", "## Layout"):
         assert heading not in description
     assert len(description) < 6000

@@ -1,4 +1,5 @@
-"""Processes and threads: fork safety and threadpoolctl's reach (README "Processes and threads").
+"""Processes and threads: fork safety and threadpoolctl's reach (docs/threads.md, "Processes, threads and
+other libraries"; the README's "Processes and threads" sums it up).
 
 OpenMP's worker threads do not survive fork, but GNU libgomp's record of them does: when the kernels
 ran on OpenMP teams, a child made by fork after the parent ran a threaded kernel waited forever for a
@@ -228,9 +229,9 @@ def test_threadpool_limits_reach_the_calling_thread_only():
 
 
 def test_torch_set_num_threads_sets_the_default_of_the_calling_thread():
-    """README, Processes and threads: where torch loads the same OpenMP runtime as pooling,
-    torch.set_num_threads(n) is the calling thread's OpenMP count, so pooling's default follows
-    it; an explicit n_threads does not. In a subprocess: torch's setting is process-wide state."""
+    """docs/threads.md, "Processes, threads and other libraries": where torch loads the same OpenMP
+    runtime as pooling, torch.set_num_threads(n) is the calling thread's OpenMP count, so pooling's
+    default follows it; an explicit n_threads does not. In a subprocess: torch's setting is process-wide state."""
     pytest.importorskip("torch")
     if not pooling.openmp_enabled() or pooling.max_threads() < 2 or not sys.platform.startswith("linux"):
         pytest.skip("needs a threaded build, two cores and /proc/self/maps")

@@ -87,6 +87,26 @@ def test_python_block_runs_as_written(document, line, source):
 
 
 @needs_readme
+def test_the_readme_is_for_users_and_links_the_pages_that_took_the_rest():
+    """README.md is the users' page: short, one benchmark table with the command that makes it and its CPU, no
+    developer sections (those are docs/development.md's) and links to the pages that hold the rest."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) < 250
+    headings = re.findall(r"^## (.+)$", readme, re.M)
+    for developer_section in ("Layout", "Packaging and releases", "Rebuilds"):
+        assert developer_section not in headings
+    development = (ROOT / "docs" / "development.md").read_text(encoding="utf-8")
+    for section in ("Layout", "Rebuilds", "Packaging and releases"):
+        assert f"\n## {section}\n" in development, section
+    assert readme.count("| vs floor |") == 1  # one benchmark table; the others are in docs/performance.md
+    performance = readme.split("## Performance", 1)[1].split("\n## ", 1)[0]
+    assert "python bench/report.py" in performance and "AMD EPYC" in performance
+    for page in ("docs/development.md", "docs/performance.md", "docs/behaviour.md", "docs/threads.md", "docs/api.md"):
+        assert f"]({page}" in readme, page
+        assert (ROOT / page).is_file(), page
+
+
+@needs_readme
 def test_ci_runs_the_readme_test_command_verbatim():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     setup = readme.split("## Set-up: two commands", 1)[1].split("\n## ", 1)[0]

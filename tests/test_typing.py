@@ -45,12 +45,12 @@ yh, ih = pooling.max_pool(xh, 3, strides=2, pads=1, layout="NHWC", return_indice
 back = pooling.max_unpool(yh, ih, 3, strides=2, pads=1, layout="NHWC", output_shape=xh.shape)
 pooling.max_pool(xh, 2, layout="NHWC", activation="Clip", activation_params=[0.0, 6.0])  # fused ReLU6
 
-# README, MaxUnpool
+# README, MaxUnpool and Col2Im (the unpooling)
 y, idx = pooling.max_pool(x, (3, 3), strides=2, pads=1, ceil_mode=True, return_indices=True)
 back = pooling.max_unpool(y, idx, (3, 3), strides=2, pads=1, output_shape=x.shape)
 pooling.max_unpool_output_shape(y.shape, (3, 3), strides=2, pads=1)   # (D - 1)*s - (pb + pe) + k
 
-# README, Col2Im
+# README, MaxUnpool and Col2Im (the columns; a batch of 8 here)
 cols = np.random.default_rng(0).standard_normal((8, 576, 3136), dtype=np.float32)
 y = pooling.col2im(cols, (56, 56), (3, 3), pads=1)                        # (8, 64, 56, 56)
 pooling.col2im_output_shape((8, 576, 3136), (56, 56), (3, 3), pads=1)     # same checks, no data
