@@ -4,7 +4,7 @@
 
 Each case's implementations run side by side at each thread count (every peer set to that count
 as in bench/cases.py), in rounds, and the table gives medians in ms with each peer's time over
-pooling's (> 1: pooling is faster).  The README's model-zoo table covers 1 and 2 threads; this is
+pooling's (> 1: pooling is faster).  docs/performance.md's model-zoo table covers 1 and 2 threads; this is
 how the kernels go on from there, on machines with more cores.  Results are checked against the
 twin once per case.
 """

@@ -111,7 +111,7 @@ done
 metadata=$(cat "$TMP"/unpacked/pooling_kernels-*.dist-info/METADATA)
 grep -q '^Classifier: Typing :: Typed$' <<<"$metadata" || fail "the wheel's metadata lacks its classifiers"
 grep -q '^Project-URL: Repository, ' <<<"$metadata" || fail "the wheel's metadata lacks the project URLs"
-if grep -q '^## Packaging and releases' <<<"$metadata"; then fail "the long description is README.md, not docs/pypi.md"; fi
+if grep -q '^## Set-up: two commands' <<<"$metadata"; then fail "the long description is README.md, not docs/pypi.md"; fi
 echo "repaired: $(basename "$repaired"); vendored $(basename "${gomp[0]}"); RPATH $rpath"
 
 step "fresh virtual environment without a compiler"
