@@ -291,9 +291,9 @@ class BuildExt(build_ext):
                 "(every kernel will run on one thread)",
                 stacklevel=1,
             )
-        # The AVX2 and AVX-512 builds of the same kernels, chosen at run time on CPUs that
-        # have those instructions (pooling._dispatch); where the compiler cannot target them
-        # they are left out.
+        # The AVX2 and AVX-512 builds of the same kernels beside the baseline one, chosen at run
+        # time on CPUs that have those instructions (pooling._dispatch, pooling._tuning); where the
+        # compiler cannot target them they are left out.
         avx2 = _avx2_flags(compiler)
         simd = {"pooling._core_avx2": avx2,
                 "pooling._core_avx512": _avx512_flags(compiler) if avx2 else None}
@@ -310,7 +310,7 @@ class BuildExt(build_ext):
                 # instruction sets are a run-time choice, never -march=native.
                 # Functions start on 64-byte lines, so the hot loops inside one sit where its own
                 # code puts them: without it an unrelated change elsewhere in the module moved
-                # ROWS_FIRST's body by 16 bytes and made it 1.17x slower (AMD Zen 5).
+                # ROWS_FIRST's body by 16 bytes and slowed it (docs/tuning.md#function-alignment-setuppy).
                 ext.extra_compile_args += ["-O3", "-std=c11", "-falign-functions=64"]
             ext.extra_compile_args += self._debug_info_flags
             if flags is not None:

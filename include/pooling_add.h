@@ -40,8 +40,8 @@ static inline double pk_sum_keep_nan_f64(double a, double b)
 
 /* float32 runs, y[i*step] += x[i], a NaN sum keeping its bits.  Contiguous runs (step 1) are
  * VOLO's fold, runs of 27 and 28 values, where the overlap test and the remainder were most of a
- * run's cost.  Both out of line: inlined, they changed the code around them, which ran 1.1x
- * slower. */
+ * run's cost.  Both out of line: inlined, they changed the code around them, which ran slower
+ * (docs/tuning.md#col2im-runs). */
 static inline void pk_add_chunk_f32(float* PK_RESTRICT y, const float* PK_RESTRICT x, int w)
 {
     for (int j = 0; j < w; j++)
@@ -51,9 +51,9 @@ static inline void pk_add_chunk_f32(float* PK_RESTRICT y, const float* PK_RESTRI
 static PK_ADD_NOINLINE void pk_add_f32(float* PK_RESTRICT y, const float* PK_RESTRICT x, ptrdiff_t n)
 {
     /* Vectors of 16, 8 and 4 values, then a scalar sum that leaves a NaN alone by a branch: the
-     * compiler's own remainder loop did the mask in scalar code, 1.3x slower on runs of 27.  (A
-     * loop over rows around this, to save the calls, made GCC build the 8-value vectors lane by
-     * lane: 1.4x slower.) */
+     * compiler's own remainder loop did the mask in scalar code, slower on runs of 27.  (A loop
+     * over rows around this, to save the calls, made GCC build the 8-value vectors lane by lane,
+     * slower still: docs/tuning.md#col2im-runs.) */
     ptrdiff_t i = 0;
     for (; i + 16 <= n; i += 16)
         pk_add_chunk_f32(y + i, x + i, 16);

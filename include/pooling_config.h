@@ -95,7 +95,8 @@ static inline int pk_cpu_has_avx2(void)
 }
 
 /* Whether this CPU (and its operating system, which must save the 512-bit registers) can run
- * pooling._core_avx512: AVX-512 F, BW, VL and DQ besides AVX2 and FMA. */
+ * pooling._core_avx512: AVX-512 F, VL and DQ besides AVX2 and FMA, which that build is compiled
+ * with (setup.py's _avx512_flags).  The check also asks for BW, which the build does not use. */
 static inline int pk_cpu_has_avx512(void)
 {
 #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
@@ -132,8 +133,8 @@ static inline void pk_cpuid(unsigned int leaf, unsigned int sub, unsigned int* r
 #endif
 
 /* The CPU's vendor string (12 characters and a NUL), family and model (base plus extended, as the
- * vendors number them: family 0x19 Zen 3/4, 0x1A Zen 5, 6 most Intel cores), for the table of what
- * each build measured on which CPU (pooling._tuning).  "" and 0 where unknown. */
+ * vendors number them: docs/tuning.md#cpus-measured lists those measured), for the table of what
+ * each build measured on which CPU (pooling._tuning.RULES).  "" and 0 where unknown. */
 static inline void pk_cpu_id(char* vendor, int* family, int* model)
 {
     vendor[0] = 0;

@@ -9,7 +9,7 @@
  * Gathering into the block reads the lanes' planes side by side and writes each pixel
  * whole; scattering back goes through 8x8 tiles of pixels x lanes, so that each
  * plane receives 8 consecutive values at a time (a store per value into eight planes
- * in turn ran 2.5x slower, 1x832x7x7 float32). */
+ * in turn ran slower: docs/tuning.md#interleaved-copies). */
 #ifndef POOLING_INTERLEAVE_H
 #define POOLING_INTERLEAVE_H
 
@@ -19,7 +19,7 @@
 #define PK_IL_BYTES 32
 
 /* Functions of their own: inlined into the kernel's loops they competed for registers
- * with it and spilled the lanes' plane offsets (1.4x slower). */
+ * with it and spilled the lanes' plane offsets (docs/tuning.md#interleaved-copies). */
 #if defined(_MSC_VER)
 #define PK_IL_NOINLINE __declspec(noinline)
 #else

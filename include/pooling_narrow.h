@@ -83,7 +83,7 @@ static inline void pk_nw_st(float* p, pk_nw_v v)
 }
 
 /* The first n (< PK_NARROW_L) lanes of v to p: a masked store where the build has one (GCC made
- * the loop of lanes a memcpy call, a tenth of the time of 7x7 planes, whose last row stores so). */
+ * the loop of lanes a memcpy call, a large part of 7x7 planes' time: docs/tuning.md#narrow-code). */
 static inline void pk_nw_st_first(float* p, pk_nw_v v, ptrdiff_t n)
 {
 #if PK_NARROW_BYTES == 64
@@ -279,7 +279,7 @@ static inline int pk_narrow_plane(const float* x, float* y, ptrdiff_t H, ptrdiff
  *
  * Inlining: the rolling form is fast only inlined with its literal K, P and kw (its rows then stay
  * in registers); left to itself gcc 12 made it one out-of-line clone with run-time arguments
- * once the file grew, and NARROW ran 3-4x slower (SPPF 1x256x20x20: 0.026 -> 0.107 ms).  So the
+ * once the file grew, and NARROW ran several times slower (docs/tuning.md#narrow-code).  So the
  * roll and what it calls are always inlined, and this function, whose copies of the roll are the
  * hot code, is compiled as one flattened function of its own. */
 static PK_FLAT_NOINLINE int pk_narrow_strip(const float* x, float* y, ptrdiff_t H, ptrdiff_t W, ptrdiff_t OH,
@@ -290,8 +290,8 @@ static PK_FLAT_NOINLINE int pk_narrow_strip(const float* x, float* y, ptrdiff_t 
     x += c0;
     y += c0;
     if (sh == 1 && dh == 1 && OH == H && OW == W && dw == 1) {   /* the "same" windows roll */
-        /* (centred pads literal: Inception's k3 p1 and SPPF's k5 p2 ran 1.4x slower with them
-         * taken at run time; other pads take the general roll below) */
+        /* (centred pads literal: Inception's k3 p1 and SPPF's k5 p2 ran slower with them taken
+         * at run time, docs/tuning.md#narrow-code; other pads take the general roll below) */
         if (kh == 3 && kw == 3 && ph == 1 && pw == 1)
             return pk_narrow_roll(x, y, H, W, c0, mk, 3, 1, 3, 1, 1, neg);
         if (kh == 5 && kw == 5 && ph == 2 && pw == 2)
@@ -308,7 +308,7 @@ static PK_FLAT_NOINLINE int pk_narrow_strip(const float* x, float* y, ptrdiff_t 
 /* The first of planes [0, n) of x (H x W each) whose columns past the strips an OW-wide output
  * takes hold a NaN, or n: the taps read them but the strips do not check them (pk_narrow_f32's
  * caller looks here first where the output is narrower than the input; the check inside
- * pk_narrow_f32's loop made the common planes 1.2-1.4x slower). */
+ * pk_narrow_f32's loop made the common planes slower: docs/tuning.md#narrow-code). */
 static inline ptrdiff_t pk_narrow_tail_nan(const float* x, ptrdiff_t n, ptrdiff_t H, ptrdiff_t W, ptrdiff_t OW)
 {
     ptrdiff_t c0 = (OW + PK_NARROW_L - 1) / PK_NARROW_L * PK_NARROW_L;

@@ -103,7 +103,8 @@ static int pk_nhwc_row_f32(const float* const* rows, const unsigned char* chk, p
                            ptrdiff_t pw, ptrdiff_t own, const ptrdiff_t* tw, const float* next,
                            ptrdiff_t nlen)
 {
-    /* the loop without prefetches its own copy: sharing it cost the batch-1 stem 25% */
+    /* the loop without prefetches its own copy: sharing it slowed the batch-1 stem
+     * (docs/tuning.md#nhwc-kernel-loops) */
     if (nlen > 0)
         return pk_nhwc_row(rows, chk, nrows, y, OW, C, sw, dw, pw, own, tw, next, nlen);
     return pk_nhwc_row(rows, chk, nrows, y, OW, C, sw, dw, pw, own, tw, rows[0], 0);

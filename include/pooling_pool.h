@@ -10,7 +10,8 @@
  * serial time.  An OpenMP team cannot do that: a parallel region ends with a barrier that every
  * member, however late, must reach (README "Processes and threads").
  *
- * Workers spin for PK_SPIN_NS after their last chunk (back-to-back calls find them awake), then
+ * Workers spin for pk_spin_ns (POOLING_SPIN_US) after their last chunk (back-to-back calls find
+ * them awake), then
  * sleep on a condition variable.  A worker woken onto the caller's own CPU (a virtual machine's
  * scheduler does that when its other virtual CPUs idle) could only take turns with the caller:
  * it moves to another CPU first, or leaves the call to the caller (pk_leave_cpu).  One caller
@@ -116,10 +117,10 @@ static inline int pk_cpu(void)
 }
 
 /* Move the calling thread off `cpu` (onto another CPU it may run on) and keep its affinity as it
- * was; whether it now runs elsewhere.  Measured on a 2-vCPU KVM guest after 20 ms idle: a worker
- * woken onto the caller's CPU made MaxPool 8x64x112x112 take 7-8 ms, its one-thread time being
- * 5.6 ms; moved, the call took 3.8 ms (docs/threads.md).  Dropping `cpu` from the mask makes the
- * kernel migrate the thread now; restoring the mask read here leaves it where it is. */
+ * was; whether it now runs elsewhere.  A worker woken onto the caller's CPU took turns with the
+ * caller and made a large call slower than one thread (docs/threads.md#how-the-pool-works).
+ * Dropping `cpu` from the mask makes the kernel migrate the thread now; restoring the mask read
+ * here leaves it where it is. */
 static int pk_leave_cpu(int cpu)
 {
 #if defined(__linux__)
@@ -188,9 +189,9 @@ static void pk_claim_and_run(uint32_t gen, int tid, int n, int on_time)
         uint64_t w = PK_LOAD(&r->claim);
         uint32_t end = PK_LOAD(&r->end);  /* pairs with the owner's release: see pk_parallel */
         /* Long claims only from an untouched range of one's own, by a thread that was on time: one
-         * that slept (a core woken from idle ran a claim up to 2x slower than the caller; MaxUnpool
-         * 8x64x56x56 after 20 ms of sleep took 1.2-1.3x its one-thread time), one that finds its
-         * range begun without it, and one helping another take one chunk at a time. */
+         * that slept (a core woken from idle ran its claims slower than the caller:
+         * docs/tuning.md#thread-pool), one that finds its range begun without it, and one helping
+         * another take one chunk at a time. */
         int eager = on_time && k == 0
                     && (uint32_t)w == (uint32_t)(PK_RELAXED(&pk_pool.nchunks) * (uint64_t)t / n);
         for (;;) {

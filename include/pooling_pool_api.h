@@ -1,11 +1,11 @@
 /* How the kernels reach the process's one thread pool.
  *
- * The pool (pooling_pool.h) is compiled into pooling._runtime only.  Both kernel builds
- * (pooling._core and pooling._core_avx2) include this header instead: pk_parallel and pk_stats
- * here call the runtime's through the table that pooling._runtime exports as the capsule
- * `pool_api`, which each kernel module binds at import (pk_bind).  So a process that runs
- * kernels of both builds has one set of workers: two pools, each with workers that spin for
- * 2 ms after a call, would compete for the same cores.
+ * The pool (pooling_pool.h) is compiled into pooling._runtime only.  The kernel builds
+ * (pooling._core, pooling._core_avx2 and pooling._core_avx512) include this header instead:
+ * pk_parallel and pk_stats here call the runtime's through the table that pooling._runtime exports
+ * as the capsule `pool_api`, which each kernel module binds at import (pk_bind).  So a process
+ * that runs kernels of several builds has one set of workers: a pool per build, each with workers
+ * that spin for a while (POOLING_SPIN_US) after a call, would compete for the same cores.
  */
 #ifndef POOLING_POOL_API_H
 #define POOLING_POOL_API_H

@@ -12,8 +12,8 @@
  * value, 92 instructions for a 7x7 plane against 30 with a vector type).  A vector is as
  * wide as the build's registers (two 16-byte halves of a 32-byte vector in the SSE2 build
  * cost more than the scalar loop), and there are two of them (one chain of compare and
- * select was latency bound: 1x1024x14x14 ran 1.15x the scalar loop's time in the SSE2
- * build).  Elsewhere (MSVC) a scalar loop. */
+ * select was latency bound, slower than the scalar loop in the SSE2 build:
+ * docs/tuning.md#planes-whole-plane-reduction).  Elsewhere (MSVC) a scalar loop. */
 #ifndef POOLING_REDUCE_H
 #define POOLING_REDUCE_H
 

@@ -5,7 +5,7 @@
  * asking the system for new memory.  glibc maps every block this large straight from the system
  * and unmaps it on free (32 MiB is its largest dynamic mmap threshold), so without this each call
  * of a loop would write its result into fresh pages, which the system first zeroes one by one as
- * they are touched: ~2 ms of SegNet's 44 MB MaxUnpool result, more than the kernel's own 1.5 ms.
+ * they are touched, at a cost that can pass the kernel's own (docs/tuning.md#result-cache).
  * (Smaller blocks glibc already reuses from its heap.)
  *
  * Only results of `pooling`'s operators are allocated under this handler (pooling._outputs sets

@@ -160,11 +160,8 @@ static inline int pk_rows_any(pk_rows_m m) { return m != 0; }
 #endif
 
 /* The whole-vector loops of both passes unrolled, by 4 and by 2 (GCC and Clang): rolled, each
- * iteration cost ~5 cycles on Zen 5 for its 4-6 loads and one store, and unrolled the kernel took
- * 0.77-0.85 of the time on the model zoo's ROWS_FIRST cases in the AVX2 and AVX-512 builds and
- * 0.57-0.81 in the baseline one (SqueezeNet's pool1, 1x96x109x109 k3 s2, one thread: 0.127 ->
- * 0.098 ms; `bench/compare.py --zoo --threads 1`, interleaved medians).  Pass 2 unrolled by 4 was
- * no faster than by 2. */
+ * iteration's loop overhead rivalled its 4-6 loads and one store (docs/tuning.md#rows_first-passes).
+ * Pass 2 unrolled by 4 was no faster than by 2. */
 #if defined(__GNUC__) || defined(__clang__)
 #define PK_ROWS_UNROLL(n) _Pragma(PK_ROWS_STR(GCC unroll n))
 #define PK_ROWS_STR(x) #x
@@ -260,7 +257,7 @@ static inline pk_rows_m pk_rows_pass2(const float* V, float* y, ptrdiff_t OW, in
  * maximum of src[2i], src[2i + 1] by the cheap compare, i < n; returns whether src held a NaN (dst is
  * then to be redone exactly).  pass 2's even/odd split, whole vectors then a scalar remainder: the
  * compiler's own vectorisation of the pair loop split every operand across lanes (vpermd), and the
- * AVX2 build ran 3-D k2 s2 up to 1.08x the baseline build's time on Zen 5. */
+ * AVX2 build ran slower than the baseline one (docs/tuning.md#tiles-strategy). */
 static inline int pk_tiles_w2_f32(const float* src, float* dst, ptrdiff_t n)
 {
     pk_rows_m bad = {0};
@@ -310,7 +307,7 @@ static inline void pk_rows_pad(float* V, ptrdiff_t ld, ptrdiff_t R, ptrdiff_t W,
  *
  * Pass 1 runs for R output rows before pass 2 reads them back: pass 2's shifted loads of a
  * row pass 1 has just stored stall on store forwarding (a load spanning two stores still in
- * flight), which made 13-wide rows cost 60 cycles each. */
+ * flight), which made narrow rows several times dearer (docs/tuning.md#rows_first-passes). */
 static inline int pk_rows_f32(const float* x, float* y, ptrdiff_t H, ptrdiff_t W, ptrdiff_t OH,
                               ptrdiff_t OW, const ptrdiff_t* rows, ptrdiff_t kh, int nchk,
                               ptrdiff_t kw, ptrdiff_t sw, ptrdiff_t dw, ptrdiff_t pw, float* V,

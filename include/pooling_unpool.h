@@ -4,14 +4,11 @@
  * at output row 2r or 2r+1, column 2c or 2c+1.  Where every index of a row does, that row's two
  * output rows are its values and zeros side by side, and they are written in one sequential pass
  * of full vectors instead of zeroing the plane and then storing each value where its index points
- * (a scatter whose stores waited on the lines it touched: on the 2-core Zen 5 KVM, ENet's unpool,
- * 16 planes of 128x128 into 256x256, took 0.069 ms this way against 0.117 ms for zero-then-scatter
- * in a C model, and 0.074 against 0.133 when the three arrays lay back to back as numpy's heap put
- * them).
+ * (a scatter whose stores waited on the lines it touched: docs/tuning.md#maxunpool-windows).
  *
  * Each value and the zero beside it form one 64-bit pair: the value shifted by 32 bits where its
  * column is the odd one, stored in the upper row or the lower one.  The pairs need 64-bit lanes
- * with per-lane shifts (AVX2); the baseline build has none (a plain loop compiled for SSE2 ran 3x
+ * with per-lane shifts (AVX2); the baseline build has none (a plain loop compiled for SSE2 ran
  * slower than the scatter), so there PK_UNPOOL_WINDOWS is 0, max_unpool does not ask for windows and
  * the kernel scatters (asked directly, it writes them a pair at a time). */
 #ifndef POOLING_UNPOOL_H
@@ -96,7 +93,7 @@ PK_UNPOOL_INLINE int pk_unpool_pairs_vec(const uint32_t* x, const int64_t* idx, 
  * before `top`'s first line boundary and after its last are stored as usual, and `bottom` is
  * streamed where its lines fall at the same pairs (W * 4 a multiple of 64).  A line that took
  * both kinds of store (a row's edge, where numpy's 16-byte alignment puts it) cost the whole row
- * pair five times its time on Zen 3 (docs/tuning.md#maxunpool-non-temporal-stores).
+ * pair several times its time (docs/tuning.md#maxunpool-non-temporal-stores).
  * The caller ends its streamed stores with pk_unpool_fence(). */
 static inline int pk_unpool_pairs_u32(const uint32_t* x, const int64_t* idx, ptrdiff_t n,
                                       uint32_t* top, uint32_t* bottom, int64_t base, int64_t W, int stream)

@@ -1,9 +1,8 @@
 /* Zeroing blocks that are written again at once (Col2Im's work items, src/kernels/col2im.pxi): below
- * PK_ZERO_STORES bytes with plain vector stores.  glibc's memset takes `rep stosb` from 2 KB, and on AMD
- * Zen 5 a block zeroed so and then written into at once ran 2-3x slower than one zeroed by stores (a C
- * model of a zero-then-scatter: blocks of 3.8 KB 4.9 against 1.5 ms, of 15 KB 3.3 against 1.8 ms; from
- * 69 KB the two were even, and on 12-256 KB planes of max_pool_grad memset was as fast or faster).  The
- * compiler must not turn the loop back into a memset call, which the attributes below forbid. */
+ * PK_ZERO_STORES bytes with plain vector stores.  glibc's memset takes `rep stosb` from 2 KB, and a
+ * block zeroed so and then written into at once ran slower than one zeroed by stores; larger blocks
+ * were even (docs/tuning.md#glibc-memset-zeroing-by-stores).  The compiler must not turn the loop back
+ * into a memset call, which the attributes below forbid. */
 #ifndef POOLING_ZERO_H
 #define POOLING_ZERO_H
 

@@ -9,26 +9,31 @@ a work-claiming pool; OpenMP's settings still give the default thread count).  T
 they implement are in docs/behaviour.md; the Python layer (``src/pooling``) decides every
 shape, pad and dtype question.
 
-Built twice by setup.py from the same files: as pooling._core (baseline
-instruction set) and as pooling._core_avx2 (_core_avx2.pyx includes this file;
-compiled with AVX2 and FMA).  Helpers that are not kernels and are the same in
-both builds are in pooling._runtime (_runtime.pyx), built once.
+Built three times by setup.py from the same files: as pooling._core (baseline
+instruction set), as pooling._core_avx2 (_core_avx2.pyx includes this file;
+compiled with AVX2 and FMA) and as pooling._core_avx512 (_core_avx512.pyx; AVX-512
+F, VL and DQ), the last two where the compiler can target them.  Helpers that are
+not kernels and are the same in every build are in pooling._runtime (_runtime.pyx),
+built once.
 """
 # The kernels are `include`d, not cimported from .pxd modules, so that the
-# compare helpers inline into every loop and the AVX2 twin needs nothing of its
-# own.  Where each of pooling.maxpool's strategies has its loop:
-#   NHWC kernel                 MaxPoolNHWC      kernels/maxpool_nhwc.pxi
-#   NHWC, channels in registers MaxPoolNHWC(blocks=True), same file
-#   whole planes (ranks 1-2)    MaxPoolPlanes    kernels/maxpool_planes.pxi
-#   exact tiles (ranks 1-3)     MaxPoolTiles     kernels/maxpool_tiles.pxi
-#   interleaved (ranks 1-2)     MaxPoolInterleaved  kernels/maxpool_interleaved.pxi
-#   rows first (ranks 1-2)      MaxPoolRows      kernels/maxpool_rows.pxi
-#   narrow planes (ranks 1-2)   MaxPoolNarrow    kernels/maxpool_narrow.pxi
-#   fused two-pass (ranks 1-3)  MaxPool3d        kernels/maxpool_fused.pxi
-#   depth-first 3-D             MaxPool3d(depth_first=True), same file
-#   depth-split 3-D             MaxPool3d on slices + max_pool_axis along depth
-#   separable (any rank)        max_pool_axis    kernels/maxpool_separable.pxi
-#   NHWC by transpose           max_pool_axis on the transposed copy, same file
+# compare helpers inline into every loop and the AVX2 and AVX-512 builds need
+# nothing of their own.  Which strategy computes a call is chosen by
+# pooling._maxpool_strategies.choose_strategy, and which build runs its kernel by
+# pooling._tuning.kernels_for.  Where each strategy (pooling._strategy.Strategy)
+# has its loop:
+#   NHWC             MaxPoolNHWC      kernels/maxpool_nhwc.pxi
+#   NHWC_BLOCKS      MaxPoolNHWC(blocks=True), same file
+#   PLANES           MaxPoolPlanes    kernels/maxpool_planes.pxi
+#   TILES            MaxPoolTiles     kernels/maxpool_tiles.pxi
+#   INTERLEAVED      MaxPoolInterleaved  kernels/maxpool_interleaved.pxi
+#   ROWS_FIRST       MaxPoolRows      kernels/maxpool_rows.pxi
+#   NARROW           MaxPoolNarrow    kernels/maxpool_narrow.pxi
+#   FUSED            MaxPool3d        kernels/maxpool_fused.pxi
+#   DEPTH_FIRST      MaxPool3d(depth_first=True), same file
+#   DEPTH_SPLIT      MaxPool3d on slices + max_pool_axis along depth
+#   SEPARABLE        max_pool_axis    kernels/maxpool_separable.pxi
+#   NHWC_TRANSPOSED  max_pool_axis on the transposed copy, same file
 include "kernels/common.pxi"            # cimports, extern blocks, kinds, compare helpers, glossary
 include "kernels/extension_info.pxi"    # build_info, pool_stats: facts of this build
 include "kernels/maxpool_launch.pxi"    # what MaxPool3d and MaxPoolNHWC share (_Launch, Geom, scratch)

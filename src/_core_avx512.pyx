@@ -1,6 +1,6 @@
-# The kernels of _core.pyx, compiled by setup.py a third time with AVX-512 (F, BW, VL, DQ) and
-# 512-bit vectors preferred.  pooling._dispatch takes from this module only the kernels measured
-# faster in it on this CPU's microarchitecture (_dispatch.WIDE_FASTER), or every kernel under
-# POOLING_SIMD=avx512; the hand-written vector code stays 256-bit, the loops the compiler
-# vectorises widen.
+# The kernels of _core.pyx, compiled by setup.py a third time with AVX-512 (F, VL and DQ, not BW:
+# setup.py's _avx512_flags says why) and 512-bit vectors preferred.  pooling._dispatch takes from
+# this module only the kernels that pooling._tuning.RULES names for this CPU model
+# (pooling._tuning.kernels_for), or every kernel under POOLING_SIMD=avx512; the hand-written vector
+# code stays 256-bit, the loops the compiler vectorises widen.
 include "_core.pyx"

@@ -3,16 +3,17 @@
 Built once, with the baseline flags and OpenMP like pooling._core, because
 nothing here depends on the instruction set: the OpenMP queries (the OpenMP
 runtime is one shared library per process, so these report the one the
-kernels run on), the CPU check that pooling._dispatch makes before it loads
-the AVX2 kernels, the cache-key hasher of pooling._attrs, and the exact 16-bit
-float conversions the tests check Col2Im's against; and the thread pool
-(include/pooling_pool.h), compiled here only, which both kernel builds use
-through the capsule `pool_api` (include/pooling_pool_api.h), so that a process
-has one pool whichever build each kernel comes from; and the memory handler
-that lets large results reuse freed blocks (include/pooling_results.h), the
-one part built against numpy's C API.  build_info() stays in
-each kernel extension (src/kernels/extension_info.pxi): it differs between the
-two builds.
+kernels run on), the CPU checks that pooling._dispatch makes before it loads
+the AVX2 or AVX-512 kernels, the CPU model pooling._tuning's rules read and
+the CPUID cache sizes pooling._caches may read, the cache-key hasher of
+pooling._attrs, and the exact 16-bit float conversions the tests check
+Col2Im's against; and the thread pool (include/pooling_pool.h), compiled here
+only, which the three kernel builds (baseline, AVX2, AVX-512) use through the
+capsule `pool_api` (include/pooling_pool_api.h), so that a process has one
+pool whichever build each kernel comes from; and the memory handler that lets
+large results reuse freed blocks (include/pooling_results.h), the one part
+built against numpy's C API.  build_info() stays in each kernel extension
+(src/kernels/extension_info.pxi): it differs between the builds.
 """
 import numpy as np
 
@@ -169,8 +170,8 @@ def attribute_keys(tuple values):
     own key, and a list of exact ints that tuple; a bool is ("bool", v), so that
     True does not share 1's cached plan.  Any other value makes the answer None,
     and the caller keys it in Python (``hashable``).  Here because a call
-    passes a dozen values, and checking their types in Python cost 2 us of a
-    MaxPool call.
+    passes a dozen values, and checking their types in Python was a large part
+    of a small MaxPool call (docs/tuning.md#call-overhead).
     """
     cdef Py_ssize_t i, n = len(values)
     cdef tuple keys = PyTuple_New(n)

@@ -1,5 +1,9 @@
 """Every public function against its twin in pooling.reference, paired by name.
 
+The pairs are found, not listed: every callable of `pooling.__all__` that computes
+(all but the configuration functions of CONFIGURATION) must have a twin of the same
+name in pooling.reference, or the test fails.
+
 The twin has the public signature, so one argument list serves both: dtype x
 rank x attributes (short forms included) x layout x memory order, bit for bit.
 Col2Im sums each pixel's terms in SPEC 3's order in both, so it is compared
@@ -13,17 +17,32 @@ import numpy as np
 import pytest
 
 import pooling
-from conftest import (ALL_DTYPES, POOL_DTYPES, assert_same, assert_same_or_nan, make_any_array,
+from conftest import (ALL_DTYPES, FLOAT_KINDS, POOL_DTYPES, assert_same, assert_same_or_nan, make_any_array,
                       make_array, memory_orders, to_nhwc)
 from pooling import reference
 
-PUBLIC = ("max_pool", "max_unpool", "col2im",
-          "max_pool_output_shape", "max_unpool_output_shape", "col2im_output_shape")
+# The public functions that report on or set up the library and compute nothing: they have no twin.
+CONFIGURATION = ("max_threads", "openmp_enabled", "release_memory", "show_config")
+
+# Every other public callable computes, and is paired with its twin by name.
+PUBLIC = tuple(sorted(name for name in pooling.__all__
+                      if callable(getattr(pooling, name)) and name not in CONFIGURATION))
 
 
 def pair(name):
     """(public function, its twin): the same name in both modules."""
     return getattr(pooling, name), getattr(reference, name)
+
+
+def test_pairing_covers_every_public_function():
+    """CONFIGURATION names public functions only, and every other public function has a twin."""
+    assert set(CONFIGURATION) <= set(pooling.__all__), set(CONFIGURATION) - set(pooling.__all__)
+    assert all(callable(getattr(pooling, name)) for name in CONFIGURATION)
+    missing = [name for name in PUBLIC if not callable(getattr(reference, name, None))]
+    assert not missing, f"public functions without a twin in pooling.reference: {missing}"
+    # The functions the comparisons below exercise: a new public function needs its own.
+    assert set(PUBLIC) == {"col2im", "col2im_output_shape", "convert_indices", "max_pool", "max_pool_grad",
+                           "max_pool_output_shape", "max_unpool", "max_unpool_output_shape"}
 
 
 @pytest.mark.parametrize("name", PUBLIC)
@@ -114,6 +133,73 @@ def test_max_pool_and_max_unpool_equal_their_twins(kind, rank, case, layout):
             assert_same(twin(y, variant, kernel, **kw), want_up)
 
 
+INDEX_FORMATS = ("onnx", "plane", "tf", "tf_batch")
+
+
+@pytest.mark.parametrize("index_dtype", ["int64", "int32", "int16"])
+@pytest.mark.parametrize("rank", sorted(POOL_SHAPES))
+@pytest.mark.parametrize("case", sorted(POOL_ATTRS))
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_convert_indices_equals_its_twin(index_dtype, rank, case, layout):
+    """MaxPool's Indices (empty windows' -1 included) into every format and back, from every
+    integer dtype and memory order."""
+    rng = np.random.default_rng(zlib.crc32(f"{index_dtype}/{rank}/{case}/{layout}".encode()))
+    attrs = dict(POOL_ATTRS[case], layout=layout)
+    x = make_array(rng, POOL_SHAPES[rank], "float32")
+    if layout == "NHWC":
+        x = to_nhwc(x)
+    onnx = reference.max_pool(x, return_indices=True, **attrs)[1].astype(index_dtype)
+    fast, twin = pair("convert_indices")
+    for fmt in INDEX_FORMATS:
+        to = dict(from_format="onnx", to_format=fmt, layout=layout)
+        want = twin(onnx, x.shape, **to)
+        for order, variant in _orders(onnx):
+            try:
+                assert_same(fast(variant, x.shape, **to), want)
+                assert_same(twin(variant, x.shape, **to), want)
+            except AssertionError as exc:
+                raise AssertionError(f"{order}, onnx -> {fmt}: {exc}") from None
+        back = dict(from_format=fmt, to_format="onnx", layout=layout)
+        assert_same(twin(want, x.shape, **back), onnx.astype(np.int64))
+        for order, variant in _orders(want):
+            assert_same(fast(variant, x.shape, **back), onnx.astype(np.int64))
+
+
+@pytest.mark.parametrize("kind", FLOAT_KINDS)
+@pytest.mark.parametrize("rank", sorted(POOL_SHAPES))
+@pytest.mark.parametrize("case", sorted(POOL_ATTRS))
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_max_pool_grad_equals_its_twin(kind, rank, case, layout):
+    """grad_y (NaN and infinities included) added at MaxPool's Indices in every format, grad_y and
+    the Indices in every memory order.  Overlapping windows share winners, so sums meet."""
+    rng = np.random.default_rng(zlib.crc32(f"grad/{kind}/{rank}/{case}/{layout}".encode()))
+    attrs = dict(POOL_ATTRS[case], layout=layout)
+    x = make_array(rng, POOL_SHAPES[rank], kind)
+    if layout == "NHWC":
+        x = to_nhwc(x)
+    onnx = reference.max_pool(x, return_indices=True, **attrs)[1]
+    grad_y = make_array(rng, onnx.shape, kind)
+    fast, twin = pair("max_pool_grad")
+    for fmt in INDEX_FORMATS:
+        indices = reference.convert_indices(onnx, x.shape, from_format="onnx", to_format=fmt, layout=layout)
+        args = dict(index_format=fmt, layout=layout)
+        with np.errstate(invalid="ignore", over="ignore"):  # inf + -inf is NaN, as the kernel's is
+            want = twin(grad_y, indices, x.shape, **args)
+        assert want.shape == x.shape
+        for order, variant in _orders(grad_y):
+            try:
+                assert_same_or_nan(fast(variant, indices, x.shape, **args), want)
+                with np.errstate(invalid="ignore", over="ignore"):
+                    assert_same_or_nan(twin(variant, indices, x.shape, **args), want)
+            except AssertionError as exc:
+                raise AssertionError(f"grad_y {order}, {fmt}: {exc}") from None
+        for order, variant in _orders(indices):
+            try:
+                assert_same_or_nan(fast(grad_y, variant, x.shape, **args), want)
+            except AssertionError as exc:
+                raise AssertionError(f"indices {order}, {fmt}: {exc}") from None
+
+
 COL2IM_CASES = {
     1: [((7,), dict(block_shape=[2])), ((9,), dict(block_shape=[3], strides=2, pads=1, dilations=2))],
     2: [((4, 5), dict(block_shape=(2, 3), strides=(1, 2), pads=(1, 0, 0, 1))),
@@ -152,21 +238,40 @@ def test_col2im_twin_is_exact_on_integer_values():
     assert_same(y, want[None, None])
 
 
-@pytest.mark.parametrize("name, args", [
-    ("max_pool", (np.zeros((1, 1, 4), np.float32), 0)),
-    ("max_pool", (np.zeros((1, 1, 4), np.int32), 2)),
-    ("max_unpool", (np.zeros((1, 1, 2), np.float32), np.zeros((1, 1, 2), np.float32), 2)),
-    ("max_unpool", (np.zeros((1, 1, 2), np.float32), np.array([[[0, 9]]]), 2)),
-    ("col2im", (np.zeros((1, 4, 3), np.float32), (4,), (3,))),
-    ("col2im", (np.zeros((1, 4, 2), "U1"), (3,), (2,))),
+@pytest.mark.parametrize("name, args, kwargs", [
+    ("max_pool", (np.zeros((1, 1, 4), np.float32), 0), {}),
+    ("max_pool", (np.zeros((1, 1, 4), np.int32), 2), {}),
+    ("max_unpool", (np.zeros((1, 1, 2), np.float32), np.zeros((1, 1, 2), np.float32), 2), {}),
+    ("max_unpool", (np.zeros((1, 1, 2), np.float32), np.array([[[0, 9]]]), 2), {}),
+    ("col2im", (np.zeros((1, 4, 3), np.float32), (4,), (3,)), {}),
+    ("col2im", (np.zeros((1, 4, 2), "U1"), (3,), (2,)), {}),
+    ("max_pool_grad", (np.zeros((1, 1, 2), np.int32), np.zeros((1, 1, 2), np.int64), (1, 1, 4)), {}),
+    ("max_pool_grad", (np.zeros((1, 1, 2), np.float32), np.zeros((1, 1, 3), np.int64), (1, 1, 4)), {}),
+    ("max_pool_grad", (np.zeros((1, 1, 2), np.float32), np.zeros((1, 1, 2), np.int64), (1, 2, 4)), {}),
+    ("convert_indices", (np.zeros((1, 1, 2), np.int64), (1, 2, 4)), {}),
+    ("convert_indices", (np.zeros((1, 1, 2), np.int64), (1, 1, 4)), dict(to_format="flat")),
 ])
-def test_twins_raise_the_public_errors(name, args):
+def test_twins_raise_the_public_errors(name, args, kwargs):
+    if name == "convert_indices":
+        kwargs = {"from_format": "onnx", "to_format": "plane", **kwargs}
     fast, twin = pair(name)
     with pytest.raises((ValueError, TypeError)) as public:
-        fast(*args)
+        fast(*args, **kwargs)
     with pytest.raises(type(public.value)) as twin_error:
-        twin(*args)
+        twin(*args, **kwargs)
     assert str(twin_error.value) == str(public.value)
+
+
+@pytest.mark.parametrize("name", ["max_pool_grad", "convert_indices"])
+def test_twins_reject_an_index_out_of_range(name):
+    """Both raise ValueError for an index past its format's range (the twin's message is shorter)."""
+    indices = np.array([[[0, 9]]])
+    args = (np.zeros((1, 1, 2), np.float32), indices, (1, 1, 4)) if name == "max_pool_grad" \
+        else (indices, (1, 1, 4))
+    kwargs = {} if name == "max_pool_grad" else dict(from_format="onnx", to_format="plane")
+    for function in pair(name):
+        with pytest.raises(ValueError, match=rf"^{name}: indices\[0, 0, 1\] = 9 is outside"):
+            function(*args, **kwargs)
 
 
 def test_out_buffers_are_filled_and_returned():

@@ -306,7 +306,7 @@ cdef inline bint _special(const pool_t* xr, Py_ssize_t n, uint16_t inf_bits) noe
     elif pool_t is uint16_t:
         # The largest magnitude (above +inf's: a NaN), and the smallest value with
         # the sign bit flipped (0 only for -0.0): two 16-bit reductions (a flag per
-        # value widened the lanes to 32 bits: 2x slower).
+        # value widened the lanes to 32 bits: docs/tuning.md#fused-kernel-loops).
         for i in range(n):
             top = max(top, <uint16_t>(xr[i] & 0x7fff))
             low = min(low, <uint16_t>(xr[i] ^ 0x8000))

@@ -1,14 +1,15 @@
 # ===========================================================================
 # maxpool_fused.pxi: MaxPool3d, the NCHW kernel of ranks 1-3, and its loops.
 #
-# It serves three of pooling.maxpool's strategies (which one runs, pooling.maxpool decides):
+# It serves three MaxPool strategies (pooling._maxpool_strategies.choose_strategy picks one):
 #   fused two-pass  ranks 1-3, promoted to 3-D with singleton axes by the caller
 #                   (_launch_3d): _units_body -> _units -> _pool_unit -> _pool_rows
 #                   (pass 1 _hrows, pass 2 _vcombine*), described below;
 #   depth-first 3-D _launch_3d(depth_first=True): _depth_first reduces a depth
 #                   window to one slab, which is then pooled in 2-D (flat_g);
-#   depth-split 3-D _launch_depth_split: MaxPool3d on single depth slices, then
-#                   max_pool_axis along depth (maxpool_separable.pxi).
+#   depth-split 3-D _build_depth_split: MaxPool3d (or ROWS_FIRST's MaxPoolRows) on
+#                   single depth slices, then max_pool_axis along depth
+#                   (maxpool_separable.pxi).
 #
 # Two passes, innermost axis first, over chunks of output rows:
 #   1. horizontal: every input row the chunk needs (of each depth slice it
@@ -27,12 +28,11 @@
 # one long loop over the block, and only the border columns (whose windows
 # would read a neighbouring row) are redone row by row.  On narrow images
 # per-row loops of 56 outputs spent most of their time in loop set-up and
-# scalar remainders (8x64x112x112 k3 s2, one thread: uint8 1.77 -> 0.89 ms,
-# float16 4.26 -> 1.97 ms).  Reduced rows live in a ring of g.brows rows per
-# depth tap (slot h & (brows - 1); a power of two, since a division per row
-# measured 12% of the time), filled a chunk of output rows at a time, so each
-# input row is reduced once per work item and the chunk is still in L1 when
-# pass 2 reads it.
+# scalar remainders.  Reduced rows live in a ring of g.brows rows per depth
+# tap (slot h & (brows - 1); a power of two, since a division per row cost
+# more), filled a chunk of output rows at a time, so each input row is reduced
+# once per work item and the chunk is still in L1 when pass 2 reads it
+# (docs/tuning.md#row-chunks-fused-and-tiles).
 # ===========================================================================
 
 cdef inline pool_t _ring(pool_t v) noexcept nogil:
@@ -115,10 +115,10 @@ cdef inline bint _hrow_short(const pool_t* xr, pool_t* hv, int32_t* hp, Py_ssize
     kernel reads its second tap twice: an equal value never replaces the
     maximum, so one loop serves both.  Callers pass literals: with a constant
     stride gcc loads whole vectors and shuffles, with a run-time one it
-    assembles each vector from scalar loads (3x the work).  Checking the taps
-    here, in registers, costs little; a separate pass over the rows measured
-    0.5 ms of 2 on 8x64x112x112 float32 (a pass that only loads cannot
-    overlap memory with work).
+    assembles each vector from scalar loads.  Checking the taps here, in
+    registers, costs little; a separate pass over the rows cost much more (a
+    pass that only loads cannot overlap memory with work;
+    docs/tuning.md#fused-kernel-loops).
     """
     cdef Py_ssize_t ow
     cdef const pool_t* src = xr - g.pw
@@ -193,7 +193,7 @@ cdef bint _hinterior(const pool_t* xr, pool_t* hv, int32_t* hp, Py_ssize_t lo,
     Without `exact`, returns whether a tap read an _odd() value.
 
     Not inline: a second inlined copy of these loops made gcc stop inlining
-    the literal-stride ones (3x slower)."""
+    the literal-stride ones (docs/tuning.md#fused-kernel-loops)."""
     cdef bint odd
     if _short(g) and not exact:
         # The ResNet-like shapes, with literal strides and offsets.
@@ -218,9 +218,9 @@ cdef inline bint _hcheap(const pool_t* xr, pool_t* hv, int32_t* hp, Py_ssize_t l
 
     The loops check float and double taps as they go, in registers, and so does
     _hrow_short for 16-bit floats without positions (two 16-bit reductions, as
-    in _special: 8x64x112x112 float16 1.27 -> 1.11 ms).  The other 16-bit loops
-    are checked after, while the taps are in cache (a check in their body made
-    them 2x slower and stopped gcc inlining them)."""
+    in _special).  The other 16-bit loops are checked after, while the taps are
+    in cache (a check in their body slowed them and stopped gcc inlining them;
+    docs/tuning.md#fused-kernel-loops)."""
     cdef bint odd = _hinterior(xr, hv, hp, lo, hi, pbase, g, False)
     if pool_t is uint16_t and (hp != NULL or not _short(g)):
         odd = _special(xr + lo * g.sw - g.pw, (hi - 1 - lo) * g.sw + (g.kw - 1) * g.dw + 1,
@@ -233,8 +233,8 @@ cdef inline void _hborder(const pool_t* xr, Py_ssize_t rows, Py_ssize_t ow, pool
     """Pass 1 for border column ow (whose window is cut by the row's ends) of
     `rows` rows; with `exact`, nan[r] is set where the result is _odd()
     (without, the caller knows the rows hold no _odd() value).  Column by
-    column over the rows, so the tap range is looked up once: per row and
-    column it measured a quarter of 56x56 planes' time."""
+    column over the rows, so the tap range is looked up once, not per row and
+    column (docs/tuning.md#fused-kernel-loops)."""
     cdef Py_ssize_t r, t, t0 = g.twr[2 * ow], t1 = g.twr[2 * ow + 1], best
     cdef Py_ssize_t w0 = ow * g.sw - g.pw + t0 * g.dw, OW = g.OW, W = g.W, dw = g.dw
     cdef const pool_t* x
@@ -363,8 +363,8 @@ cdef inline void _vcombine3(pool_t** rv, pool_t* yrow, Py_ssize_t OW, uint16_t i
                             bint exact) noexcept nogil:
     """Pass 2 without Indices for at most three rows (repeated to three): one loop into Y.
 
-    (With Indices the row-at-a-time _vcombine measured twice as fast: the
-    fused loop's six-way selects do not vectorise.)
+    (With Indices the row-at-a-time _vcombine measured faster: the fused
+    loop's six-way selects do not vectorise; docs/tuning.md#fused-kernel-loops.)
     """
     cdef Py_ssize_t ow
     cdef pool_t a, b, c, m
@@ -649,7 +649,7 @@ cdef void _pool_unit(const pool_t* xb, pool_t* yb, int64_t* ib, const Geom* g,
     """Work item u of MaxPool3d: rows_per_unit output rows of one depth slice of
     one plane, with this thread's scratch (m NULL: never reduce depth first)."""
     # Copies the compiler can keep in registers: through the pointers, every store
-    # to a row might change the geometry (float32 +Indices 5.3 -> 4.5 ms).
+    # to a row might change the geometry (docs/tuning.md#fused-kernel-loops).
     cdef Geom gc = g[0], fc = flat_g[0]
     g, flat_g = &gc, &fc
     cdef Py_ssize_t plane = u // (g.OD * nblk)

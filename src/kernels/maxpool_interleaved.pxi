@@ -14,10 +14,9 @@
 # the result is copied back to the planes.  The padding holds the empty value
 # (written once per claimed chunk: the blocks only overwrite the interior).
 #
-# The NCHW kernels' set-up per plane and per row dominated these planes: k3
-# s1 on 1x832x7x7 and k3 s2 ceil on 1x480x28x28 ran 1.3x slower than
-# onnxruntime, while the channels-last kernel on the transposed input was
-# 3-4x faster than either.  The copies both ways cost about a memcpy each:
+# The NCHW kernels' set-up per plane and per row dominated these planes, while
+# the channels-last kernel on the transposed input was much faster
+# (docs/tuning.md#interleaved-strategy).  The copies both ways cost about a memcpy each:
 # the inner loop over the block's planes is a constant trip count that the
 # compiler turns into vector inserts and extracts.
 #

@@ -1,8 +1,10 @@
 # ===========================================================================
-# maxpool_launch.pxi: what the two MaxPool launch classes share.
+# maxpool_launch.pxi: what the MaxPool launch classes share.
 #
-# A launch (MaxPool3d in maxpool_fused.pxi, MaxPoolNHWC in maxpool_nhwc.pxi)
-# is made once per plan by pooling.maxpool and called for every array: the
+# A launch (MaxPool3d in maxpool_fused.pxi, MaxPoolNHWC in maxpool_nhwc.pxi,
+# and MaxPoolPlanes, MaxPoolTiles, MaxPoolInterleaved, MaxPoolRows and
+# MaxPoolNarrow in their strategies' files)
+# is made once per plan by pooling._maxpool_strategies and called for every array: the
 # geometry (Geom), the work split and the scratch are fixed at construction,
 # so a call only checks its arrays' sizes and runs.  Each launch fills a
 # _UnitsJob and hands its body to pk_parallel; the body switches on the
@@ -10,8 +12,8 @@
 # ===========================================================================
 
 cdef enum:
-    KEEP_SCRATCH = 16384    # bytes of scratch a MaxPool launch keeps for its next call (allocating
-                            # it was a tenth of a 1x1x8x8 call); larger scratch is freed after each
+    KEEP_SCRATCH = 16384    # bytes of scratch a MaxPool launch keeps for its next call (allocating it
+                            # costs small calls: docs/tuning.md#call-overhead); larger is freed after each
 
 
 cdef struct Geom:
@@ -54,8 +56,8 @@ cdef void _set_geom(Geom* g, Py_ssize_t D, Py_ssize_t H, Py_ssize_t W,
 cdef class _Launch:
     """A MaxPool launch, fixed at construction (geometry, element type, work split,
     thread count) so that a call only checks its arrays' sizes and runs: taking
-    the geometry, scratch and arrays as arguments on every call cost 1.9 of a
-    1x1x8x8 call's 2.2 us in the kernel.
+    the geometry, scratch and arrays as arguments on every call cost most of a
+    small call's time in the kernel (docs/tuning.md#call-overhead).
 
     Calling it with x, y (C-contiguous, of exactly the launch's sizes in the
     element type `ctype` names) and indices (int64 of y's size, or None) writes

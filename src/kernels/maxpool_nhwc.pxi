@@ -1,7 +1,7 @@
 # ===========================================================================
 # maxpool_nhwc.pxi: MaxPoolNHWC, the channels-last kernel, beside its loops.
 #
-# The "NHWC kernel" strategy of pooling.maxpool (com.ms.internal.nhwc, ranks
+# Strategy NHWC of pooling._maxpool_strategies (com.ms.internal.nhwc, ranks
 # 1-3 promoted to 3-D); the other NHWC strategy, "NHWC by transpose"
 # (_run_nhwc_transposed), is the separable kernel run on a transposed copy,
 # maxpool_separable.pxi.  Call order: _nhwc_body -> _nhwc_rows -> _nhwc_unit
@@ -99,7 +99,7 @@ cdef void _nhwc_rows(pool_t* kind, const _UnitsJob* j, Py_ssize_t begin, Py_ssiz
     cdef int act = j.act
     # The first row outside the loop: _nhwc_row then has two call sites per type, and gcc keeps it
     # a function of its own instead of inlining it into its one caller, where the baseline build's
-    # code ran 1.2x slower (8x112x112x64 k3 s2 p1 float32, one thread: 3.9 vs 3.1 ms).
+    # code ran slower (docs/tuning.md#nhwc-kernel-loops).
     if begin < end:
         _nhwc_unit(xb, yb, ib, C, g, begin, wpix, act, lo, hi)
     for u in range(begin + 1, end):
@@ -137,7 +137,7 @@ cdef void _nhwc_row(const pool_t* xp, pool_t* yrow, int64_t* irow, int64_t xoff,
     input rows the output row reads are checked once for NaN and -0.0, so
     the cheap key of _keep serves nearly every row.  float and double keep the
     exact compare: it vectorises well over C, and the extra pass over rows
-    larger than L1 measured slower (2.2 -> 2.9 ms on 8x112x112x64 k3 s2).
+    larger than L1 measured slower (docs/tuning.md#nhwc-kernel-loops).
     """
     cdef Geom gc = g[0]  # in registers: see _pool_unit
     g = &gc

@@ -202,9 +202,8 @@ cdef bint _plane(const pool_t* x, pool_t* y, const Geom* g, Py_ssize_t Hp, Py_ss
     if not exact:
         if _special(x, g.H * W, g.inf_bits):
             return False
-    # Without the copy where the borders' scalar taps stay few beside the flat passes: SPP's
-    # k13 on 19x19 planes ran 2.8x slower so (k9 1.6x, SPPF k5 on 20x20 1.1x), YOLOv3-tiny's
-    # k2 on 13x13 and 1-D k5 over 1000 values 0.8x the time, k3 on 7x7-35x35 the same.
+    # Without the copy only where the borders' scalar taps stay few beside the flat passes: wider
+    # borders (SPP's k13 on 19x19) ran slower so (docs/tuning.md#planes-strategy).
     if (pool_t is not uint16_t and g.sw == 1 and g.sh == 1 and g.dw == 1 and g.dh == 1
             and OW == W and OH == g.H and 2 * g.kw * (g.kw - 1) <= W and 2 * g.kh * (g.kh - 1) <= g.H):
         _same_plane(x, y, g, Hb, T1, T2, exact)

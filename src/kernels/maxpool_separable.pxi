@@ -1,7 +1,7 @@
 # ===========================================================================
 # maxpool_separable.pxi: max_pool_axis, one separable MaxPool stage along one axis.
 #
-# pooling.maxpool runs it axis by axis for three strategies: "separable"
+# pooling._maxpool_strategies runs it axis by axis for three strategies: "separable"
 # (_run_separable: any rank, NCHW), "NHWC by transpose" (_run_nhwc_transposed:
 # the same on a transposed copy), and
 # the depth stage of "depth-split 3-D" (after MaxPool3d pooled each depth

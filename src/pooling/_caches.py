@@ -32,7 +32,8 @@ class Caches(NamedTuple):
     source: str       # where the sizes came from, e.g. "sysfs" or "POOLING_CACHES (llc), sysfs"
 
 
-# AMD EPYC Zen 3 (family 0x19): 32 KiB L1d, 512 KiB L2 per core, a 32 MiB L3.
+# The caches of the development VM that set most thresholds (docs/tuning.md#cpus-measured):
+# 32 KiB L1d, 512 KiB L2 per core, a 32 MiB L3.
 DEFAULT = Caches(32 << 10, 512 << 10, 32 << 20, 0, "default")
 FIELDS = ("l1d", "l2", "llc")
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}

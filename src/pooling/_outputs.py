@@ -23,8 +23,8 @@ def output_array(op, name, out, shape, dtype, *others, zeros=False):
             y = np.empty(shape, dtype=dtype)
             if y.nbytes >= _KEEP_MIN_BYTES:
                 # A large block, reused from a result freed before (docs/behaviour.md, "Memory").
-                # (Allocated again: the first, never touched, costs a few microseconds; checking
-                # the size beforehand cost a small call 5%.)
+                # (Allocated again: the first, never touched, is cheap; checking the size beforehand
+                # cost small calls more: docs/tuning.md#call-overhead.)
                 y = _runtime.empty_result(shape, dtype)
             return y
         except ValueError:
@@ -42,7 +42,7 @@ def output_array(op, name, out, shape, dtype, *others, zeros=False):
         )
     if not out.flags.carray:  # C-contiguous, aligned and writeable
         raise ValueError(f"{op}: {name} must be a writeable, aligned, C-contiguous array")
-    for what, other in others:  # (a loop: any() over a generator cost 0.26 us of a small call)
+    for what, other in others:  # (a loop, not any(): docs/tuning.md#call-overhead)
         if np.may_share_memory(out, other):
             raise ValueError(f"{op}: {name} must not overlap {what}")
     return out

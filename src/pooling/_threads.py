@@ -5,8 +5,8 @@ import os
 
 from . import _runtime
 
-# Below this many input elements the fork/join costs more than a second core
-# gains (measured on the ResNet-stem MaxPool: 1x64x16x16 is ~5 us serial).
+# Below this many input elements handing work to a second thread costs more than
+# it gains (docs/tuning.md#serial-calls).
 SERIAL_BELOW = 1 << 15
 
 # An explicit n_threads above this is lowered to it (results never depend on
@@ -54,8 +54,8 @@ def split_rows(slices, rows, nt, most=None, even=False):
     The split is over (plane x depth slice) x blocks of output rows, so that a
     few large planes still use every core; a longer block reuses more cached rows.
     even: the fewest items that nt threads share evenly (1x3x224x224 on 2
-    threads: 6 items of 56 rows instead of 18 of 19, 13.3 -> 13.0 us: an item
-    re-reads the rows its first output row shares with the item before).
+    threads: 6 items of 56 rows instead of 18 of 19), since an item re-reads the
+    rows its first output row shares with the item before (docs/tuning.md#even-work-split).
     """
     per = max(rows, 1)
     if even:

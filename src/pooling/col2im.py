@@ -46,8 +46,8 @@ _MAX_RANK = 64
 # apart (they never share a pixel) are added together, block by block, up to
 # _GROUP_MAX of them.  The float kinds only: the kernels for the others would
 # make each extension module 100 KB larger for sums no model we know does.  A
-# C model of both loops (Zen 5): 1.5x faster at 32 bytes (float32, stride 8),
-# 3-4.5x at 128 bytes and more; 1.4-2.4x slower at 8-16 bytes.
+# C model of both loops put the break-even between 16 and 32 bytes
+# (docs/tuning.md#col2im-sparse-runs).
 _SPARSE_BYTES = 32
 _GROUP_MAX = 64
 

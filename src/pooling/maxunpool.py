@@ -40,19 +40,16 @@ _BITS = {size: np.dtype(f"u{size}") for size in (1, 2, 4, 8)}
 # Fresh results of at least this many bytes come from np.zeros (calloc) and are not zeroed by the
 # kernel.  glibc maps blocks this large straight from the system (32 MiB is its largest dynamic
 # mmap threshold), as zero pages, so calloc writes nothing and the kernel's zeroing would be a
-# second write of every page: SegNet's 44 MB unpool, one thread, 13.9 -> 12.2 ms (AMD EPYC Zen 3,
-# interleaved medians; ENet's 4 MB one, reused from the heap, gained nothing).  Below it calloc
-# may memset on one thread, where the kernel zeroes on every thread and plane by plane in cache.
-# It follows the allocator, not the caches (docs/tuning.md, "Allocator thresholds").
+# second write of every page.  Below it calloc may memset on one thread, where the kernel zeroes
+# on every thread and plane by plane in cache.  It follows the allocator, not the caches
+# (docs/tuning.md#fresh-results-zeroed-by-the-system).
 _FRESH_ZEROS = 32 << 20
 
 
 # Windows (32-bit elements) of a large result are written with non-temporal stores, past the caches
 # (include/pooling_unpool.h), where _tuning.stream_unpool says the call's bytes exceed them.
 # Windows only where x's rows hold at least this many values: shorter rows pay a call and a scalar
-# remainder per row.  Zen 5, medians, one / two threads, windows against the scatter: 1x256x10x10
-# into 20x20 0.026 / 0.015 ms against 0.015 / 0.010; 1x128x16x16 into 32x32 0.015 / 0.0095 against
-# 0.022 / 0.013; 1x64x32x32 into 64x64 0.025 / 0.017 against 0.040 / 0.021.
+# remainder per row (docs/tuning.md#maxunpool-window-rows-of-16-or-more).
 _WINDOWS_MIN_ROW = 16
 
 
