@@ -56,16 +56,6 @@ TIMING = re.compile("|".join([
 # when": a one-line why with its link to docs/tuning.md, no more).
 MAX_TIMING_LINES = 15
 
-# Files being rewritten elsewhere while this test was written: their lines are counted apart and
-# not held to MAX_TIMING_LINES yet.  Empty this once they link docs/tuning.md instead of quoting.
-PENDING = {
-    "src/pooling/_maxpool_strategies.py",
-    "src/pooling/_dispatch.py",
-    "src/pooling/_tuning.py",
-    "src/kernels/maxpool_tiles.pxi",
-    "src/kernels/col2im.pxi",
-}
-
 _CODE_SUFFIXES = {".py", ".pyx", ".pxi", ".pxd", ".pyi", ".h"}
 
 
@@ -98,8 +88,7 @@ def test_timing_pattern_catches_quotes_and_not_code():
 def test_code_leaves_measurements_to_docs_tuning():
     """At most MAX_TIMING_LINES lines of the code quote a timing, ratio or CPU model; each
     measurement belongs in docs/tuning.md, linked from a one-line why."""
-    files = [f for f in _source_files() if f not in PENDING]
-    found = timing_lines(files)
+    found = timing_lines(_source_files())
     assert len(found) <= MAX_TIMING_LINES, "\n".join(f"{p}:{n}: {line}" for p, n, line in found)
 
 
@@ -107,11 +96,6 @@ def test_design_holds_no_measurements():
     """docs/design.md says how the library is built; the figures behind its choices are docs/tuning.md's."""
     text = (ROOT / "docs" / "design.md").read_text(encoding="utf-8")
     assert [line for line in text.splitlines() if TIMING.search(line)] == []
-
-
-def test_pending_files_exist():
-    """PENDING names real files (a renamed one would silently leave the count)."""
-    assert [f for f in sorted(PENDING) if not (ROOT / f).is_file()] == []
 
 
 # -- names ----------------------------------------------------------------------------------------
@@ -334,13 +318,9 @@ def page_problems(page):
     return found
 
 
-# Violations in files this change could not edit (README.md and docs/threads.md, being rewritten
-# elsewhere; the PENDING files), as "path: problem".  Fix the file, then delete its entries here.
-KNOWN = {
-    # docs/threads.md cites the script of its OpenMP measurement by a path under /tmp (issue 38): name
-    # the command or commit instead, or move the script into bench/.
-    "docs/threads.md: /tmp/s7/gap.py is a scratch file, not in the repository",
-}
+
+
+KNOWN = set()
 
 
 def all_problems():

@@ -7,7 +7,7 @@
 #                   (pass 1 _hrows, pass 2 _vcombine*), described below;
 #   depth-first 3-D _launch_3d(depth_first=True): _depth_first reduces a depth
 #                   window to one slab, which is then pooled in 2-D (flat_g);
-#   depth-split 3-D _build_depth_split: MaxPool3d (or ROWS_FIRST's MaxPoolRows) on
+#   depth-split 3-D DepthSplit.build: MaxPool3d (or ROWS_FIRST's MaxPoolRows) on
 #                   single depth slices, then max_pool_axis along depth
 #                   (maxpool_separable.pxi).
 #

@@ -261,7 +261,7 @@ def _launch_3d(plan, kind, nt, brows, act, inf_bits, depth_first=False, core=_co
     """NCHW, ranks 1-3: the fused two-pass kernel over (N*C) planes.
 
     depth_first: work items are whole output depth slices, each first reduced
-    along depth where the data allows (no Indices; see _depth_first_pays).
+    along depth where the data allows (no Indices; see DepthFirst.pays).
     """
     planes = plan.out_shape[0] * plan.out_shape[1]
     spatial, out, kernel, strides, dilations, pads_begin = _promote(plan)
