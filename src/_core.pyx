@@ -31,7 +31,8 @@ built once.
 #   NARROW           MaxPoolNarrow    kernels/maxpool_narrow.pxi
 #   FUSED            MaxPool3d        kernels/maxpool_fused.pxi
 #   DEPTH_FIRST      MaxPool3d(depth_first=True), same file
-#   DEPTH_SPLIT      MaxPool3d on slices + max_pool_axis along depth
+#   DEPTH_SPLIT      MaxPool3d or MaxPoolRows on slices, then max_pool_axis along depth
+#                    (maxpool_fused.pxi or maxpool_rows.pxi, maxpool_separable.pxi)
 #   SEPARABLE        max_pool_axis    kernels/maxpool_separable.pxi
 #   NHWC_TRANSPOSED  max_pool_axis on the transposed copy, same file
 include "kernels/common.pxi"            # cimports, extern blocks, kinds, compare helpers, glossary

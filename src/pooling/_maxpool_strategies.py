@@ -7,8 +7,9 @@ which walks `ORDER`, the units in the order they are preferred, and takes the fi
 turns the plan into a ``run(xk, y, indices)`` callable holding the kernel object, its geometry and
 its scratch, and `launch` caches the callable per (plan, kind, threads, Indices, strategy).  Tests
 force each strategy with ``max_pool(..., _strategy=...)``; a forced strategy that cannot compute
-the call (`serves` is False) is a ValueError.  Which SIMD build runs a unit's kernel is not the
-unit's decision but pooling._tuning's table (`kernels_for`).
+the call (`serves` is False) is a ValueError.  Which other SIMD build may run a unit's kernel is
+pooling._tuning's table (`kernels_for`) to propose; a unit keeps the process's build only where the
+proposed one cannot hold its call (`_narrow_core`, NhwcBlocks, Planes' whole-plane windows).
 
 Adding a strategy: a `Strategy` member, one `Unit` subclass here (its `serves`, `pays` and
 `build`), its place in `ORDER`, and its section in docs/tuning.md#maxpool-strategy-choices.  The
