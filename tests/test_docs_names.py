@@ -159,7 +159,10 @@ def code_words():
 
 @lru_cache(maxsize=None)
 def source_basenames():
-    return frozenset(Path(p).name for p in _source_files())
+    """The source files' names, with those setup.py renders from a template (bodies.pxi from
+    bodies.pxi.in): an sdist's tree has the template only."""
+    rendered = {p.name[:-len(".in")] for p in (ROOT / "src").rglob("*.in")}
+    return frozenset(Path(p).name for p in _source_files()) | rendered
 
 
 def checked_text(path):
@@ -191,7 +194,7 @@ _KERNEL_FILE = re.compile(r"(?<![\w/.])((?:pooling_\w+\.h)|(?:\w+\.pxi)|(?:_\w+\
 _EXTENSIONS = {"_core", "_core_avx2", "_core_avx512", "_runtime"}
 
 # Files the build writes, which a checkout does not hold: Cython's C files and the build record.
-GENERATED = re.compile(r"src/(?:[\w*]+\.c|pooling/_build_info\.py)$")
+GENERATED = re.compile(r"src/(?:[\w*]+\.c|pooling/_build_info\.py|kernels/bodies\.pxi)$")
 
 # Names of other software that look like private names of ours (`sysconf(_SC_LEVEL1_DCACHE_SIZE)`).
 FOREIGN = {"_SC_LEVEL1_DCACHE_SIZE"}
