@@ -257,8 +257,10 @@ def integer_array(op, name, indices):
 
 
 def as_int64(op, name, idx):
-    """An integer array as int64; uint64 values past int64 are a ValueError (not wrapped to -1)."""
+    """An integer array as aligned, C-contiguous int64 (the kernels load it as int64_t: an array one byte
+    off its alignment, contiguous or not, is copied); uint64 values past int64 are a ValueError (not
+    wrapped to -1)."""
     if idx.dtype.kind == "u" and idx.dtype.itemsize == 8 and idx.size and int(idx.max()) >= 1 << 63:
         where = position(int(np.argmax(idx >= np.uint64(1 << 63))), idx.shape)
         raise ValueError(f"{op}: {name}{list(where)} = {int(idx[where])} is past the int64 range")
-    return np.ascontiguousarray(idx, dtype=np.int64)
+    return np.require(idx, dtype=np.int64, requirements=("C", "A"))
