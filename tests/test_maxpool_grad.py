@@ -326,3 +326,21 @@ def test_fuzz_against_the_twin():
         assert_same(pooling.max_pool_grad(g, idx, x_shape, n_threads=nt, **kw), want)
 
     check()
+
+
+def test_indices_off_their_alignment_reach_the_kernel_aligned():
+    """The kernels load Indices as int64_t: an int64 array one byte off its alignment (contiguous, so
+    numpy would pass it on as it is) is copied, for max_pool_grad and convert_indices alike; the
+    results are those of the aligned array."""
+    from conftest import unaligned
+    from pooling.indices import as_int64
+
+    x = np.arange(2 * 3 * 6 * 6, dtype=np.float32).reshape(2, 3, 6, 6)
+    y, idx = pooling.max_pool(x, (2, 2), strides=(2, 2), return_indices=True)
+    off = unaligned(idx)
+    assert not off.flags.aligned and off.flags.c_contiguous
+    fixed = as_int64("MaxPoolGrad", "indices", off)
+    assert fixed.flags.aligned and fixed.flags.c_contiguous and fixed.dtype == np.int64
+    np.testing.assert_array_equal(fixed, idx)
+    g = np.ones_like(y)
+    np.testing.assert_array_equal(pooling.max_pool_grad(g, off, x.shape), pooling.max_pool_grad(g, idx, x.shape))
