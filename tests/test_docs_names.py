@@ -15,9 +15,6 @@ Two checks (issue 38):
   which must occur in the code (comments and docstrings left out) of src/, include/ or setup.py;
   and the kernels' files by their bare names (`maxpool_rows.pxi`, `pooling_pool.h`).  No file under
   /tmp may be cited as evidence.
-
-Violations in files this change could not edit are listed in KNOWN, to be emptied as those files
-are fixed; a KNOWN entry that no longer occurs fails too, so the list only shrinks.
 """
 from __future__ import annotations
 
@@ -322,10 +319,6 @@ def page_problems(page):
 
 
 
-
-KNOWN = set()
-
-
 def all_problems():
     found = set()
     for page in _docs_pages():
@@ -336,18 +329,13 @@ def all_problems():
 
 
 def test_docs_and_file_headers_name_what_exists():
-    found = all_problems()
-    assert sorted(found - KNOWN) == []
+    assert sorted(all_problems()) == []
 
 
 def test_removed_names_are_gone_from_the_code():
     """What docs/tuning.md records as removed really is: no code of src/ or include/ holds it."""
     assert sorted(name for name in REMOVED if name.split(".")[-1] in code_words()) == []
 
-
-def test_known_violations_still_occur():
-    """KNOWN only shrinks: an entry fixed in its file must leave the list."""
-    assert sorted(KNOWN - all_problems()) == []
 
 
 @pytest.mark.parametrize("text, bad", [

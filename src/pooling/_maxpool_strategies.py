@@ -15,6 +15,7 @@ Adding a strategy: a `Strategy` member, one `Unit` subclass here (its `serves`, 
 `build`), its place in `ORDER`, and its section in docs/tuning.md#maxpool-strategy-choices.  The
 kernels live in src/_core.pyx and the files it includes; docs/design.md maps them.
 """
+import abc
 import functools
 import math
 import types
@@ -47,20 +48,38 @@ _PLANES_LIMIT = 1 << 24
 # Choosing and launching
 # ---------------------------------------------------------------------------
 
-class Unit:
+class Unit(abc.ABC):
     """A MaxPool strategy: what its kernel can compute (`serves`: limits, never speed), when it is
     the one to take among those that serve (`pays`: the speed rule, measured in
     docs/tuning.md#maxpool-strategy-choices), and how a plan becomes its launch (`build`)."""
     strategy: Strategy
 
+    @abc.abstractmethod
     def serves(self, plan, kind, with_indices):
-        raise NotImplementedError
+        """Whether the unit's kernel computes this call at all."""
 
     def pays(self, plan, kind, nt, with_indices):
         return True
 
+    @abc.abstractmethod
     def build(self, plan, kind, nt, act, inf_bits, with_indices):
-        raise NotImplementedError
+        """run(xk, y, indices) for this plan."""
+
+
+class _EveryCall(Unit):
+    """A rare path that serves every call of its layout through a runner of numpy passes and the axis
+    kernel: `run(plan, kind, xk, y, indices, act, inf_bits, nt)`."""
+    layout: str
+
+    def serves(self, plan, kind, with_indices):
+        return plan.layout == self.layout
+
+    def build(self, plan, kind, nt, act, inf_bits, with_indices):
+        return functools.partial(_call_runner, self.run, plan, kind, act, inf_bits, nt)
+
+
+def _call_runner(run, plan, kind, act, inf_bits, nt, xk, y, indices):
+    run(plan, kind, xk, y, indices, act, inf_bits, nt)
 
 
 def choose_strategy(plan, kind, n_threads, with_indices):
@@ -264,8 +283,8 @@ def _launch_3d(plan, kind, nt, brows, act, inf_bits, depth_first=False, core=_co
     depth_first: work items are whole output depth slices, each first reduced
     along depth where the data allows (no Indices; see DepthFirst.pays).
     """
-    planes = plan.out_shape[0] * plan.out_shape[1]
-    spatial, out, kernel, strides, dilations, pads_begin = _promote(plan)
+    g = _geometry(plan)
+    planes, spatial, out, kernel, strides, dilations = g.planes, g.spatial, g.out, g.kernel, g.strides, g.dilations
     even = _tuning.even_split(planes * math.prod(spatial) * KINDS[kind].itemsize, nt)
     if depth_first:
         rows, units = max(out[1], 1), planes * out[0]
@@ -275,9 +294,8 @@ def _launch_3d(plan, kind, nt, brows, act, inf_bits, depth_first=False, core=_co
         rows, units = split_rows(planes * out[0], out[1], nt, even=even, most=max(
             1, (most - (kernel[1] - 1) * dilations[1] - 1) // strides[1] + 1))
     x_shape, y_shape = (planes,) + spatial, (planes,) + out
-    taps = _tap_ranges(spatial, out, kernel, strides, dilations, pads_begin)
-    return core.MaxPool3d(KINDS[kind].ctype, x_shape, y_shape, kernel, strides, dilations, pads_begin,
-                           taps, brows, rows, depth_first, *act, inf_bits, nt,
+    return core.MaxPool3d(KINDS[kind].ctype, x_shape, y_shape, kernel, strides, dilations, g.pads_begin,
+                           g.taps, brows, rows, depth_first, *act, inf_bits, nt,
                            chunk_size(units, nt), _index_code(plan, planes))
 
 @functools.lru_cache(maxsize=64)
@@ -381,18 +399,6 @@ def _nhwc_launch(plan, kind, nt, act, inf_bits, blocks=False, core=_core):
                         _tuning.prefetch_nhwc(math.prod(x_shape) * KINDS[kind].itemsize, g.strides[1]))
 
 
-class NhwcTransposed(Unit):
-    """Channels-last beyond the channels-last kernel's reach (rank > 3, huge images): the NCHW
-    transpose through SEPARABLE, Indices re-encoded as NHWC offsets.  The rare path."""
-    strategy = Strategy.NHWC_TRANSPOSED
-
-    def serves(self, plan, kind, with_indices):
-        return plan.layout == "NHWC"
-
-    def build(self, plan, kind, nt, act, inf_bits, with_indices):
-        return lambda xk, y, indices: _run_nhwc_transposed(plan, kind, xk, y, indices, act, inf_bits, nt)
-
-
 def _run_nhwc_transposed(plan, kind, xk, y, indices, act, inf_bits, nt):
     """NHWC beyond the channels-last kernel's reach (rank > 3, huge images):
     pool the NCHW transpose and re-encode Indices as NHWC offsets."""
@@ -412,6 +418,13 @@ def _run_nhwc_transposed(plan, kind, xk, y, indices, act, inf_bits, nt):
         image, channel = np.divmod(image_channel, max(channels, 1))
         nhwc = (image * plane + pixel) * channels + channel
         indices[...] = np.where(i_nchw < 0, -1, nhwc).transpose(to_nhwc)
+
+
+class NhwcTransposed(_EveryCall):
+    """Channels-last beyond the channels-last kernel's reach (rank > 3, huge images): the NCHW
+    transpose through SEPARABLE, Indices re-encoded as NHWC offsets.  The rare path."""
+    strategy, layout = Strategy.NHWC_TRANSPOSED, "NHWC"
+    run = staticmethod(_run_nhwc_transposed)
 
 
 def _depth(plan):
@@ -739,19 +752,6 @@ class Fused(Unit):
         return _launch_3d(plan, kind, nt, brows, act, inf_bits, core=core)
 
 
-class Separable(Unit):
-    """NCHW, any rank: the last axis first, then each earlier one (the contract's tie order),
-    carrying the winners' flat offsets from stage to stage.  Serves every NCHW call: the rare
-    path (rank > 3, huge dilated windows)."""
-    strategy = Strategy.SEPARABLE
-
-    def serves(self, plan, kind, with_indices):
-        return plan.layout == "NCHW"
-
-    def build(self, plan, kind, nt, act, inf_bits, with_indices):
-        return lambda xk, y, indices: _run_separable(plan, kind, xk, y, indices, act, inf_bits, nt)
-
-
 def _run_separable(plan, kind, xk, y, indices, act, inf_bits, nt):
     """NCHW, any rank: pool the last axis first, then each earlier one (the contract's
     tie order), carrying the winners' flat offsets from stage to stage."""
@@ -780,6 +780,14 @@ def _run_separable(plan, kind, xk, y, indices, act, inf_bits, nt):
             plan.pads_begin[axis], mode, lo, hi, inf_bits, nt,
         )
         cur, pos = nxt, nxt_pos
+
+
+class Separable(_EveryCall):
+    """NCHW, any rank: the last axis first, then each earlier one (the contract's tie order),
+    carrying the winners' flat offsets from stage to stage.  Serves every NCHW call: the rare
+    path (rank > 3, huge dilated windows)."""
+    strategy, layout = Strategy.SEPARABLE, "NCHW"
+    run = staticmethod(_run_separable)
 
 
 # The units in the order choose_strategy tries them (the channels-last ones first: the NCHW ones
