@@ -7,17 +7,7 @@
 #include <stdint.h>
 
 #include "pooling_half_conv.h"
-
-#if defined(__GNUC__) || defined(__clang__)
-#define PK_ADD_NOINLINE __attribute__((noinline))
-#define PK_RESTRICT __restrict__
-#elif defined(_MSC_VER)
-#define PK_ADD_NOINLINE __declspec(noinline)
-#define PK_RESTRICT __restrict
-#else
-#define PK_ADD_NOINLINE
-#define PK_RESTRICT
-#endif
+#include "pooling_simd.h"   /* PK_NOINLINE, PK_RESTRICT */
 
 /* a + b, or a itself where a is NaN (a + 0 keeps a's bits).  x86 gives the first operand's NaN
  * when both are NaN, and the compiler orders the operands one way in vector code and another in
@@ -48,7 +38,7 @@ static inline void pk_add_chunk_f32(float* PK_RESTRICT y, const float* PK_RESTRI
         y[j] = pk_sum_keep_nan(y[j], x[j]);
 }
 
-static PK_ADD_NOINLINE void pk_add_f32(float* PK_RESTRICT y, const float* PK_RESTRICT x, ptrdiff_t n)
+static PK_NOINLINE void pk_add_f32(float* PK_RESTRICT y, const float* PK_RESTRICT x, ptrdiff_t n)
 {
     /* Vectors of 16, 8 and 4 values, then a scalar sum that leaves a NaN alone by a branch: the
      * compiler's own remainder loop did the mask in scalar code, slower on runs of 27.  (A loop
@@ -70,7 +60,7 @@ static PK_ADD_NOINLINE void pk_add_f32(float* PK_RESTRICT y, const float* PK_RES
             y[i] += x[i];
 }
 
-static PK_ADD_NOINLINE void pk_add_strided_f32(float* PK_RESTRICT y, const float* PK_RESTRICT x,
+static PK_NOINLINE void pk_add_strided_f32(float* PK_RESTRICT y, const float* PK_RESTRICT x,
                                                ptrdiff_t n, ptrdiff_t step)
 {
     for (ptrdiff_t i = 0; i < n; i++)
@@ -87,7 +77,7 @@ static inline float pk_f32_to_f32(float v)
  * one run per offset would stride `step` values through the image (col2im.pxi, _col_add_group).
  * 16-bit floats are widened into float32 sums. */
 #define PK_ADD_GROUP(name, T, widen)                                                                \
-    static PK_ADD_NOINLINE void name(float* PK_RESTRICT y, const T* PK_RESTRICT x, ptrdiff_t L,   \
+    static PK_NOINLINE void name(float* PK_RESTRICT y, const T* PK_RESTRICT x, ptrdiff_t L,   \
                                      ptrdiff_t nb, ptrdiff_t step, ptrdiff_t ng)                  \
     {                                                                                               \
         for (ptrdiff_t b = 0; b < nb; b++)                                                          \

@@ -16,54 +16,51 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pooling_simd.h"   /* PK_NOINLINE, PK_RESTRICT */
+
 #define PK_IL_BYTES 32
 
-/* Functions of their own: inlined into the kernel's loops they competed for registers
- * with it and spilled the lanes' plane offsets (docs/tuning.md#interleaved-copies). */
-#if defined(_MSC_VER)
-#define PK_IL_NOINLINE __declspec(noinline)
-#else
-#define PK_IL_NOINLINE __attribute__((noinline))
-#endif
+/* Functions of their own (PK_NOINLINE): inlined into the kernel's loops they competed for
+ * registers with it and spilled the lanes' plane offsets (docs/tuning.md#interleaved-copies). */
 
-#define PK_IL_DEFINE(T)                                                                   \
-static PK_IL_NOINLINE void pk_il_in_##T(const void* restrict src, void* restrict dst, ptrdiff_t n, \
-                                ptrdiff_t ld, ptrdiff_t nb)                               \
-{                                                                                         \
-    const T* restrict x = (const T*)src;                                                  \
-    T* restrict t = (T*)dst;                                                              \
-    enum { L = PK_IL_BYTES / sizeof(T) };                                                 \
-    if (nb == L) {                                                                        \
-        for (ptrdiff_t p = 0; p < n; p++)                                                 \
-            for (int b = 0; b < L; b++)                                                   \
-                t[p * L + b] = x[b * ld + p];                                             \
-    } else {                                                                              \
-        for (ptrdiff_t p = 0; p < n; p++)                                                 \
-            for (int b = 0; b < L; b++)                                                   \
-                t[p * L + b] = x[(b < nb ? b : nb - 1) * ld + p];                         \
-    }                                                                                     \
-}                                                                                         \
-static PK_IL_NOINLINE void pk_il_out_##T(const void* restrict src, void* restrict dst, ptrdiff_t n, \
-                                 ptrdiff_t ld, ptrdiff_t nb)                              \
-{                                                                                         \
-    const T* restrict v = (const T*)src;                                                  \
-    T* restrict y = (T*)dst;                                                              \
-    enum { L = PK_IL_BYTES / sizeof(T) };                                                 \
-    ptrdiff_t p = 0;                                                                      \
-    if (nb == L) {                                                                        \
-        for (; p + 8 <= n; p += 8) {                                                      \
-            T r[8][L];                                                                    \
-            for (int i = 0; i < 8; i++)                                                   \
-                for (int b = 0; b < L; b++)                                               \
-                    r[i][b] = v[(p + i) * L + b];                                         \
-            for (int b = 0; b < L; b++)                                                   \
-                for (int i = 0; i < 8; i++)                                               \
-                    y[b * ld + p + i] = r[i][b];                                          \
-        }                                                                                 \
-    }                                                                                     \
-    for (; p < n; p++)                                                                    \
-        for (ptrdiff_t b = 0; b < nb; b++)                                                \
-            y[b * ld + p] = v[p * L + b];                                                 \
+#define PK_IL_DEFINE(T)                                                                                \
+static PK_NOINLINE void pk_il_in_##T(const void* PK_RESTRICT src, void* PK_RESTRICT dst, ptrdiff_t n,  \
+                                ptrdiff_t ld, ptrdiff_t nb)                                            \
+{                                                                                                      \
+    const T* PK_RESTRICT x = (const T*)src;                                                            \
+    T* PK_RESTRICT t = (T*)dst;                                                                        \
+    enum { L = PK_IL_BYTES / sizeof(T) };                                                              \
+    if (nb == L) {                                                                                     \
+        for (ptrdiff_t p = 0; p < n; p++)                                                              \
+            for (int b = 0; b < L; b++)                                                                \
+                t[p * L + b] = x[b * ld + p];                                                          \
+    } else {                                                                                           \
+        for (ptrdiff_t p = 0; p < n; p++)                                                              \
+            for (int b = 0; b < L; b++)                                                                \
+                t[p * L + b] = x[(b < nb ? b : nb - 1) * ld + p];                                      \
+    }                                                                                                  \
+}                                                                                                      \
+static PK_NOINLINE void pk_il_out_##T(const void* PK_RESTRICT src, void* PK_RESTRICT dst, ptrdiff_t n, \
+                                 ptrdiff_t ld, ptrdiff_t nb)                                           \
+{                                                                                                      \
+    const T* PK_RESTRICT v = (const T*)src;                                                            \
+    T* PK_RESTRICT y = (T*)dst;                                                                        \
+    enum { L = PK_IL_BYTES / sizeof(T) };                                                              \
+    ptrdiff_t p = 0;                                                                                   \
+    if (nb == L) {                                                                                     \
+        for (; p + 8 <= n; p += 8) {                                                                   \
+            T r[8][L];                                                                                 \
+            for (int i = 0; i < 8; i++)                                                                \
+                for (int b = 0; b < L; b++)                                                            \
+                    r[i][b] = v[(p + i) * L + b];                                                      \
+            for (int b = 0; b < L; b++)                                                                \
+                for (int i = 0; i < 8; i++)                                                            \
+                    y[b * ld + p + i] = r[i][b];                                                       \
+        }                                                                                              \
+    }                                                                                                  \
+    for (; p < n; p++)                                                                                 \
+        for (ptrdiff_t b = 0; b < nb; b++)                                                             \
+            y[b * ld + p] = v[p * L + b];                                                              \
 }
 
 PK_IL_DEFINE(uint8_t)

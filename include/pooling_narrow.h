@@ -27,9 +27,9 @@
  * (pk_narrow_margin): the caller hands the planes that near the array's ends over in a copy
  * with margins.
  *
- * GCC/Clang vector extensions (x86 intrinsics for maxps and blendvps; in the AVX-512 build the
- * blend is the bitwise form, one vpternlogd); elsewhere (MSVC, or PK_NARROW_SCALAR defined) one
- * lane, which serves rows of up to 2 values. */
+ * Vectors of the build's register width (include/pooling_simd.h: maxps, blendvps, in the AVX-512
+ * build a bitwise blend); where there are none (MSVC, or PK_SIMD_SCALAR defined) one lane, which
+ * serves rows of up to 2 values. */
 #ifndef POOLING_NARROW_H
 #define POOLING_NARROW_H
 
@@ -38,104 +38,40 @@
 #include <stdint.h>
 #include <string.h>
 
-/* Inlining that the rolling form's speed depends on (see pk_narrow_strip), where the compiler
- * has a way to say it. */
-#if defined(__GNUC__) || defined(__clang__)
-#define PK_ALWAYS_INLINE inline __attribute__((always_inline))
-#define PK_FLAT_NOINLINE __attribute__((noinline, flatten))
-#elif defined(_MSC_VER)
-#define PK_ALWAYS_INLINE __forceinline
-#define PK_FLAT_NOINLINE __declspec(noinline)
+#include "pooling_simd.h"
+
+/* Vectors as wide as the build's registers. */
+#if PK_SIMD_BYTES == 64
+PK_VEC(pk_nw, PK_NARROW_L, float, f32x16, i32x16)
+#elif PK_SIMD_BYTES == 32
+PK_VEC(pk_nw, PK_NARROW_L, float, f32x8, i32x8)
 #else
-#define PK_ALWAYS_INLINE inline
-#define PK_FLAT_NOINLINE
+PK_VEC(pk_nw, PK_NARROW_L, float, f32x4, i32x4)
 #endif
-
-#if (defined(__GNUC__) || defined(__clang__)) && !defined(PK_NARROW_SCALAR)
-
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#define PK_NARROW_BYTES 64
-#elif defined(__AVX2__)
-#include <immintrin.h>
-#define PK_NARROW_BYTES 32
-#elif defined(__SSE2__)
-#include <emmintrin.h>
-#define PK_NARROW_BYTES 16
-#else
-#define PK_NARROW_BYTES 16
-#endif
-
-typedef float pk_nw_v __attribute__((vector_size(PK_NARROW_BYTES)));
-typedef int32_t pk_nw_m __attribute__((vector_size(PK_NARROW_BYTES)));
-enum { PK_NARROW_L = PK_NARROW_BYTES / 4 };
-
-static inline pk_nw_v pk_nw_ld(const float* p)
-{
-    pk_nw_v v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static inline void pk_nw_st(float* p, pk_nw_v v)
-{
-    memcpy(p, &v, sizeof v);
-}
 
 /* The first n (< PK_NARROW_L) lanes of v to p: a masked store where the build has one (GCC made
  * the loop of lanes a memcpy call, a large part of 7x7 planes' time: docs/tuning.md#narrow-code). */
 static inline void pk_nw_st_first(float* p, pk_nw_v v, ptrdiff_t n)
 {
-#if PK_NARROW_BYTES == 64
+#if PK_SIMD && PK_SIMD_BYTES == 64
     _mm512_mask_storeu_ps(p, (__mmask16)((1u << n) - 1), (__m512)v);
-#elif PK_NARROW_BYTES == 32
+#elif PK_SIMD && PK_SIMD_BYTES == 32
     __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     _mm256_maskstore_ps(p, _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), lane), (__m256)v);
-#else
+#elif PK_SIMD
     for (ptrdiff_t t = 0; t < n; t++)
         p[t] = v[t];
-#endif
-}
-
-/* b if b > a else a: the cheap compare, the later value second */
-static inline pk_nw_v pk_nw_max(pk_nw_v a, pk_nw_v b)
-{
-#if PK_NARROW_BYTES == 64
-    return (pk_nw_v)_mm512_max_ps((__m512)b, (__m512)a);
-#elif PK_NARROW_BYTES == 32
-    return (pk_nw_v)_mm256_max_ps((__m256)b, (__m256)a);
-#elif defined(__SSE2__)
-    return (pk_nw_v)_mm_max_ps((__m128)b, (__m128)a);
 #else
-    pk_nw_m g = b > a;
-    return (pk_nw_v)(((pk_nw_m)b & g) | ((pk_nw_m)a & ~g));
+    if (n > 0)
+        *p = v;
 #endif
-}
-
-/* v where m is set, else f */
-static inline pk_nw_v pk_nw_blend(pk_nw_v v, pk_nw_v f, pk_nw_m m)
-{
-#if PK_NARROW_BYTES == 32
-    return (pk_nw_v)_mm256_blendv_ps((__m256)f, (__m256)v, (__m256)m);
-#else
-    return (pk_nw_v)(((pk_nw_m)v & m) | ((pk_nw_m)f & ~m));
-#endif
-}
-
-static inline pk_nw_m pk_nw_nan(pk_nw_v a) { return a != a; }
-
-static inline int pk_nw_any(pk_nw_m m)
-{
-    int r = 0;
-    for (int i = 0; i < PK_NARROW_L; i++)
-        r |= m[i] != 0;
-    return r;
 }
 
 /* Lane l of a strip whose first column is c0: tap t reads column c0 + l - pw + t * dw */
 static inline void pk_nw_lane_masks(pk_nw_m* masks, pk_nw_m* valid, ptrdiff_t W, ptrdiff_t c0,
                                     ptrdiff_t kw, ptrdiff_t dw, ptrdiff_t pw)
 {
+#if PK_SIMD
     for (ptrdiff_t t = 0; t < kw; t++)
         for (int l = 0; l < PK_NARROW_L; l++) {
             ptrdiff_t c = c0 + l - pw + t * dw;
@@ -143,39 +79,12 @@ static inline void pk_nw_lane_masks(pk_nw_m* masks, pk_nw_m* valid, ptrdiff_t W,
         }
     for (int l = 0; l < PK_NARROW_L; l++)
         (*valid)[l] = c0 + l < W ? -1 : 0;
-}
-
-static inline pk_nw_v pk_nw_neg(void)
-{
-    pk_nw_v v;
-    for (int l = 0; l < PK_NARROW_L; l++)
-        v[l] = -INFINITY;
-    return v;
-}
-
-#else  /* scalar: one lane */
-
-typedef float pk_nw_v;
-typedef int32_t pk_nw_m;
-enum { PK_NARROW_L = 1 };
-
-static inline pk_nw_v pk_nw_ld(const float* p) { return *p; }
-static inline void pk_nw_st(float* p, pk_nw_v v) { *p = v; }
-static inline void pk_nw_st_first(float* p, pk_nw_v v, ptrdiff_t n) { if (n > 0) *p = v; }
-static inline pk_nw_v pk_nw_max(pk_nw_v a, pk_nw_v b) { return b > a ? b : a; }
-static inline pk_nw_v pk_nw_blend(pk_nw_v v, pk_nw_v f, pk_nw_m m) { return m ? v : f; }
-static inline pk_nw_m pk_nw_nan(pk_nw_v a) { return a != a; }
-static inline int pk_nw_any(pk_nw_m m) { return m != 0; }
-static inline pk_nw_v pk_nw_neg(void) { return -INFINITY; }
-static inline void pk_nw_lane_masks(pk_nw_m* masks, pk_nw_m* valid, ptrdiff_t W, ptrdiff_t c0,
-                                    ptrdiff_t kw, ptrdiff_t dw, ptrdiff_t pw)
-{
+#else
     for (ptrdiff_t t = 0; t < kw; t++)
         masks[t] = (0 <= c0 + t * dw - pw && c0 + t * dw - pw < W) ? -1 : 0;
     *valid = c0 < W ? -1 : 0;
-}
-
 #endif
+}
 
 /* The widest rows (three vectors of this build's float32 lanes) and the most taps per axis. */
 #define PK_NARROW_STRIPS 3
@@ -199,7 +108,8 @@ static PK_ALWAYS_INLINE pk_nw_v pk_narrow_row(const float* row, const pk_nw_m* t
                                     ptrdiff_t dw, ptrdiff_t pw, pk_nw_v neg, pk_nw_m* bad)
 {
     pk_nw_v m = neg;
-    *bad |= pk_nw_nan(pk_nw_ld(row)) & valid;
+    pk_nw_v x0 = pk_nw_ld(row);
+    *bad |= pk_nw_nan(x0, x0) & valid;
     for (ptrdiff_t t = 0; t < kw; t++) {
         pk_nw_v v = pk_nw_blend(pk_nw_ld(row + t * dw - pw), neg, tap[t]);
         m = t == 0 ? v : pk_nw_max(m, v);
@@ -331,7 +241,7 @@ static inline ptrdiff_t pk_narrow_f32(const float* x, float* y, ptrdiff_t n, ptr
                                       ptrdiff_t pw, float* hb)
 {
     pk_narrow_masks mk[PK_NARROW_STRIPS];
-    const pk_nw_v neg = pk_nw_neg();
+    const pk_nw_v neg = pk_nw_splat(-INFINITY);
     ptrdiff_t p, j, strips = (OW + PK_NARROW_L - 1) / PK_NARROW_L;
     memset(mk, 0, sizeof mk);
     for (j = 0; j < strips; j++)

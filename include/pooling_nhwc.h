@@ -40,7 +40,7 @@ pk_nhwc_block(const float* const* rows, const unsigned char* chk, ptrdiff_t nrow
         acc[i] = pk_nw_ld(p + i * PK_NARROW_L);
     if (chk[0] && ctaps > 0)
         for (int i = 0; i < V; i++)
-            b |= pk_nw_nan(acc[i]);
+            b |= pk_nw_nan(acc[i], acc[i]);
     for (ptrdiff_t r = 0; r < nrows; r++) {
         ptrdiff_t t = r == 0;
         p = rows[r] + off;
@@ -48,7 +48,7 @@ pk_nhwc_block(const float* const* rows, const unsigned char* chk, ptrdiff_t nrow
             for (; t < ctaps; t++)
                 for (int i = 0; i < V; i++) {
                     v = pk_nw_ld(p + t * step + i * PK_NARROW_L);
-                    b |= pk_nw_nan(v);
+                    b |= pk_nw_nan(v, v);
                     acc[i] = pk_nw_max(acc[i], v);
                 }
         for (; t < ntaps; t++)

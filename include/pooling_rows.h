@@ -26,9 +26,8 @@
  * and kh up to 4; W and OW at least PK_ROWS_MAX_LANES; every window holds at least one input
  * row and column.
  *
- * GCC/Clang vector extensions at the build's register width (x86 intrinsics for maxps and
- * the NaN compare, which the extensions do not spell); elsewhere (MSVC, or PK_ROWS_SCALAR
- * defined) scalar loops. */
+ * Vectors of the build's register width up to 32 bytes (include/pooling_simd.h); where there are
+ * none (MSVC, or PK_SIMD_SCALAR defined) scalar loops. */
 #ifndef POOLING_ROWS_H
 #define POOLING_ROWS_H
 
@@ -38,61 +37,18 @@
 #include <string.h>
 
 #include "pooling_prefetch.h"
+#include "pooling_simd.h"
 
 #define PK_ROWS_MAX_LANES 8   /* the widest build's float32 lanes: rows at least this long */
 
-#if (defined(__GNUC__) || defined(__clang__)) && !defined(PK_ROWS_SCALAR)
-
-#if defined(__AVX2__)
-#include <immintrin.h>
-#define PK_ROWS_BYTES 32
-#elif defined(__SSE2__)
-#include <emmintrin.h>
-#define PK_ROWS_BYTES 16
+/* Vectors of at most 32 bytes (PK_ROWS_MAX_LANES float32), also in the AVX-512 build. */
+#if PK_SIMD && PK_SIMD_BYTES >= 32
+PK_VEC(pk_rows, PK_ROWS_L, float, f32x8, i32x8)
 #else
-#define PK_ROWS_BYTES 16
+PK_VEC(pk_rows, PK_ROWS_L, float, f32x4, i32x4)
 #endif
 
-typedef float pk_rows_v __attribute__((vector_size(PK_ROWS_BYTES)));
-typedef int32_t pk_rows_m __attribute__((vector_size(PK_ROWS_BYTES)));
-enum { PK_ROWS_L = PK_ROWS_BYTES / 4 };
-
-static inline pk_rows_v pk_rows_ld(const float* p)
-{
-    pk_rows_v v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static inline void pk_rows_st(float* p, pk_rows_v v)
-{
-    memcpy(p, &v, sizeof v);
-}
-
-/* b if b > a else a: the cheap compare, the new value second */
-static inline pk_rows_v pk_rows_max(pk_rows_v a, pk_rows_v b)
-{
-#if PK_ROWS_BYTES == 32
-    return (pk_rows_v)_mm256_max_ps((__m256)b, (__m256)a);
-#elif defined(__SSE2__)
-    return (pk_rows_v)_mm_max_ps((__m128)b, (__m128)a);
-#else
-    pk_rows_m g = b > a;
-    return (pk_rows_v)(((pk_rows_m)b & g) | ((pk_rows_m)a & ~g));
-#endif
-}
-
-/* lanes where a or b is NaN */
-static inline pk_rows_m pk_rows_nan(pk_rows_v a, pk_rows_v b)
-{
-#if PK_ROWS_BYTES == 32
-    return (pk_rows_m)_mm256_cmp_ps((__m256)a, (__m256)b, _CMP_UNORD_Q);
-#elif defined(__SSE2__)
-    return (pk_rows_m)_mm_cmpunord_ps((__m128)a, (__m128)b);
-#else
-    return (a != a) | (b != b);
-#endif
-}
+#if PK_SIMD
 
 #if defined(__clang__)
 #define PK_ROWS_SHUF(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
@@ -105,7 +61,7 @@ static inline pk_rows_m pk_rows_nan(pk_rows_v a, pk_rows_v b)
  * result (a lane-crossing split of every operand cost twice the shuffles). */
 static inline pk_rows_v pk_rows_even(pk_rows_v a, pk_rows_v b)
 {
-#if PK_ROWS_BYTES == 32
+#if PK_SIMD_BYTES >= 32
     return PK_ROWS_SHUF(a, b, 0, 2, 8, 10, 4, 6, 12, 14);
 #else
     return PK_ROWS_SHUF(a, b, 0, 2, 4, 6);
@@ -114,7 +70,7 @@ static inline pk_rows_v pk_rows_even(pk_rows_v a, pk_rows_v b)
 
 static inline pk_rows_v pk_rows_odd(pk_rows_v a, pk_rows_v b)
 {
-#if PK_ROWS_BYTES == 32
+#if PK_SIMD_BYTES >= 32
     return PK_ROWS_SHUF(a, b, 1, 3, 9, 11, 5, 7, 13, 15);
 #else
     return PK_ROWS_SHUF(a, b, 1, 3, 5, 7);
@@ -124,7 +80,7 @@ static inline pk_rows_v pk_rows_odd(pk_rows_v a, pk_rows_v b)
 /* A result of `rounds` (1 or 2) in-lane splits in output order. */
 static inline pk_rows_v pk_rows_order(pk_rows_v m, int rounds)
 {
-#if PK_ROWS_BYTES == 32
+#if PK_SIMD_BYTES >= 32
     if (rounds == 1)
         return (pk_rows_v)_mm256_permute4x64_pd((__m256d)m, 0xD8);
     return PK_ROWS_SHUF(m, m, 0, 4, 1, 5, 2, 6, 3, 7);
@@ -134,28 +90,11 @@ static inline pk_rows_v pk_rows_order(pk_rows_v m, int rounds)
 #endif
 }
 
-static inline int pk_rows_any(pk_rows_m m)
-{
-    int r = 0;
-    for (int i = 0; i < PK_ROWS_L; i++)
-        r |= m[i] != 0;
-    return r;
-}
-
 #else  /* scalar: one value per "vector", the same passes */
 
-typedef float pk_rows_v;
-typedef int pk_rows_m;
-enum { PK_ROWS_L = 1 };
-
-static inline pk_rows_v pk_rows_ld(const float* p) { return *p; }
-static inline void pk_rows_st(float* p, pk_rows_v v) { *p = v; }
-static inline pk_rows_v pk_rows_max(pk_rows_v a, pk_rows_v b) { return b > a ? b : a; }
-static inline pk_rows_m pk_rows_nan(pk_rows_v a, pk_rows_v b) { return (a != a) | (b != b); }
 static inline pk_rows_v pk_rows_even(pk_rows_v a, pk_rows_v b) { (void)b; return a; }
 static inline pk_rows_v pk_rows_odd(pk_rows_v a, pk_rows_v b) { (void)a; return b; }
 static inline pk_rows_v pk_rows_order(pk_rows_v m, int rounds) { (void)rounds; return m; }
-static inline int pk_rows_any(pk_rows_m m) { return m != 0; }
 
 #endif
 

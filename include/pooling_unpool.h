@@ -25,14 +25,10 @@
 #define PK_UNPOOL_WINDOWS 0
 #endif
 
-#if defined(__GNUC__) || defined(__clang__)
-#define PK_UNPOOL_INLINE static inline __attribute__((always_inline))
-#else
-#define PK_UNPOOL_INLINE static inline
-#endif
+#include "pooling_simd.h"   /* PK_ALWAYS_INLINE */
 
 /* Pairs [c, n) one at a time; 1 if some index is not in its window. */
-PK_UNPOOL_INLINE int pk_unpool_pairs_one(const uint32_t* x, const int64_t* idx, ptrdiff_t c, ptrdiff_t n,
+static PK_ALWAYS_INLINE int pk_unpool_pairs_one(const uint32_t* x, const int64_t* idx, ptrdiff_t c, ptrdiff_t n,
                                          uint32_t* top, uint32_t* bottom, int64_t base, int64_t W)
 {
     int bad = 0;
@@ -51,7 +47,7 @@ PK_UNPOOL_INLINE int pk_unpool_pairs_one(const uint32_t* x, const int64_t* idx, 
 /* Pairs from *c four at a time while four remain (*c moves past them); 1 if some index is not in
  * its window.  stream_top, stream_bottom (literals at the call sites): non-temporal stores into a
  * row, whose addresses the caller has 32-byte aligned. */
-PK_UNPOOL_INLINE int pk_unpool_pairs_vec(const uint32_t* x, const int64_t* idx, ptrdiff_t* c, ptrdiff_t n,
+static PK_ALWAYS_INLINE int pk_unpool_pairs_vec(const uint32_t* x, const int64_t* idx, ptrdiff_t* c, ptrdiff_t n,
                                          uint32_t* top, uint32_t* bottom, int64_t base, int64_t W,
                                          int stream_top, int stream_bottom)
 {

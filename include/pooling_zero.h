@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "pooling_simd.h"
+
 #if defined(__clang__)
 #define PK_NO_MEMSET_IDIOM __attribute__((noinline, no_builtin("memset")))
 #elif defined(__GNUC__)
@@ -17,7 +19,7 @@
 #define PK_NO_MEMSET_IDIOM
 #endif
 
-#if defined(__GNUC__) || defined(__clang__)
+#if PK_SIMD
 
 typedef char pk_zero_v __attribute__((vector_size(32)));
 
