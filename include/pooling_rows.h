@@ -215,6 +215,53 @@ static inline int pk_tiles_w2_f32(const float* src, float* dst, ptrdiff_t n)
     return odd | pk_rows_any(bad);
 }
 
+/* TILES' 2x2 (2-D) and 2x2x2 (3-D) stride-2 windows for float32 in one pass over the input
+ * (src/kernels/maxpool_tiles.pxi): output row q < n of y (OW >= PK_ROWS_L values) from rows
+ * x0 + 4q * OW and the one after it (2 * OW values each), then in 3-D the same rows of x1, the
+ * second depth tap (NULL in 2-D).  Each row's pairs, then the two rows, then the two depth taps:
+ * the contract's order, each combine keeping its earlier operand on ties.  Returns whether the
+ * rows held a NaN (y then holds no promised values).  A row's last vector overlaps the one before
+ * it.  The batch form (W pass into scratch, then H, then D) ran at half a read loop's speed from
+ * memory: docs/tuning.md#tiles-strategy. */
+static inline pk_rows_v pk_tiles_pair(const float* p, ptrdiff_t o, pk_rows_m* bad)
+{
+    pk_rows_v a = pk_rows_ld(p + 2 * o), b = pk_rows_ld(p + 2 * o + PK_ROWS_L);
+    *bad |= pk_rows_nan(a, b);
+    return pk_rows_max(pk_rows_even(a, b), pk_rows_odd(a, b));
+}
+
+static inline void pk_tiles_k2_at(const float* a, const float* c, float* y, ptrdiff_t OW, ptrdiff_t o,
+                                  int depth, pk_rows_m* bad)
+{
+    pk_rows_v m = pk_rows_max(pk_tiles_pair(a, o, bad), pk_tiles_pair(a + 2 * OW, o, bad));
+    if (depth)
+        m = pk_rows_max(m, pk_rows_max(pk_tiles_pair(c, o, bad), pk_tiles_pair(c + 2 * OW, o, bad)));
+    pk_rows_st(y + o, pk_rows_order(m, 1));
+}
+
+static inline void pk_tiles_k2_row(const float* a, const float* c, float* y, ptrdiff_t OW, int depth,
+                                   pk_rows_m* bad)
+{
+    ptrdiff_t o;
+    PK_ROWS_UNROLL(2)
+    for (o = 0; o <= OW - PK_ROWS_L; o += PK_ROWS_L)
+        pk_tiles_k2_at(a, c, y, OW, o, depth, bad);
+    if (o < OW)
+        pk_tiles_k2_at(a, c, y, OW, OW - PK_ROWS_L, depth, bad);
+}
+
+static inline int pk_tiles_k2_f32(const float* x0, const float* x1, float* y, ptrdiff_t n, ptrdiff_t OW)
+{
+    pk_rows_m bad = {0};
+    for (ptrdiff_t q = 0; q < n; q++) {
+        if (x1 != NULL)
+            pk_tiles_k2_row(x0 + 4 * q * OW, x1 + 4 * q * OW, y + q * OW, OW, 1, &bad);
+        else
+            pk_tiles_k2_row(x0 + 4 * q * OW, NULL, y + q * OW, OW, 0, &bad);
+    }
+    return pk_rows_any(bad);
+}
+
 /* Floats of one thread's row buffer: the padded row V that the windows read, plus a spare
  * vector's worth for the overlapping loads. */
 static inline ptrdiff_t pk_rows_len(ptrdiff_t W, ptrdiff_t OW, ptrdiff_t kw, ptrdiff_t sw,

@@ -221,6 +221,11 @@ TILES_CASES = [
     ((1, 3, 10, 2), dict(kernel_shape=(2, 2), strides=(2, 2))),
     ((1, 3, 10, 6), dict(kernel_shape=(2, 2), strides=(2, 2))),
     ((1, 3, 10, 18), dict(kernel_shape=(2, 2), strides=(2, 2))),
+    # float32 2x2 and 2x2x2 windows in one pass over rows of at least a vector: whole vectors,
+    # a last vector overlapping the one before it (OW 9 to 15), rows of exactly one vector
+    ((1, 3, 10, 16), dict(kernel_shape=(2, 2), strides=(2, 2))),
+    ((2, 3, 4, 6, 26), dict(kernel_shape=(2, 2, 2), strides=(2, 2, 2))),
+    ((1, 2, 6, 4, 30), dict(kernel_shape=(2, 2, 2), strides=(2, 2, 2), activation="Relu")),
 ]
 
 
@@ -258,6 +263,8 @@ def test_tiles_serves_only_windows_that_tile_the_input(shape, attrs):
 # PLANES' whole-plane reduction, whose NaN check runs in its vector lanes and its remainder.
 ODD_CASES = [
     (S.TILES, (1, 2, 6, 4, 6), dict(kernel_shape=(3, 2, 2), strides=(3, 2, 2))),
+    (S.TILES, (1, 2, 4, 4, 18), dict(kernel_shape=(2, 2, 2), strides=(2, 2, 2))),
+    (S.TILES, (2, 2, 6, 20), dict(kernel_shape=(2, 2), strides=(2, 2))),
     (S.INTERLEAVED, (1, 37, 6, 7), dict(kernel_shape=(3, 3), strides=(1, 2), pads=(1, 1, 1, 1))),
     (S.PLANES, (1, 3, 7, 9), dict(kernel_shape=(7, 9))),
 ]
@@ -274,6 +281,17 @@ def test_one_odd_value_redoes_its_piece_exactly(strategy, shape, attrs, kind, sp
         want = reference.max_pool(x, **attrs)
         for nt in (1, 2):
             assert_same(pooling.max_pool(x, n_threads=nt, _strategy=strategy, **attrs), want)
+
+
+@pytest.mark.parametrize("shape, kernel", [((2, 3, 6, 20), (2, 2)), ((1, 2, 4, 6, 18), (2, 2, 2))])
+def test_tiles_one_pass_keeps_the_first_of_equal_zeros(shape, kernel, rng):
+    """TILES' one-pass float32 2x2 and 2x2x2 windows combine W, then H, then depth, each keeping
+    the earlier of equal values: windows of -0.0 and +0.0 give the contract's zero, bit for bit."""
+    x = rng.choice(np.array([-0.0, 0.0, -1.0], np.float32), size=shape)
+    want = reference.max_pool(x, kernel_shape=kernel, strides=kernel)
+    for nt in (1, 2):
+        assert_same(pooling.max_pool(x, kernel_shape=kernel, strides=kernel, n_threads=nt,
+                                     _strategy="tiles"), want)
 
 
 # FUSED's "flat" rows (W == OW * stride) with a W dilation: its long-row pass reads only the

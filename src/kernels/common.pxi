@@ -127,8 +127,11 @@ cdef extern from "pooling_reduce.h":
 
 cdef extern from "pooling_rows.h":
     int pk_tiles_w2_f32(const float* src, float* dst, Py_ssize_t n) noexcept nogil
+    int pk_tiles_k2_f32(const float* x0, const float* x1, float* y, Py_ssize_t n,
+                        Py_ssize_t OW) noexcept nogil
     enum:
         PK_ROWS_MAX_LANES   # rows at least this long (strategy ROWS_FIRST)
+        PK_ROWS_L           # float32 lanes of this build's row vectors (TILES' one-pass 2x2 windows)
     Py_ssize_t pk_rows_len(Py_ssize_t W, Py_ssize_t OW, Py_ssize_t kw, Py_ssize_t sw, Py_ssize_t dw,
                            Py_ssize_t pw) noexcept nogil
     void pk_rows_pad(float* V, Py_ssize_t ld, Py_ssize_t R, Py_ssize_t W, Py_ssize_t pw) noexcept nogil

@@ -66,6 +66,10 @@ cdef inline bint _tiles_batch(const pool_t* x, pool_t* y, const Geom* g, Py_ssiz
     cdef pool_t* d
     cdef pool_t* yb = y + r * OW
     cdef bint odd = False
+    if pool_t is float and not exact and g.kw == 2 and kh == 2 and g.kd <= 2 and OW >= PK_ROWS_L:
+        # 2x2 and 2x2x2 float32 windows in one pass (include/pooling_rows.h)
+        return pk_tiles_k2_f32(x + _tiles_src(g, r, 0), x + _tiles_src(g, r, 1) if g.kd == 2 else NULL,
+                               yb, n, OW)
     for td in range(g.kd):
         if g.kw == 2:
             odd |= _tiles_w(x + _tiles_src(g, r, td), buf, m, 2, g.inf_bits, exact)
