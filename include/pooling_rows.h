@@ -192,6 +192,15 @@ static inline pk_rows_m pk_rows_pass2(const float* V, float* y, ptrdiff_t OW, in
     return z;
 }
 
+/* The first maxima of the pairs of p[2o .. 2o + 2L) in pk_rows_even's lane order (pk_rows_order
+ * puts them right), NaN lanes or-ed into *bad. */
+static inline pk_rows_v pk_tiles_pair(const float* p, ptrdiff_t o, pk_rows_m* bad)
+{
+    pk_rows_v a = pk_rows_ld(p + 2 * o), b = pk_rows_ld(p + 2 * o + PK_ROWS_L);
+    *bad |= pk_rows_nan(a, b);
+    return pk_rows_max(pk_rows_even(a, b), pk_rows_odd(a, b));
+}
+
 /* TILES' W pass for float32 windows 2 wide (src/kernels/maxpool_tiles.pxi): dst[i] = the first
  * maximum of src[2i], src[2i + 1] by the cheap compare, i < n; returns whether src held a NaN (dst is
  * then to be redone exactly).  pass 2's even/odd split, whole vectors then a scalar remainder: the
@@ -202,11 +211,8 @@ static inline int pk_tiles_w2_f32(const float* src, float* dst, ptrdiff_t n)
     pk_rows_m bad = {0};
     ptrdiff_t i = 0;
     int odd = 0;
-    for (; i + PK_ROWS_L <= n; i += PK_ROWS_L) {
-        pk_rows_v a = pk_rows_ld(src + 2 * i), b = pk_rows_ld(src + 2 * i + PK_ROWS_L);
-        bad |= pk_rows_nan(a, b);
-        pk_rows_st(dst + i, pk_rows_order(pk_rows_max(pk_rows_even(a, b), pk_rows_odd(a, b)), 1));
-    }
+    for (; i + PK_ROWS_L <= n; i += PK_ROWS_L)
+        pk_rows_st(dst + i, pk_rows_order(pk_tiles_pair(src, i, &bad), 1));
     for (; i < n; i++) {
         float a = src[2 * i], b = src[2 * i + 1];
         odd |= (a != a) | (b != b);
@@ -223,13 +229,6 @@ static inline int pk_tiles_w2_f32(const float* src, float* dst, ptrdiff_t n)
  * rows held a NaN (y then holds no promised values).  A row's last vector overlaps the one before
  * it.  The batch form (W pass into scratch, then H, then D) ran at half a read loop's speed from
  * memory: docs/tuning.md#tiles-strategy. */
-static inline pk_rows_v pk_tiles_pair(const float* p, ptrdiff_t o, pk_rows_m* bad)
-{
-    pk_rows_v a = pk_rows_ld(p + 2 * o), b = pk_rows_ld(p + 2 * o + PK_ROWS_L);
-    *bad |= pk_rows_nan(a, b);
-    return pk_rows_max(pk_rows_even(a, b), pk_rows_odd(a, b));
-}
-
 static inline void pk_tiles_k2_at(const float* a, const float* c, float* y, ptrdiff_t OW, ptrdiff_t o,
                                   int depth, pk_rows_m* bad)
 {
