@@ -230,7 +230,9 @@ static inline int pk_tiles_w2_f32(const float* src, float* dst, ptrdiff_t n)
  * it.  The batch form (W pass into scratch, then H, then D) ran at half a read loop's speed from
  * memory: docs/tuning.md#tiles-strategy.  The input rows PK_TILES_AHEAD bytes ahead are prefetched
  * (prefetches never fault, so past the input too): without, the two rows read side by side missed
- * to memory in the baseline build (VGG's 224-wide pool1 1.5x slower than the batch form). */
+ * to memory in the baseline build (VGG's 224-wide pool1 1.5x slower than the batch form).  Out of
+ * line: inlined into TILES' batch loop it changed that loop's code, and the rows narrower than a
+ * vector, which stay there (VGG's pool5), ran 1.1x slower. */
 #define PK_TILES_AHEAD 4096
 static inline void pk_tiles_k2_at(const float* a, const float* c, float* y, ptrdiff_t OW, ptrdiff_t o,
                                   int depth, pk_rows_m* bad)
@@ -252,7 +254,7 @@ static inline void pk_tiles_k2_row(const float* a, const float* c, float* y, ptr
         pk_tiles_k2_at(a, c, y, OW, OW - PK_ROWS_L, depth, bad);
 }
 
-static inline int pk_tiles_k2_f32(const float* x0, const float* x1, float* y, ptrdiff_t n, ptrdiff_t OW)
+static PK_NOINLINE int pk_tiles_k2_f32(const float* x0, const float* x1, float* y, ptrdiff_t n, ptrdiff_t OW)
 {
     pk_rows_m bad = {0};
     const ptrdiff_t ahead = 4 * OW * (PK_TILES_AHEAD / (16 * OW) + 1);   /* floats: whole output rows */
