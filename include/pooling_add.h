@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "pooling_half_conv.h"
+#include "pooling_prefetch.h"
 #include "pooling_simd.h"   /* PK_NOINLINE, PK_RESTRICT */
 
 /* a + b, or a itself where a is NaN (a + 0 keeps a's bits).  x86 gives the first operand's NaN
@@ -38,15 +39,42 @@ static inline void pk_add_chunk_f32(float* PK_RESTRICT y, const float* PK_RESTRI
         y[j] = pk_sum_keep_nan(y[j], x[j]);
 }
 
+/* One vector of y[j] += x[j] as pk_sum_keep_nan does it, lane by lane.  Written as vectors, not
+ * left to the vectoriser: a prefetch in the same block stopped GCC from vectorising the unrolled
+ * chunk. */
+#if PK_SIMD_BYTES >= 64
+PK_VEC(pk_addv, PK_ADD_L, float, f32x16, i32x16)
+#elif PK_SIMD_BYTES >= 32
+PK_VEC(pk_addv, PK_ADD_L, float, f32x8, i32x8)
+#else
+PK_VEC(pk_addv, PK_ADD_L, float, f32x4, i32x4)
+#endif
+
+static PK_ALWAYS_INLINE void pk_add_vec_f32(float* PK_RESTRICT y, const float* PK_RESTRICT x)
+{
+#if PK_SIMD
+    pk_addv_v a = pk_addv_ld(y);
+    pk_addv_st(y, a + (pk_addv_v)((pk_addv_m)pk_addv_ld(x) & (pk_addv_m)(a == a)));
+#else
+    *y = pk_sum_keep_nan(*y, *x);
+#endif
+}
+
+/* How far ahead of its loads pk_add_f32 asks for x: docs/tuning.md#col2im-runs. */
+#define PK_ADD_AHEAD 1024
+
 static PK_NOINLINE void pk_add_f32(float* PK_RESTRICT y, const float* PK_RESTRICT x, ptrdiff_t n)
 {
-    /* Vectors of 16, 8 and 4 values, then a scalar sum that leaves a NaN alone by a branch: the
-     * compiler's own remainder loop did the mask in scalar code, slower on runs of 27.  (A loop
-     * over rows around this, to save the calls, made GCC build the 8-value vectors lane by lane,
-     * slower still: docs/tuning.md#col2im-runs.) */
+    /* A line of x (16 values) per step, then 8 and 4 values, then a scalar sum that leaves a NaN
+     * alone by a branch: the compiler's own remainder loop did the mask in scalar code, slower on
+     * runs of 27.  (A loop over rows around this, to save the calls, made GCC build the 8-value
+     * vectors lane by lane, slower still: docs/tuning.md#col2im-runs.) */
     ptrdiff_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        pk_add_chunk_f32(y + i, x + i, 16);
+    for (; i + 16 <= n; i += 16) {
+        pk_prefetch(x + i + PK_ADD_AHEAD / sizeof(float));
+        for (int j = 0; j < 16; j += PK_ADD_L)
+            pk_add_vec_f32(y + i + j, x + i + j);
+    }
     if (i + 8 <= n) {
         pk_add_chunk_f32(y + i, x + i, 8);
         i += 8;
