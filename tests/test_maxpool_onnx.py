@@ -81,6 +81,7 @@ def test_matches_onnxruntime(kind, rank, case):
         assert "dilations" not in attrs
     e = [(k - 1) * d + 1 for k, d in zip(attrs["kernel_shape"], attrs.get("dilations", [1] * n))]
     assert all(d >= ei for d, ei in zip(SPATIAL[rank], e))
+    missing = None
     for opset in (12, 22):
         (ort_y,) = _ort_run(x, opset, attrs, False)
         assert_same(pooling.max_pool(x, opset=opset, **attrs), ort_y)
@@ -89,7 +90,22 @@ def test_matches_onnxruntime(kind, rank, case):
             y, ind = pooling.max_pool(x, storage_order=so, return_indices=True, opset=opset, **attrs)
             assert (ind >= 0).all()                 # no empty windows in the comparison
             assert_same(y, ort_y)
+            if ort_i is None:
+                missing = _no_indices_reason(kind)
+                continue
             assert_same(ind, ort_i)
+    if missing:
+        pytest.skip(missing)   # Y was compared above; there are no Indices to compare
+
+
+def _no_indices_reason(kind):
+    """Why there is nothing to compare our Indices with: onnxruntime returned None for them
+    (its aarch64 build does for float16: docs/behaviour.md, "Peers by platform")."""
+    import platform
+
+    import onnxruntime
+    return (f"onnxruntime {onnxruntime.__version__} on {platform.machine()} gives no Indices for a "
+            f"{kind} MaxPool (Y compared)")
 
 
 @pytest.mark.parametrize("opset", [8, 10, 11])
