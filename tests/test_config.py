@@ -46,3 +46,20 @@ def test_public_names():
         assert hasattr(pooling, name)
         assert name in pooling.__all__
     assert callable(pooling.max_pool) and pooling.max_pool.__doc__
+
+
+def test_show_config_names_the_architecture_and_the_vector_code(capsys):
+    import platform
+
+    from pooling import _dispatch
+    pooling.show_config()
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines() if line.strip()}
+    assert platform.machine() in lines["python"]
+    assert lines["compiler"].split()[1] in ("gcc", "clang", "msvc", "unknown")
+    width = _dispatch.core.build_info()["vector_bytes"]
+    assert width in (0, 16, 32, 64)
+    vector = lines["vector"]
+    assert (f"{width * 8}-bit vectors" in vector) if width else ("one value at a time" in vector)
+    if _dispatch.level == "avx2":
+        assert width == 32
+    assert "thread runtime" in lines["thread"]

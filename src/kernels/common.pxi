@@ -152,6 +152,10 @@ cdef extern from "pooling_config.h":
     const char* PK_COMPILER
     const char* PK_SIMD_BASELINE
 
+cdef extern from "pooling_simd.h":
+    int PK_SIMD          # 1: the hand-written loops are vector code; 0: one value at a time
+    int PK_SIMD_BYTES    # the build's widest vector registers
+
 
 # The process's one thread pool is pooling._runtime's (pooling_pool_api.h): bound at import,
 # before any kernel can run.

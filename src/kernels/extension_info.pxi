@@ -16,8 +16,12 @@ def pool_stats():
 
 
 def build_info():
-    """Compiler, SIMD baseline and thread runtime the extension was built with."""
+    """Compiler, SIMD baseline, vector code and thread runtime the extension was built with.
+
+    vector_bytes: the width of the hand-written loops' vectors (include/pooling_simd.h), 0 where
+    they run one value at a time (no GCC/Clang vector extensions: MSVC, or PK_SIMD_SCALAR)."""
     return {"compiler": PK_COMPILER.decode(), "simd_baseline": PK_SIMD_BASELINE.decode(),
+            "vector_bytes": PK_SIMD_BYTES if PK_SIMD else 0,
             "threads": "pool" if PK_POOL else ("openmp" if PK_OPENMP else "none")}
 
 

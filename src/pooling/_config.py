@@ -197,9 +197,20 @@ def config_lines():
         f"simd            baseline {_dispatch._baseline.build_info()['simd_baseline']}; "
         f"run-time choice of {', '.join(_dispatch.available)}; in use: {_dispatch.level}"
         + _simd_exceptions(),
+        f"vector code     {_vector_line(_dispatch.core.build_info())}",
         f"c flags         {' '.join(flags) if flags is not None else 'not recorded by this build'}",
         f"cython          {BUILD_INFO.get('cython', 'not recorded by this build')}",
     ]
+
+
+def _vector_line(info):
+    """The hand-written loops' vectors in the build in use (include/pooling_simd.h)."""
+    width = info.get("vector_bytes")
+    if width is None:
+        return "not recorded by this build"
+    if width == 0:
+        return "none: the hand-written loops run one value at a time (no vector extensions)"
+    return f"{width * 8}-bit vectors in the hand-written loops"
 
 
 def _result_cache_line():
