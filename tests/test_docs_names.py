@@ -189,6 +189,9 @@ _PRIVATE_FILE = re.compile(r"(?<![\w./-])(_\w+\.(?:py|pyx|pyi|pxd))\b")
 _C_NAME = re.compile(r"(?<![\w.*/-])((?:pk|PK)_\w+)")
 _KERNEL_FILE = re.compile(r"(?<![\w/.])((?:pooling_\w+\.h)|(?:\w+\.pxi)|(?:_\w+\.pyx))\b")
 _EXTENSIONS = {"_core", "_core_avx2", "_core_avx512", "_runtime"}
+# Builds that exist only where the compiler targets them (x86-64; AVX-512 with gcc and clang, setup.py):
+# elsewhere (aarch64, MSVC) the docs still name them, and their names are pooling._core's.
+_OPTIONAL_BUILDS = {"_core_avx2", "_core_avx512"}
 
 # Files the build writes, which a checkout does not hold: Cython's C files and the build record.
 GENERATED = re.compile(r"src/(?:[\w*]+\.c|pooling/_build_info\.py|kernels/bodies\.pxi)$")
@@ -232,11 +235,11 @@ def _check_path(path, anchor):
 def resolve(name):
     """None if the dotted name `pooling.x.y` imports or resolves by getattr, else why not.  The
     package is flat: `x` is a module of src/pooling/ or an attribute of the package.  The SIMD
-    builds are looked up, not imported (this CPU may lack their instructions); their names are
-    pooling._core's."""
+    builds are looked up, not imported (this CPU may lack their instructions), and need not exist
+    (this platform or compiler may not build them); their names are pooling._core's."""
     parts = name.split(".")
     if len(parts) >= 2 and parts[1] in _EXTENSIONS:
-        if importlib.util.find_spec(f"pooling.{parts[1]}") is None:
+        if importlib.util.find_spec(f"pooling.{parts[1]}") is None and parts[1] not in _OPTIONAL_BUILDS:
             return f"{name}: no module pooling.{parts[1]}"
         module, rest = "pooling._runtime" if parts[1] == "_runtime" else "pooling._core", parts[2:]
     elif len(parts) >= 2 and parts[1] in _package_modules():
