@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# The aarch64 check: the sdist built and tested on 64-bit ARM Linux, under QEMU user-mode emulation
+# on an x86-64 Linux machine, with gcc and with clang.
+#
+#   1. an arm64 Debian root (bookworm, python3, gcc, clang, libomp-dev), made by mmdebstrap from
+#      this machine's own configured Debian sources; its pip configuration and certificates are
+#      copied in, so pip inside uses the same package sources as the machine;
+#   2. the sdist, made here from the working tree;
+#   3. inside the root, per compiler: a fresh virtual environment, `pip install <sdist>[test]` built
+#      with that compiler, `python -m pooling --quick`, and the tests from the sdist: the whole
+#      suite, or with `kernels` the kernel tests (every strategy x dtype x rank against the twin,
+#      index formats, MaxUnpool, Col2Im).
+#
+# Usage: bash tools/check_aarch64.sh [gcc=full|kernels|no] [clang=full|kernels|no]
+#        (default: gcc=full clang=kernels; CHECK_AARCH64_ROOT=DIR reuses or keeps the arm64 root,
+#        CHECK_AARCH64_KEEP=1 keeps the temporary folder). Needs root (chroot, binfmt_misc) and the
+#        Debian packages qemu-user-static, binfmt-support and mmdebstrap (installed if missing).
+# Exit status: 0 passed, 77 skipped (not Linux x86-64, not root, no binfmt_misc, the tools or the
+# root could not be had), other = failed.  Speed means nothing under emulation: this checks
+# results only (docs/development.md, "ARM").
+set -Eeuo pipefail
+trap 'echo "check_aarch64: FAILED (status $?) at line $LINENO: $BASH_COMMAND" >&2' ERR
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PYTHON=${PYTHON:-python3}
+export PIP_DISABLE_PIP_VERSION_CHECK=1 DEBIAN_FRONTEND=noninteractive
+started=$SECONDS
+
+step() { printf '\n== check_aarch64 [%4ds] %s\n' $((SECONDS - started)) "$*"; }
+fail() { printf '\ncheck_aarch64: FAILED: %s\n' "$*" >&2; exit 1; }
+skip() { printf '\ncheck_aarch64: SKIPPED: %s\n' "$*" >&2; exit 77; }
+
+declare -A SUITE=([gcc]=full [clang]=kernels)
+for arg in "$@"; do
+    [[ "$arg" =~ ^(gcc|clang)=(full|kernels|no)$ ]] || fail "unknown argument $arg (gcc=|clang= full, kernels or no)"
+    SUITE[${BASH_REMATCH[1]}]=${BASH_REMATCH[2]}
+done
+
+[[ "$(uname -s)" == Linux && "$(uname -m)" == x86_64 ]] || skip "runs on x86-64 Linux (QEMU user mode)"
+[[ "$(id -u)" == 0 ]] || skip "needs root for chroot and binfmt_misc"
+
+step "tools: qemu-user-static, binfmt-support, mmdebstrap"
+if ! command -v mmdebstrap >/dev/null || ! command -v update-binfmts >/dev/null ||
+        ! command -v qemu-aarch64-static >/dev/null; then
+    { apt-get update -q && apt-get install -y -q qemu-user-static binfmt-support mmdebstrap; } >/dev/null ||
+        skip "could not install qemu-user-static, binfmt-support and mmdebstrap"
+fi
+if [[ ! -e /proc/sys/fs/binfmt_misc/register ]]; then
+    mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc 2>/dev/null ||
+        skip "binfmt_misc cannot be mounted here (a container without the privilege?)"
+fi
+update-binfmts --enable qemu-aarch64 >/dev/null 2>&1 || true
+grep -qx enabled /proc/sys/fs/binfmt_misc/qemu-aarch64 2>/dev/null ||
+    skip "binfmt_misc has no enabled qemu-aarch64 entry"
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/check_aarch64.XXXXXX")
+ARM=${CHECK_AARCH64_ROOT:-$TMP/root}
+MOUNTS=()
+cleanup() {
+    local m
+    for m in "${MOUNTS[@]}"; do umount -l "$m" 2>/dev/null || true; done
+    if [[ "${CHECK_AARCH64_KEEP:-0}" == 1 ]]; then
+        echo "check_aarch64: kept $TMP"
+    else
+        rm -rf "$TMP"
+    fi
+}
+trap cleanup EXIT
+
+if [[ -x "$ARM/usr/bin/python3" && -x "$ARM/usr/bin/clang" ]]; then
+    step "arm64 root: reusing $ARM"
+else
+    step "arm64 root: mmdebstrap (bookworm) from this machine's Debian sources"
+    sources=()
+    for f in /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list /etc/apt/sources.list; do
+        [[ -s "$f" ]] && sources+=("$f")
+    done
+    [[ ${#sources[@]} -gt 0 ]] || skip "this machine has no Debian package sources configured"
+    mkdir -p "$(dirname "$ARM")"
+    if ! mmdebstrap --architectures=arm64 --variant=apt \
+            --include=python3,python3-venv,python3-dev,gcc,g++,clang,libomp-dev \
+            bookworm "$ARM" "${sources[@]}" >"$TMP/mmdebstrap.log" 2>&1; then
+        tail -n 30 "$TMP/mmdebstrap.log" >&2
+        skip "mmdebstrap could not make the arm64 root (log above)"
+    fi
+fi
+[[ "$(chroot "$ARM" uname -m)" == aarch64 ]] || fail "the root does not run as aarch64"
+
+step "the machine's pip configuration and certificates, into the root"
+for f in /etc/pip.conf /etc/xdg/pip /root/.config/pip /root/.pip /etc/ssl/certs/ca-certificates.crt \
+         /etc/resolv.conf; do
+    if [[ -e "$f" ]]; then
+        mkdir -p "$ARM$(dirname "$f")"
+        rm -rf "${ARM:?}$f"
+        cp -rL "$f" "$ARM$f"
+    fi
+done
+# (Local indexes or wheel folders the configuration names are not there: pip skips them with a
+# warning and uses the configured index; their wheels are x86-64 ones anyway.)
+for d in proc dev; do
+    if ! mountpoint -q "$ARM/$d"; then
+        mount --bind "/$d" "$ARM/$d" && MOUNTS+=("$ARM/$d")
+    fi
+done
+pipenv=$(env | grep '^PIP_' | tr '\n' ' ' || true)
+
+step "sdist from the working tree"
+"$PYTHON" -m venv "$TMP/tools"
+"$TMP/tools/bin/python" -m pip install -q build || skip "could not install build"
+"$TMP/tools/bin/python" -m build --sdist --outdir "$TMP/dist" "$REPO" >"$TMP/sdist.log" 2>&1 ||
+    { tail -n 30 "$TMP/sdist.log" >&2; fail "python -m build --sdist (log above)"; }
+sdist=$(ls "$TMP"/dist/*.tar.gz)
+rm -rf "$ARM/check" && mkdir -p "$ARM/check"
+cp "$sdist" "$ARM/check/"
+tar -xzf "$sdist" -C "$ARM/check"
+src=$(cd "$ARM/check" && ls -d */ | head -n 1)
+
+# The kernel tests: every forced strategy x dtype x rank against the twin, index formats,
+# MaxUnpool, Col2Im.
+KERNEL_TESTS="tests/test_twin.py tests/test_maxpool_strategies.py tests/test_index_format.py
+    tests/test_maxpool_nhwc.py tests/test_maxunpool.py tests/test_maxunpool_nhwc.py tests/test_col2im.py
+    tests/test_simd.py"
+
+status=0
+for cc in gcc clang; do
+    suite=${SUITE[$cc]}
+    [[ "$suite" == no ]] && continue
+    cxx=g++
+    [[ "$cc" == clang ]] && cxx=clang++
+    step "$cc: build the sdist and install it with the test extras"
+    if ! chroot "$ARM" env -i HOME=/root PATH=/usr/local/bin:/usr/bin:/bin $pipenv CC=$cc CXX=$cxx \
+            bash -c "set -e; rm -rf /venv-$cc; python3 -m venv /venv-$cc
+                     /venv-$cc/bin/pip install -q '/check/$(basename "$sdist")[test]'
+                     cd /check/$src && /venv-$cc/bin/python -m pooling --quick" 2>&1 | tail -n 25; then
+        fail "$cc: install or python -m pooling --quick"
+    fi
+    tests=tests
+    [[ "$suite" == kernels ]] && tests=$KERNEL_TESTS
+    step "$cc: the $suite tests"
+    t0=$SECONDS
+    if chroot "$ARM" env -i HOME=/root PATH=/usr/local/bin:/usr/bin:/bin \
+            bash -c "cd /check/$src && /venv-$cc/bin/python -m pytest $(echo $tests) -q -p no:cacheprovider" \
+            >"$TMP/pytest-$cc.log" 2>&1; then
+        echo "$cc: $(tail -n 1 "$TMP/pytest-$cc.log") ($((SECONDS - t0)) s)"
+    else
+        tail -n 60 "$TMP/pytest-$cc.log"
+        echo "$cc: the $suite tests FAILED ($((SECONDS - t0)) s)"
+        status=1
+    fi
+done
+step "done"
+exit $status
