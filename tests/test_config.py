@@ -62,4 +62,3 @@ def test_show_config_names_the_architecture_and_the_vector_code(capsys):
     assert (f"{width * 8}-bit vectors" in vector) if width else ("one value at a time" in vector)
     if _dispatch.level == "avx2":
         assert width == 32
-    assert "thread runtime" in lines["thread"]

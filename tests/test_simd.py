@@ -10,9 +10,11 @@ import pooling
 from pooling import _dispatch, _maxpool_strategies, _tuning
 from pooling._maxpool_strategies import Strategy
 
-# The tests that compare every kernel path with the pure-numpy reference.
+# The tests that compare every kernel path with the pure-numpy reference (tools/check_aarch64.sh
+# runs the same list).
 KERNEL_TESTS = ["test_maxpool_values.py", "test_maxpool_nhwc.py", "test_maxunpool.py",
-                "test_maxunpool_nhwc.py", "test_col2im.py", "test_threads.py", "test_maxpool_strategies.py"]
+                "test_maxunpool_nhwc.py", "test_col2im.py", "test_threads.py", "test_maxpool_strategies.py",
+                "test_twin.py", "test_index_format.py"]
 
 
 @pytest.mark.parametrize("level", [lv for lv in _dispatch.available if lv != _dispatch.level])

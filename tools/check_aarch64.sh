@@ -8,8 +8,8 @@
 #   2. the sdist, made here from the working tree;
 #   3. inside the root, per compiler: a fresh virtual environment, `pip install <sdist>[test]` built
 #      with that compiler, `python -m pooling --quick`, and the tests from the sdist: the whole
-#      suite, or with `kernels` the kernel tests (every strategy x dtype x rank against the twin,
-#      index formats, MaxUnpool, Col2Im).
+#      suite, or with `kernels` the kernel tests (tests/test_simd.py's KERNEL_TESTS: every strategy
+#      x dtype x rank against the twin, index formats, NHWC, MaxUnpool, Col2Im).
 #
 # Usage: bash tools/check_aarch64.sh [gcc=full|kernels|no] [clang=full|kernels|no]
 #        (default: gcc=full clang=kernels; CHECK_AARCH64_ROOT=DIR reuses or keeps the arm64 root,
@@ -17,7 +17,7 @@
 #        Debian packages qemu-user-static, binfmt-support and mmdebstrap (installed if missing).
 # Exit status: 0 passed, 77 skipped (not Linux x86-64, not root, no binfmt_misc, the tools or the
 # root could not be had), other = failed.  Speed means nothing under emulation: this checks
-# results only (docs/development.md, "ARM").
+# results only (docs/development.md, "ARM check").
 set -Eeuo pipefail
 trap 'echo "check_aarch64: FAILED (status $?) at line $LINENO: $BASH_COMMAND" >&2' ERR
 
@@ -115,11 +115,13 @@ cp "$sdist" "$ARM/check/"
 tar -xzf "$sdist" -C "$ARM/check"
 src=$(cd "$ARM/check" && ls -d */ | head -n 1)
 
-# The kernel tests: every forced strategy x dtype x rank against the twin, index formats,
-# MaxUnpool, Col2Im.
-KERNEL_TESTS="tests/test_twin.py tests/test_maxpool_strategies.py tests/test_index_format.py
-    tests/test_maxpool_nhwc.py tests/test_maxunpool.py tests/test_maxunpool_nhwc.py tests/test_col2im.py
-    tests/test_simd.py"
+# The kernel tests: tests/test_simd.py's list (every forced strategy x dtype x rank against the
+# twin, index formats, NHWC, MaxUnpool, Col2Im, threads), and test_simd.py itself.
+KERNEL_TESTS="$("$PYTHON" -c 'import ast, sys
+tree = ast.parse(open(sys.argv[1]).read())
+names = next(ast.literal_eval(n.value) for n in tree.body
+             if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "KERNEL_TESTS")
+print(" ".join("tests/" + f for f in names + ["test_simd.py"]))' "$REPO/tests/test_simd.py")"
 
 status=0
 for cc in gcc clang; do

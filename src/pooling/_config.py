@@ -205,9 +205,7 @@ def config_lines():
 
 def _vector_line(info):
     """The hand-written loops' vectors in the build in use (include/pooling_simd.h)."""
-    width = info.get("vector_bytes")
-    if width is None:
-        return "not recorded by this build"
+    width = info["vector_bytes"]
     if width == 0:
         return "none: the hand-written loops run one value at a time (no vector extensions)"
     return f"{width * 8}-bit vectors in the hand-written loops"
