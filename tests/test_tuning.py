@@ -233,7 +233,7 @@ def test_every_rule_is_typed_and_names_its_evidence():
     (("AuthenticAMD", 0x19, 0x01), set()),       # Zen 3 EPYC: measured, AVX2 as fast or faster
     (("AuthenticAMD", 0x19, 0x11), set()),       # Zen 4: not measured
     (("AuthenticAMD", 0x17, 0x31), set()),       # Zen 2: not measured
-    (("AuthenticAMD", 0x1A, 0x02), {(S.FUSED, "baseline"), (S.TILES, "baseline"), (S.PLANES, "avx512"),
+    (("AuthenticAMD", 0x1A, 0x02), {(S.FUSED, "baseline"), (S.PLANES, "avx512"),
                                     (S.NARROW, "avx512"), (S.NHWC_BLOCKS, "avx512")}),  # Zen 5 EPYC: measured
     (("AuthenticAMD", 0x1A, 0x44), set()),       # Zen 5 desktop: not measured
     (("GenuineIntel", 6, 0xCF), set()),          # the Xeon whose measurement dropped the rule
@@ -302,6 +302,23 @@ def test_tiles_asks_for_its_build_with_the_input_size(monkeypatch):
     finally:
         launch.cache_clear()
     assert ((S.TILES, 2, 4), {"input_bytes": 3 * 4 * 8 * 16 * 4}) in asked
+
+
+def test_a_size_bound_in_last_level_caches_splits_calls_at_its_boundary(monkeypatch, caches, rng):
+    """A rule with `least_llc` (no rule in the table has one today; the Zen 5 TILES rule had) takes
+    its build from that many LLCs of input, the process's build below, and the results agree."""
+    if "baseline" not in _dispatch.available or _dispatch.core is _dispatch.load("baseline"):
+        pytest.skip("the process already runs the baseline build")
+    rule = _tuning.BuildRule(S.TILES, "baseline", _tuning.ZEN5, (2,), (4,), "#per-cpu-build-rules", least_llc=2.0)
+    monkeypatch.setattr(_tuning, "ACTIVE", (rule,))
+    x = make_array(rng, (3, 4, 8, 16), "float32")
+    want = reference.max_pool(x, [2, 2], strides=[2, 2])
+    for llc, build in ((x.nbytes // 2, _dispatch.load("baseline")), (x.nbytes // 2 + 1, _dispatch.core)):
+        caches(llc=llc)                   # input = 2 LLCs exactly, then just under
+        assert _tuning.kernels_for(S.TILES, 2, 4, input_bytes=x.nbytes) is build
+        p = plan(x.shape, (2, 2), (2, 2), None, "NCHW")
+        assert type(launch(p, "float32", 1, False, S.TILES)) is getattr(build, CLASSES[S.TILES])
+        assert_same(pooling.max_pool(x, [2, 2], strides=[2, 2], _strategy="tiles"), want)
 
 
 def test_every_source_answers_or_stays_silent_on_any_platform(monkeypatch):
