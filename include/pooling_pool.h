@@ -18,8 +18,11 @@
  * owns the pool at a time; a concurrent caller (another Python thread) runs its call on its own
  * thread.  After fork() the child has no workers and starts new ones when a call needs them.
  *
- * Windows has no pool: the same interface runs an OpenMP loop there, or a plain loop without
- * OpenMP.  The thread count stays the caller's choice everywhere (OMP_NUM_THREADS, threadpoolctl).
+ * The pool needs GCC's __atomic builtins, so gcc, clang, mingw-w64 and clang-cl build it, on POSIX
+ * or Win32 (the OS calls are pooling_thread.h's).  MSVC proper, and a build that defines
+ * PK_POOL_OPENMP (to run MSVC's path with another compiler), get the same interface as an OpenMP
+ * loop, or a plain loop without OpenMP: PK_POOL 0.  The thread count stays the caller's choice
+ * everywhere (OMP_NUM_THREADS, threadpoolctl).
  *
  * Only pooling._runtime compiles this file; the kernel builds reach its pool through
  * pooling_pool_api.h, so a process has one pool whichever builds its kernels come from.
@@ -41,20 +44,10 @@ static void pk_serial(pk_body body, void *ctx, Py_ssize_t items, Py_ssize_t chun
         body(ctx, b, items - b > chunk ? b + chunk : items, 0);
 }
 
-#if !defined(_WIN32)
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(PK_POOL_OPENMP)
 #define PK_POOL 1
 
-#include <pthread.h>
-#include <sched.h>
-#include <time.h>
-
-#if defined(__x86_64__) || defined(__i386__)
-#define PK_PAUSE() __builtin_ia32_pause()
-#elif defined(__aarch64__)
-#define PK_PAUSE() __asm__ __volatile__("yield")
-#else
-#define PK_PAUSE() ((void)0)
-#endif
+#include "pooling_thread.h"
 
 #define PK_MAX_THREADS 256 /* threads per call, the caller included */
 #define PK_CLOSED 0xFFFFFFFFu /* a range's next-chunk field while its generation is set up */
@@ -76,7 +69,7 @@ typedef struct {
     char pad[64 - sizeof(uint64_t) - sizeof(uint32_t)];
 } pk_range;
 
-static pk_range pk_ranges[PK_MAX_THREADS] __attribute__((aligned(64)));
+static pk_range pk_ranges[PK_MAX_THREADS] PK_ALIGN64;
 
 static struct {
     /* The job: written by the owner while the generation is closed, read by workers. */
@@ -93,61 +86,21 @@ static struct {
     int owner_cpu;         /* the CPU the caller opened the job on, or -1 */
     int64_t beside_owner;  /* times a worker woke on the owner's CPU ... */
     int64_t moved;         /* ... and moved to another (pk_stats) */
-    pthread_mutex_t lock;
-    pthread_cond_t wake;
+    pk_mutex lock;
+    pk_cond wake;
 } pk_pool = {0};
 
-static pthread_once_t pk_once = PTHREAD_ONCE_INIT;
-
-static int64_t pk_now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
-/* The CPU the calling thread runs on, or -1 where that cannot be known. */
-static inline int pk_cpu(void)
-{
-#if defined(__linux__)
-    return sched_getcpu();
-#else
-    return -1;
-#endif
-}
-
-/* Move the calling thread off `cpu` (onto another CPU it may run on) and keep its affinity as it
- * was; whether it now runs elsewhere.  A worker woken onto the caller's CPU took turns with the
- * caller and made a large call slower than one thread (docs/threads.md#how-the-pool-works).
- * Dropping `cpu` from the mask makes the kernel migrate the thread now; restoring the mask read
- * here leaves it where it is. */
-static int pk_leave_cpu(int cpu)
-{
-#if defined(__linux__)
-    cpu_set_t mask, others;
-    if (cpu < 0 || cpu >= CPU_SETSIZE || sched_getaffinity(0, sizeof mask, &mask) != 0)
-        return 0;
-    others = mask;
-    CPU_CLR(cpu, &others);
-    if (CPU_COUNT(&others) == 0 || sched_setaffinity(0, sizeof others, &others) != 0)
-        return 0;
-    sched_setaffinity(0, sizeof mask, &mask);
-    return pk_cpu() != cpu;
-#else
-    (void)cpu;
-    return 0;
-#endif
-}
+static pk_once_flag pk_once = PK_ONCE_INIT;
 
 /* fork() keeps the lock consistent (the forking thread holds it across the fork); the child
  * keeps only the forking thread: no workers, no owner, no sleepers on the condition variable. */
-static void pk_before_fork(void) { pthread_mutex_lock(&pk_pool.lock); }
-static void pk_after_fork_in_parent(void) { pthread_mutex_unlock(&pk_pool.lock); }
+static void pk_before_fork(void) { pk_mutex_lock(&pk_pool.lock); }
+static void pk_after_fork_in_parent(void) { pk_mutex_unlock(&pk_pool.lock); }
 
 static void pk_after_fork_in_child(void)
 {
-    pthread_mutex_unlock(&pk_pool.lock);
-    pthread_cond_init(&pk_pool.wake, NULL);
+    pk_mutex_unlock(&pk_pool.lock);
+    pk_cond_init(&pk_pool.wake);
     pk_pool.nworkers = 0;
     pk_pool.sleepers = 0;
     pk_pool.busy = 0;
@@ -161,9 +114,9 @@ static void pk_init(void)
         pk_spin_ns = (int64_t)strtoll(spin, NULL, 10) * 1000;
     if (limit < pk_thread_limit)
         pk_thread_limit = limit;
-    pthread_mutex_init(&pk_pool.lock, NULL);
-    pthread_cond_init(&pk_pool.wake, NULL);
-    pthread_atfork(pk_before_fork, pk_after_fork_in_parent, pk_after_fork_in_child);
+    pk_mutex_init(&pk_pool.lock);
+    pk_cond_init(&pk_pool.wake);
+    pk_atfork(pk_before_fork, pk_after_fork_in_parent, pk_after_fork_in_child);
 }
 
 /* Whether state s is an open job of a generation other than `seen`. */
@@ -213,7 +166,7 @@ static void pk_claim_and_run(uint32_t gen, int tid, int n, int on_time)
     }
 }
 
-static void *pk_worker(void *arg)
+static pk_thread_ret PK_THREAD_CALL pk_worker(void *arg)
 {
     int tid = (int)(intptr_t)arg;
     uint32_t seen = (uint32_t)(PK_LOAD(&pk_pool.state) >> 32) - 1;  /* join the job that started us */
@@ -234,12 +187,12 @@ static void *pk_worker(void *arg)
                 }
             }
             if (!pk_new_work(s, seen)) {
-                pthread_mutex_lock(&pk_pool.lock);
+                pk_mutex_lock(&pk_pool.lock);
                 __atomic_fetch_add(&pk_pool.sleepers, 1, __ATOMIC_SEQ_CST);
                 while (!pk_new_work(s = __atomic_load_n(&pk_pool.state, __ATOMIC_SEQ_CST), seen))
-                    pthread_cond_wait(&pk_pool.wake, &pk_pool.lock);
+                    pk_cond_wait(&pk_pool.wake, &pk_pool.lock);
                 __atomic_fetch_sub(&pk_pool.sleepers, 1, __ATOMIC_SEQ_CST);
-                pthread_mutex_unlock(&pk_pool.lock);
+                pk_mutex_unlock(&pk_pool.lock);
                 slept = 1;
             }
         }
@@ -260,23 +213,15 @@ static void *pk_worker(void *arg)
         }
         pk_claim_and_run(seen, tid, n, !slept);
     }
-    return NULL;
+    return 0;
 }
 
 /* Start workers up to tid `want`; fewer if the system refuses (the caller then does more). */
 static void pk_start_workers(int want)
 {
-    pthread_attr_t attr;
-    if (pk_pool.nworkers >= want || pthread_attr_init(&attr) != 0)
-        return;
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    while (pk_pool.nworkers < want) {
-        pthread_t thread;
-        if (pthread_create(&thread, &attr, pk_worker, (void *)(intptr_t)(pk_pool.nworkers + 1)) != 0)
-            break;
+    while (pk_pool.nworkers < want
+           && pk_thread_start(pk_worker, (void *)(intptr_t)(pk_pool.nworkers + 1)) == 0)
         pk_pool.nworkers++;
-    }
-    pthread_attr_destroy(&attr);
 }
 
 static void pk_parallel(pk_body body, void *ctx, Py_ssize_t items, Py_ssize_t chunk, int n_threads)
@@ -288,7 +233,7 @@ static void pk_parallel(pk_body body, void *ctx, Py_ssize_t items, Py_ssize_t ch
         chunk = 1;
     nchunks = (items + chunk - 1) / chunk;
     if (n_threads > 1)
-        pthread_once(&pk_once, pk_init);
+        pk_call_once(&pk_once, pk_init);
     if (n_threads > pk_thread_limit)
         n_threads = pk_thread_limit;
     if (n_threads <= 1 || nchunks <= 1 || nchunks >= (int64_t)PK_CLOSED) {
@@ -323,9 +268,9 @@ static void pk_parallel(pk_body body, void *ctx, Py_ssize_t items, Py_ssize_t ch
     pk_start_workers(n_threads - 1);
     __atomic_store_n(&pk_pool.state, gen << 32 | 1, __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&pk_pool.sleepers, __ATOMIC_SEQ_CST) > 0) {
-        pthread_mutex_lock(&pk_pool.lock);
-        pthread_cond_broadcast(&pk_pool.wake);
-        pthread_mutex_unlock(&pk_pool.lock);
+        pk_mutex_lock(&pk_pool.lock);
+        pk_cond_broadcast(&pk_pool.wake);
+        pk_mutex_unlock(&pk_pool.lock);
     }
     pk_claim_and_run((uint32_t)gen, 0, n_threads, 1);
     /* Every chunk is claimed: wait for the ones workers are still running. */
@@ -333,7 +278,7 @@ static void pk_parallel(pk_body body, void *ctx, Py_ssize_t items, Py_ssize_t ch
         if (++spins < 4096)
             PK_PAUSE();
         else
-            sched_yield();  /* a worker may be waiting for this core */
+            pk_yield();  /* a worker may be waiting for this core */
     }
     __atomic_store_n(&pk_pool.busy, 0, __ATOMIC_RELEASE);
 }
@@ -345,7 +290,7 @@ static void pk_stats(int64_t *beside_owner, int64_t *moved)
     *moved = __atomic_load_n(&pk_pool.moved, __ATOMIC_RELAXED);
 }
 
-#else /* _WIN32: an OpenMP loop where there is OpenMP */
+#else /* MSVC, or PK_POOL_OPENMP: an OpenMP loop where there is OpenMP */
 #define PK_POOL 0
 
 static void pk_parallel(pk_body body, void *ctx, Py_ssize_t items, Py_ssize_t chunk, int n_threads)
@@ -377,6 +322,6 @@ static void pk_stats(int64_t *beside_owner, int64_t *moved)
     *beside_owner = *moved = 0;
 }
 
-#endif /* _WIN32 */
+#endif /* PK_POOL */
 
 #endif /* POOLING_POOL_H */

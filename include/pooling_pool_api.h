@@ -22,7 +22,7 @@ typedef struct {
     size_t size; /* sizeof(pk_pool_api) as the runtime was built: a stale build fails at import */
     void (*parallel)(pk_body body, void *ctx, Py_ssize_t items, Py_ssize_t chunk, int n_threads);
     void (*stats)(int64_t *beside_owner, int64_t *moved);
-    int pool; /* 1: the work-claiming pool; 0: an OpenMP loop or serial (Windows) */
+    int pool; /* 1: the work-claiming pool; 0: an OpenMP loop or serial (MSVC, PK_POOL_OPENMP) */
 } pk_pool_api;
 
 /* *flag |= value, from any thread. */
