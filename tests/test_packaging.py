@@ -312,7 +312,8 @@ def test_sdist_holds_the_sources_tests_and_notices_and_no_build_output(tmp_path)
         "LICENSE", "THIRD_PARTY_NOTICES.md", "src/_core.pyx", "src/pooling/py.typed", "src/pooling/_core.pyi",
         "src/_core_avx2.pyx", "src/_core_avx512.pyx", "src/_runtime.pyx", "src/pooling/_runtime.pyi",
         "tools/check_wheel.sh", "tools/build_libomp_macos.sh", "tools/pool_stress.c", "tools/check_aarch64.sh",
-        "tools/loop_probe.c", "tools/loop_census.py",
+        "tools/loop_probe.c", "tools/loop_census.py", "tools/pool_harness.c", "tools/check_mingw.sh",
+        "tools/check_portable.sh",
     }
     expected |= tree_files("src/kernels", "*.pxi") | tree_files("src/kernels", "*.pxi.in")
     expected |= tree_files("include", "*.h") | tree_files("LICENSES", "*.txt")
