@@ -196,8 +196,9 @@ _OPTIONAL_BUILDS = {"_core_avx2", "_core_avx512"}
 # Files the build writes, which a checkout does not hold: Cython's C files and the build record.
 GENERATED = re.compile(r"src/(?:[\w*]+\.c|pooling/_build_info\.py|kernels/bodies\.pxi)$")
 
-# Names of other software that look like private names of ours (`sysconf(_SC_LEVEL1_DCACHE_SIZE)`).
-FOREIGN = {"_SC_LEVEL1_DCACHE_SIZE"}
+# Names of other software that look like private names of ours (`sysconf(_SC_LEVEL1_DCACHE_SIZE)`,
+# CPython's cross-build variable).
+FOREIGN = {"_SC_LEVEL1_DCACHE_SIZE", "_PYTHON_SYSCONFIGDATA_NAME"}
 
 # Names docs/tuning.md records as removed ("before this change the bound was ..."): the page may
 # name them, and the code must no longer hold them.

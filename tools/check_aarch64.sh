@@ -1,20 +1,26 @@
 #!/usr/bin/env bash
-# The aarch64 check: the sdist built and tested on 64-bit ARM Linux, under QEMU user-mode emulation
-# on an x86-64 Linux machine, with gcc and with clang.
+# The aarch64 check: the sdist built for and tested on 64-bit ARM Linux, under QEMU user-mode
+# emulation on an x86-64 Linux machine, with gcc and with clang.
 #
-#   1. an arm64 Debian root (bookworm, python3, gcc, clang, libomp-dev), made by mmdebstrap from
-#      this machine's own configured Debian sources; its pip configuration and certificates are
-#      copied in, so pip inside uses the same package sources as the machine;
+#   1. an arm64 Debian root (bookworm: python3 and its headers, libgomp, libomp-dev; with
+#      build=native also gcc and clang), made by mmdebstrap from this machine's own configured
+#      Debian sources; its pip configuration and certificates are copied in, so pip inside uses the
+#      same package sources as the machine;
 #   2. the sdist, made here from the working tree;
-#   3. inside the root, per compiler: a fresh virtual environment, `pip install <sdist>[test]` built
-#      with that compiler, `python -m pooling --quick`, and the tests from the sdist: the whole
-#      suite, or with `kernels` the kernel tests (tests/test_simd.py's KERNEL_TESTS: every strategy
-#      x dtype x rank against the twin, index formats, NHWC, MaxUnpool, Col2Im).
+#   3. per compiler, a wheel of the sdist: with build=cross (the default) built here by the
+#      machine's own aarch64 compilers (gcc-aarch64-linux-gnu; clang --target=aarch64-linux-gnu),
+#      against the root's Python headers and OpenMP runtimes, at native speed; with build=native
+#      built inside the root under emulation (`pip install <sdist>`), 10-20 times slower;
+#   4. inside the root: a fresh virtual environment with the wheel and the test extras,
+#      `python -m pooling --quick`, and the tests from the sdist: the whole suite, or with `kernels`
+#      the kernel tests (tests/test_simd.py's KERNEL_TESTS: every strategy x dtype x rank against
+#      the twin, index formats, NHWC, MaxUnpool, Col2Im).
 #
-# Usage: bash tools/check_aarch64.sh [gcc=full|kernels|no] [clang=full|kernels|no]
-#        (default: gcc=full clang=kernels; CHECK_AARCH64_ROOT=DIR reuses or keeps the arm64 root,
-#        CHECK_AARCH64_KEEP=1 keeps the temporary folder). Needs root (chroot, binfmt_misc) and the
-#        Debian packages qemu-user-static, binfmt-support and mmdebstrap (installed if missing).
+# Usage: bash tools/check_aarch64.sh [gcc=full|kernels|no] [clang=full|kernels|no] [build=cross|native]
+#        (default: gcc=full clang=kernels build=cross; CHECK_AARCH64_ROOT=DIR reuses or keeps the
+#        arm64 root, CHECK_AARCH64_KEEP=1 keeps the temporary folder). Needs root (chroot,
+#        binfmt_misc) and the Debian packages qemu-user-static, binfmt-support and mmdebstrap, and for
+#        build=cross gcc-aarch64-linux-gnu and clang (each installed if missing).
 # Exit status: 0 passed, 77 skipped (not Linux x86-64, not root, no binfmt_misc, the tools or the
 # root could not be had), other = failed.  Speed means nothing under emulation: this checks
 # results only (docs/development.md, "ARM check").
@@ -31,20 +37,34 @@ fail() { printf '\ncheck_aarch64: FAILED: %s\n' "$*" >&2; exit 1; }
 skip() { printf '\ncheck_aarch64: SKIPPED: %s\n' "$*" >&2; exit 77; }
 
 declare -A SUITE=([gcc]=full [clang]=kernels)
+BUILD=cross
 for arg in "$@"; do
-    [[ "$arg" =~ ^(gcc|clang)=(full|kernels|no)$ ]] || fail "unknown argument $arg (gcc=|clang= full, kernels or no)"
+    if [[ "$arg" =~ ^build=(cross|native)$ ]]; then
+        BUILD=${BASH_REMATCH[1]}
+        continue
+    fi
+    [[ "$arg" =~ ^(gcc|clang)=(full|kernels|no)$ ]] ||
+        fail "unknown argument $arg (gcc=|clang= full, kernels or no; build= cross or native)"
     SUITE[${BASH_REMATCH[1]}]=${BASH_REMATCH[2]}
 done
 
 [[ "$(uname -s)" == Linux && "$(uname -m)" == x86_64 ]] || skip "runs on x86-64 Linux (QEMU user mode)"
 [[ "$(id -u)" == 0 ]] || skip "needs root for chroot and binfmt_misc"
 
-step "tools: qemu-user-static, binfmt-support, mmdebstrap"
-if ! command -v mmdebstrap >/dev/null || ! command -v update-binfmts >/dev/null ||
-        ! command -v qemu-aarch64-static >/dev/null; then
-    { apt-get update -q && apt-get install -y -q qemu-user-static binfmt-support mmdebstrap; } >/dev/null ||
-        skip "could not install qemu-user-static, binfmt-support and mmdebstrap"
+packages=(qemu-user-static binfmt-support mmdebstrap)
+commands=(qemu-aarch64-static update-binfmts mmdebstrap)
+if [[ "$BUILD" == cross ]]; then
+    packages+=(gcc-aarch64-linux-gnu clang)
+    commands+=(aarch64-linux-gnu-gcc clang)
 fi
+step "tools: ${packages[*]}"
+for c in "${commands[@]}"; do
+    if ! command -v "$c" >/dev/null; then
+        { apt-get update -q && apt-get install -y -q "${packages[@]}"; } >/dev/null ||
+            skip "could not install ${packages[*]}"
+        break
+    fi
+done
 if [[ ! -e /proc/sys/fs/binfmt_misc/register ]]; then
     mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc 2>/dev/null ||
         skip "binfmt_misc cannot be mounted here (a container without the privilege?)"
@@ -67,7 +87,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-if [[ -x "$ARM/usr/bin/python3" && -x "$ARM/usr/bin/clang" ]]; then
+include=python3,python3-venv,python3-dev,libgomp1,libomp-dev
+[[ "$BUILD" == native ]] && include+=,gcc,g++,clang
+if [[ -x "$ARM/usr/bin/python3" && -e "$ARM/usr/include/python3.11/Python.h" &&
+        ( "$BUILD" == cross || -x "$ARM/usr/bin/clang" ) ]]; then
     step "arm64 root: reusing $ARM"
 else
     step "arm64 root: mmdebstrap (bookworm) from this machine's Debian sources"
@@ -78,7 +101,7 @@ else
     [[ ${#sources[@]} -gt 0 ]] || skip "this machine has no Debian package sources configured"
     mkdir -p "$(dirname "$ARM")"
     if ! mmdebstrap --architectures=arm64 --variant=apt \
-            --include=python3,python3-venv,python3-dev,gcc,g++,clang,libomp-dev \
+            --include="$include" \
             bookworm "$ARM" "${sources[@]}" >"$TMP/mmdebstrap.log" 2>&1; then
         tail -n 30 "$TMP/mmdebstrap.log" >&2
         skip "mmdebstrap could not make the arm64 root (log above)"
@@ -123,17 +146,75 @@ names = next(ast.literal_eval(n.value) for n in tree.body
              if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "KERNEL_TESTS")
 print(" ".join("tests/" + f for f in names + ["test_simd.py"]))' "$REPO/tests/test_simd.py")"
 
+# build=cross: the root's Python must be the tools' Python version (the wheel's tag, its headers).
+pyver=$(chroot "$ARM" python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+if [[ "$BUILD" == cross && "$("$TMP/tools/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')" != "$pyver" ]]; then
+    fail "build=cross needs $PYTHON to be Python $pyver, the root's (PYTHON=python$pyver, or build=native)"
+fi
+
+# wheel CC: the sdist built here for aarch64 by CC (gcc or clang), into $TMP/wheels-CC.  setuptools
+# reads the target from the root's sysconfig data (_PYTHON_SYSCONFIGDATA_NAME: the extension suffix,
+# the compiler's flags) and the root's Python headers; the OpenMP runtimes are the cross gcc's
+# libgomp and the root's libomp (the root has both at run time).  numpy's headers (for
+# pooling._runtime) are the tools venv's: their few size macros agree on x86-64 and aarch64 Linux.
+cross_wheel() {
+    local cc=$1 host=$TMP/host-$1 env=()
+    if [[ ! -d "$TMP/cross" ]]; then
+        mkdir -p "$TMP/cross/sysconfig" "$TMP/cross/include" "$TMP/cross/omp"
+        cp "$ARM"/usr/lib/python$pyver/_sysconfigdata__aarch64-linux-gnu.py "$TMP/cross/sysconfig/"
+        ln -s "$ARM/usr/include/aarch64-linux-gnu" "$TMP/cross/include/"  # pyconfig.h's own include
+        ln -s "$(ls "$ARM"/usr/lib/llvm-*/lib/clang/*/include/omp.h | head -n 1)" "$TMP/cross/omp/"
+        "$TMP/tools/bin/python" -m pip install -q $("$TMP/tools/bin/python" -c 'import tomllib
+print(" ".join(tomllib.load(open("'"$REPO"'/pyproject.toml", "rb"))["build-system"]["requires"]))') ||
+            skip "could not install the build requirements"
+    fi
+    if [[ "$cc" == gcc ]]; then
+        env=(CC=aarch64-linux-gnu-gcc LDSHARED="aarch64-linux-gnu-gcc -shared"
+             CFLAGS="-I$ARM/usr/include/python$pyver -I$TMP/cross/include")
+    else
+        env=(CC="clang --target=aarch64-linux-gnu" LDSHARED="clang --target=aarch64-linux-gnu -shared"
+             CFLAGS="-I$ARM/usr/include/python$pyver -I$TMP/cross/include -I$TMP/cross/omp"
+             LDFLAGS="-L$(dirname "$(ls "$ARM"/usr/lib/llvm-*/lib/libomp.so | head -n 1)")")
+    fi
+    rm -rf "$host" && mkdir -p "$host" && tar -xzf "$sdist" -C "$host" --strip-components=1
+    (cd "$host" && env _PYTHON_SYSCONFIGDATA_NAME=_sysconfigdata__aarch64-linux-gnu \
+        PYTHONPATH="$TMP/cross/sysconfig" _PYTHON_HOST_PLATFORM=linux-aarch64 POOLING_REQUIRE_OPENMP=1 \
+        "${env[@]}" "$TMP/tools/bin/python" -m pip wheel -q --no-build-isolation --no-deps \
+        -w "$TMP/wheels-$cc" . >"$TMP/build-$cc.log" 2>&1) ||
+        { tail -n 40 "$TMP/build-$cc.log" >&2; fail "$cc: the cross build (log above)"; }
+}
+
 status=0
 for cc in gcc clang; do
     suite=${SUITE[$cc]}
     [[ "$suite" == no ]] && continue
+    if [[ "$BUILD" == cross ]]; then
+        step "$cc: build a wheel of the sdist here, for aarch64"
+        cross_wheel "$cc"
+        wheel=$(ls "$TMP/wheels-$cc"/*.whl)
+        mkdir -p "$ARM/check/$cc" && cp "$wheel" "$ARM/check/$cc/"
+        target="/check/$cc/$(basename "$wheel")"
+        step "$cc: install the wheel with the test extras"
+    else
+        target="/check/$(basename "$sdist")"
+        step "$cc: build the sdist and install it with the test extras"
+    fi
     cxx=g++
     [[ "$cc" == clang ]] && cxx=clang++
-    step "$cc: build the sdist and install it with the test extras"
+    # A venv per compiler; with build=cross the second wheel replaces the first in one venv, whose
+    # test extras take minutes to install under emulation.
+    venv=/venv-$cc
+    [[ "$BUILD" == cross ]] && venv=/venv-cross
+    install="rm -rf $venv; python3 -m venv $venv; $venv/bin/pip install -q '$target[test]'"
+    if [[ "$BUILD" == cross && -n "${cross_venv:-}" ]]; then
+        install="$venv/bin/pip install -q --force-reinstall --no-deps '$target'"
+    fi
+    cross_venv=1
     if ! chroot "$ARM" env -i HOME=/root PATH=/usr/local/bin:/usr/bin:/bin $pipenv CC=$cc CXX=$cxx \
-            bash -c "set -e; rm -rf /venv-$cc; python3 -m venv /venv-$cc
-                     /venv-$cc/bin/pip install -q '/check/$(basename "$sdist")[test]'
-                     cd /check/$src && /venv-$cc/bin/python -m pooling --quick" 2>&1 | tail -n 25; then
+            bash -c "set -e; $install
+                     cd /check/$src && $venv/bin/python -m pooling --quick
+                     $venv/bin/python -c 'import pooling; pooling.show_config()' | grep -E '^(compiler|openmp|simd)'" \
+            2>&1 | tail -n 25; then
         fail "$cc: install or python -m pooling --quick"
     fi
     tests=tests
@@ -141,7 +222,7 @@ for cc in gcc clang; do
     step "$cc: the $suite tests"
     t0=$SECONDS
     if chroot "$ARM" env -i HOME=/root PATH=/usr/local/bin:/usr/bin:/bin \
-            bash -c "cd /check/$src && /venv-$cc/bin/python -m pytest $(echo $tests) -q -p no:cacheprovider" \
+            bash -c "cd /check/$src && $venv/bin/python -m pytest $(echo $tests) -q -p no:cacheprovider" \
             >"$TMP/pytest-$cc.log" 2>&1; then
         echo "$cc: $(tail -n 1 "$TMP/pytest-$cc.log") ($((SECONDS - t0)) s)"
     else
