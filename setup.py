@@ -88,8 +88,30 @@ AVX512_PROBE = textwrap.dedent(
 
 def _avx2_flags(compiler):
     """Flags that compile AVX2 + FMA code with this compiler, or None (other ISAs, old compilers)."""
-    flags = ["/arch:AVX2"] if compiler.compiler_type == "msvc" else ["-mavx2", "-mfma"]
+    if compiler.compiler_type != "msvc":
+        flags = ["-mavx2", "-mfma"]
+    else:  # (clang-cl's /arch:AVX2 leaves FMA out; it takes clang's flag for it)
+        flags = ["/arch:AVX2", "-mfma"] if _is_clang_cl(compiler) else ["/arch:AVX2"]
     return _probe_flags(compiler, flags, AVX2_PROBE)
+
+
+def _is_clang_cl(compiler):
+    return os.path.basename(str(getattr(compiler, "cc", ""))).lower().startswith("clang-cl")
+
+
+def _msvc_with(compiler, cc):
+    """setuptools' MSVC compiler with another cl-compatible driver for the C files: POOLING_MSVC_CC,
+    clang-cl for the Windows wheels, whose GCC vector extensions and atomics give Windows the
+    hand-written vector loops and the thread pool (MSVC has neither: docs/development.md, "Windows'
+    path").  Linking stays link.exe; LLVM's lib folder (libomp.lib, clang-cl's OpenMP) joins the
+    library path."""
+    if not getattr(compiler, "initialized", True):
+        compiler.initialize()
+    path = shutil.which(cc) or cc
+    compiler.cc = path
+    lib = os.path.join(os.path.dirname(os.path.dirname(path)), "lib")
+    if os.path.isdir(lib):
+        compiler.add_library_dir(lib)
 
 
 def _avx512_flags(compiler):
@@ -279,6 +301,8 @@ class BuildExt(build_ext):
 
     def build_extensions(self):
         compiler = self.compiler
+        if compiler.compiler_type == "msvc" and os.environ.get("POOLING_MSVC_CC"):
+            _msvc_with(compiler, os.environ["POOLING_MSVC_CC"])
         flags = _probe_openmp(compiler)
         if flags is None:
             if os.environ.get("POOLING_REQUIRE_OPENMP") == "1":

@@ -7,8 +7,11 @@
 #   2. with mingw-w64 (x86_64-w64-mingw32-gcc) for Win32: as is and with -DPK_SIMD_SCALAR (the loops
 #      MSVC compiles), each without and, where mingw has libgomp, with -fopenmp (linked statically);
 #      also -DPK_POOL_OPENMP -fopenmp, MSVC's path under the Windows headers;
-#   3. under wine (wine64 or wine, where installed): the Win32 pool as is and with -fopenmp, and the
-#      OpenMP loop (threads start, sleep and wake, run-once, affinity); without wine, "not run".
+#   3. with clang --target=x86_64-w64-mingw32 (where clang is installed): the pool and the headers'
+#      vector code for Win32, baseline and AVX2 (the Windows wheels' compiler is clang-cl);
+#   4. under wine (wine64 or wine, where installed): the Win32 pool as is, with -fopenmp and from
+#      clang, and the OpenMP loop (threads start, sleep and wake, run-once, affinity); without wine,
+#      "not run".
 #
 # Every build is -O2 -Wall -Werror (-Wno-unused-function: the headers' static functions go unused
 # in the harness).  A run passes when every item of thousands of calls (1, 2, 4 and 8 threads, back
@@ -82,6 +85,20 @@ if [[ "$gomp" == /* && -f "$gomp" ]]; then
 else
     echo "not built with -fopenmp: mingw-w64 has no libgomp"
     runs=(pool.exe)
+fi
+
+# clang for Windows (the compiler of the Windows wheels, there as clang-cl with MSVC's ABI): here
+# with mingw-w64's headers and libraries, the vector extensions on, baseline and AVX2.
+CLANG=$(command -v clang || true)
+if [[ -n "$CLANG" ]]; then
+    step "clang --target=x86_64-w64-mingw32: the pool and the vector headers on Win32"
+    libgcc=$(dirname "$("$MINGW" -print-libgcc-file-name)")
+    build pool_clang.exe "$CLANG" --target=x86_64-w64-mingw32 -L"$libgcc"
+    build pool_clang_avx2.exe "$CLANG" --target=x86_64-w64-mingw32 -mavx2 -mfma -L"$libgcc"
+    runs+=(pool_clang.exe)
+    grep -q ' avx2 ' /proc/cpuinfo 2>/dev/null && runs+=(pool_clang_avx2.exe)
+else
+    echo "clang for Windows not built: no clang"
 fi
 
 step "wine: the Win32 builds"
