@@ -60,7 +60,7 @@ fi
 step "tools: ${packages[*]}"
 for c in "${commands[@]}"; do
     if ! command -v "$c" >/dev/null; then
-        { apt-get update -q && apt-get install -y -q "${packages[@]}"; } >/dev/null ||
+        { apt-get update -q && apt-get install -y -q -o DPkg::Lock::Timeout=600 "${packages[@]}"; } >/dev/null ||
             skip "could not install ${packages[*]}"
         break
     fi

@@ -38,7 +38,7 @@ skip() { printf '\ncheck_mingw: SKIPPED: %s\n' "$*" >&2; exit 77; }
 if ! command -v "$MINGW" >/dev/null 2>&1; then
     if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
         echo "check_mingw: installing gcc-mingw-w64-x86-64"
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc-mingw-w64-x86-64 >/dev/null 2>&1 || true
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=600 gcc-mingw-w64-x86-64 >/dev/null 2>&1 || true
     fi
     command -v "$MINGW" >/dev/null 2>&1 || skip "no $MINGW (apt-get install gcc-mingw-w64-x86-64)"
 fi
