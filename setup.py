@@ -88,10 +88,11 @@ AVX512_PROBE = textwrap.dedent(
 
 def _avx2_flags(compiler):
     """Flags that compile AVX2 + FMA code with this compiler, or None (other ISAs, old compilers)."""
-    if compiler.compiler_type != "msvc":
+    if compiler.compiler_type != "msvc" or _is_clang_cl(compiler):
+        # (clang-cl's /arch:AVX2 targets a whole CPU, Haswell: more than pk_cpu_has_avx2 checks)
         flags = ["-mavx2", "-mfma"]
-    else:  # (clang-cl's /arch:AVX2 leaves FMA out; it takes clang's flag for it)
-        flags = ["/arch:AVX2", "-mfma"] if _is_clang_cl(compiler) else ["/arch:AVX2"]
+    else:
+        flags = ["/arch:AVX2"]
     return _probe_flags(compiler, flags, AVX2_PROBE)
 
 
@@ -112,6 +113,10 @@ def _msvc_with(compiler, cc):
     lib = os.path.join(os.path.dirname(os.path.dirname(path)), "lib")
     if os.path.isdir(lib):
         compiler.add_library_dir(lib)
+    # clang's own headers before Visual Studio's, which setuptools passes as /I: its omp.h, not MSVC's
+    # OpenMP 2.0 one.
+    for include in sorted(glob.glob(os.path.join(lib, "clang", "*", "include")))[-1:]:
+        compiler.include_dirs.insert(0, include)
 
 
 def _avx512_flags(compiler):
@@ -144,7 +149,9 @@ def _probe_flags(compiler, flags, probe):
 def _openmp_flags(compiler):
     """(compile_args, link_args) candidates for this compiler, most likely first."""
     if compiler.compiler_type == "msvc":
-        return [(["/openmp"], [])]
+        # clang-cl's objects do not name their OpenMP runtime (its own link step would add it, and
+        # setuptools links with link.exe): libomp.lib, from _msvc_with's library folder.
+        return [(["/openmp"], ["libomp.lib"] if _is_clang_cl(compiler) else [])]
     if sys.platform == "darwin":
         return [(["-Xpreprocessor", "-fopenmp"], ["-lomp"]), (["-fopenmp"], ["-fopenmp"])]
     return [(["-fopenmp"], ["-fopenmp"])]
@@ -329,6 +336,8 @@ class BuildExt(build_ext):
             ext.extra_compile_args += simd.get(ext.name, [])
             if compiler.compiler_type == "msvc":
                 ext.extra_compile_args += ["/O2"]
+                if _is_clang_cl(compiler):  # as the other compilers build (below)
+                    ext.extra_compile_args += ["/clang:-O3", "/clang:-falign-functions=64"]
             else:
                 # Baseline ISA only (wheels must run on any x86-64); faster
                 # instruction sets are a run-time choice, never -march=native.
@@ -358,7 +367,7 @@ class BuildExt(build_ext):
     def _compile_key(self, ext):
         compiler = self.compiler
         command = [getattr(compiler, attr, None)
-                   for attr in ("compiler_so", "linker_so", "compile_options", "ldflags_shared")]
+                   for attr in ("compiler_so", "linker_so", "compile_options", "ldflags_shared", "cc", "linker")]
         return _digest(
             sys.version, sysconfig.get_config_var("EXT_SUFFIX"), command,
             self.include_dirs, self.library_dirs, self.libraries, self.define,

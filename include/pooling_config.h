@@ -77,36 +77,10 @@
 #define PK_SIMD_BASELINE "scalar"
 #endif
 
-/* Whether this CPU can run pooling._core_avx2 (AVX2 and FMA), asked at run
- * time: wheels are compiled for the baseline ISA of their platform. */
 #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
 #include <cpuid.h>
 #endif
 #include <string.h>
-
-static inline int pk_cpu_has_avx2(void)
-{
-#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-    return 0;
-#endif
-}
-
-/* Whether this CPU (and its operating system, which must save the 512-bit registers) can run
- * pooling._core_avx512: AVX-512 F, VL and DQ besides AVX2 and FMA, which that build is compiled
- * with (setup.py's _avx512_flags).  The check also asks for BW, which the build does not use. */
-static inline int pk_cpu_has_avx512(void)
-{
-#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
-    __builtin_cpu_init();
-    return pk_cpu_has_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")
-           && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-#else
-    return 0;
-#endif
-}
 
 /* CPUID leaf `leaf`, subleaf `sub` into r[0..3] (eax, ebx, ecx, edx), with GCC/clang or MSVC on x86;
  * PK_CPUID is 0 elsewhere.  The callers check the highest leaf first. */
@@ -131,6 +105,80 @@ static inline void pk_cpuid(unsigned int leaf, unsigned int sub, unsigned int* r
 #else
 #define PK_CPUID 0
 #endif
+
+/* The same two questions from CPUID and XCR0 alone, where PK_CPUID is 1: what MSVC and clang-cl
+ * builds ask (__builtin_cpu_supports needs compiler-rt's builtins, which link.exe is not given).
+ * AVX2 and FMA (avx512 = 0), or also AVX-512 F, BW, VL and DQ (1), with the OS saving the ymm (and
+ * zmm) registers. */
+#if PK_CPUID
+static inline unsigned long long pk_xcr0(void)
+{
+#if defined(_MSC_VER) && !defined(__clang__)
+    return _xgetbv(0);
+#else
+    unsigned int lo, hi;
+    __asm__ __volatile__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((unsigned long long)hi << 32) | lo;
+#endif
+}
+#endif
+
+static inline int pk_cpu_has_by_cpuid(int avx512)
+{
+#if PK_CPUID
+    unsigned int r[4];
+    unsigned long long xcr0;
+    pk_cpuid(0, 0, r);
+    if (r[0] < 7)
+        return 0;
+    pk_cpuid(1, 0, r);  /* ecx: FMA 12, OSXSAVE 27, AVX 28 */
+    if (!((r[2] >> 12) & 1) || !((r[2] >> 27) & 1) || !((r[2] >> 28) & 1))
+        return 0;
+    xcr0 = pk_xcr0();
+    if ((xcr0 & 0x6) != 0x6)  /* xmm and ymm state */
+        return 0;
+    pk_cpuid(7, 0, r);  /* ebx: AVX2 5, AVX512F 16, DQ 17, BW 30, VL 31 */
+    if (!((r[1] >> 5) & 1))
+        return 0;
+    if (!avx512)
+        return 1;
+    return (xcr0 & 0xE6) == 0xE6 && ((r[1] >> 16) & 1) && ((r[1] >> 17) & 1) && ((r[1] >> 30) & 1)
+           && ((r[1] >> 31) & 1);
+#else
+    (void)avx512;
+    return 0;
+#endif
+}
+
+/* Whether this CPU can run pooling._core_avx2 (AVX2 and FMA), asked at run
+ * time: wheels are compiled for the baseline ISA of their platform. */
+static inline int pk_cpu_has_avx2(void)
+{
+#if defined(_MSC_VER)
+    return pk_cpu_has_by_cpuid(0);
+#elif (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+    return 0;
+#endif
+}
+
+/* Whether this CPU (and its operating system, which must save the 512-bit registers) can run
+ * pooling._core_avx512: AVX-512 F, VL and DQ besides AVX2 and FMA, which that build is compiled
+ * with (setup.py's _avx512_flags).  The check also asks for BW, which the build does not use. */
+static inline int pk_cpu_has_avx512(void)
+{
+#if defined(_MSC_VER)
+    return pk_cpu_has_by_cpuid(1);
+#elif (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+    __builtin_cpu_init();
+    return pk_cpu_has_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")
+           && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+#else
+    return 0;
+#endif
+}
 
 /* The CPU's vendor string (12 characters and a NUL), family and model (base plus extended, as the
  * vendors number them: docs/tuning.md#cpus-measured lists those measured), for the table of what

@@ -119,6 +119,14 @@ static int check_platform(void)
         fprintf(stderr, "pk_now_ns: a sleep of 50 ms took %lld ns\n", (long long)(t1 - t0));
         return 1;
     }
+    /* The CPUID + XCR0 answers that MSVC and clang-cl builds use (pooling_config.h) agree with the
+     * compiler's own where it has one. */
+#if !defined(_MSC_VER) && (defined(__x86_64__) || defined(__i386__))
+    if (pk_cpu_has_avx2() != pk_cpu_has_by_cpuid(0) || pk_cpu_has_avx512() != pk_cpu_has_by_cpuid(1)) {
+        fprintf(stderr, "pk_cpu_has_by_cpuid disagrees with __builtin_cpu_supports\n");
+        return 1;
+    }
+#endif
     cpu = pk_cpu();
     {
 #if defined(_WIN32)
