@@ -20,7 +20,7 @@
 # Usage: bash tools/check_mingw.sh   (Linux; CHECK_MINGW_KEEP=1 keeps the temporary folder).  As
 #        root, installs gcc-mingw-w64-x86-64 if missing (wine is left to the caller: apt-get install
 #        wine64).  Exit status: 0 passed, 77 skipped (no mingw-w64 and none could be installed, or
-#        tools/pool_harness.c is not here, as in an sdist), 1 failed.
+#        tools/pool_harness.c is not here), 1 failed.
 set -Eeuo pipefail
 trap 'echo "check_mingw: FAILED (status $?) at line $LINENO: $BASH_COMMAND" >&2' ERR
 
