@@ -29,7 +29,7 @@ static inline double pk_sum_keep_nan_f64(double a, double b)
     return a + b;
 }
 
-/* float32 runs, y[i*step] += x[i], a NaN sum keeping its bits.  Contiguous runs (step 1) are
+/* float32 runs, y[i] += x[i], a NaN sum keeping its bits.  Contiguous runs (step 1) are
  * VOLO's fold, runs of 27 and 28 values, where the overlap test and the remainder were most of a
  * run's cost.  Both out of line: inlined, they changed the code around them, which ran slower
  * (docs/tuning.md#col2im-runs). */
@@ -87,34 +87,5 @@ static PK_NOINLINE void pk_add_f32(float* PK_RESTRICT y, const float* PK_RESTRIC
         if (y[i] == y[i])
             y[i] += x[i];
 }
-
-static PK_NOINLINE void pk_add_strided_f32(float* PK_RESTRICT y, const float* PK_RESTRICT x,
-                                               ptrdiff_t n, ptrdiff_t step)
-{
-    for (ptrdiff_t i = 0; i < n; i++)
-        y[i * step] = pk_sum_keep_nan(y[i * step], x[i]);
-}
-
-static inline float pk_f32_to_f32(float v)
-{
-    return v;
-}
-
-/* Sparse runs, ng kernel offsets at a time (rows L apart in x) whose terms never share a pixel:
- * y[b*step + m] += x[m*L + b], block by block, so the ng terms of a block land side by side where
- * one run per offset would stride `step` values through the image (col2im.pxi, _col_add_group).
- * 16-bit floats are widened into float32 sums. */
-#define PK_ADD_GROUP(name, T, widen)                                                                \
-    static PK_NOINLINE void name(float* PK_RESTRICT y, const T* PK_RESTRICT x, ptrdiff_t L,   \
-                                     ptrdiff_t nb, ptrdiff_t step, ptrdiff_t ng)                  \
-    {                                                                                               \
-        for (ptrdiff_t b = 0; b < nb; b++)                                                          \
-            for (ptrdiff_t m = 0; m < ng; m++)                                                      \
-                y[b * step + m] = pk_sum_keep_nan(y[b * step + m], widen(x[m * L + b]));            \
-    }
-
-PK_ADD_GROUP(pk_add_group_f32, float, pk_f32_to_f32)
-PK_ADD_GROUP(pk_add_group_f16, uint16_t, pk_f16_to_f32)
-PK_ADD_GROUP(pk_add_group_bf16, uint16_t, pk_bf16_to_f32)
 
 #endif

@@ -5,7 +5,6 @@ offsets in row-major order), so they agree bit for bit for every dtype; only
 which NaN a sum of two NaNs gives is the hardware's choice.
 """
 import math
-import sys
 
 import numpy as np
 import pytest
@@ -71,10 +70,8 @@ def run_both(x, image, attrs, **kw):
     return got, want
 
 
-# Strides of 32 values or more on the last axis: runs that sparse go several kernel
-# offsets at a time, block by block (col2im.pxi, _col2im_item_grouped), for the float
-# kinds (chosen at 32 bytes between terms); the other dtypes check the same geometry
-# one offset at a time.
+# Strides of 32 values or more on the last axis: many phases, each with few kernel offsets
+# (include/pooling_col2im.h), and blocks shorter than the stride.
 SPARSE_IMAGES = {1: (150,), 2: (5, 120), 3: (3, 4, 100), 4: (3, 3, 4, 90)}
 SPARSE_CASES = {
     # the overlap-add of a 1-D signal: offsets 0-31, then 32-39, with pads
@@ -103,38 +100,46 @@ def test_matches_reference(rng, kind, rank, case):
     assert_same_or_nan(got, want)
 
 
-@pytest.mark.parametrize("kind, strides, dilations, reach", [
-    ("float32", (1, 32), (1, 1), 32), ("float16", (1, 32), (1, 1), 32), ("float64", (1, 33), (1, 3), 11),
-    ("float32", (1, 4), (1, 1), 1),    # 16 bytes apart: one offset at a time
-    ("float64", (1, 4), (1, 1), 4),    # 32 bytes apart
-    ("float32", (1, 128), (1, 1), 64),  # at most 64 together
-    ("int32", (1, 32), (1, 1), 1), ("complex64", (1, 32), (1, 1), 1),
-])
-def test_sparse_runs_chosen(rng, monkeypatch, kind, strides, dilations, reach):
-    # The tests above check results either way: this one checks which form runs.
-    module = sys.modules["pooling.col2im"]
+# The kernel's forms (include/pooling_col2im.h), each reached by the shapes that select it:
+# (image, attrs, what it reaches).  A grid needs the last axis' phases to fit in a row of blocks
+# (ceil(W / stride) <= blocks) and the phases' rows of blocks in its 16 KB buffer.
+FORMS = [
+    ((28, 28), dict(block_shape=(3, 3), pads=(1, 1, 1, 1)), "grid, summed in place"),
+    ((28, 28), dict(block_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1)), "grid, stride 2: pairs"),
+    ((27, 27), dict(block_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1)), "grid, odd width"),
+    ((20, 21), dict(block_shape=(3, 4), strides=(3, 3), pads=(2, 3, 1, 2)), "grid, stride 3"),
+    ((17, 19), dict(block_shape=(3, 3), dilations=(2, 3), pads=(2, 3, 2, 3)), "grid, columns fixed on both sides"),
+    ((9, 30), dict(block_shape=(9, 9), pads=(4, 4, 4, 4)), "81 sources a row: two batches"),
+    ((300, 8), dict(block_shape=(3, 3), pads=(1, 1, 1, 1)), "grid, several chunks of rows"),
+    ((6, 9), dict(block_shape=(2, 3)), "rows: no pads, phases wider than the blocks"),
+    ((3, 5000), dict(block_shape=(2, 3), pads=(0, 1, 0, 1)), "rows: a row of blocks past the grid buffer"),
+    ((4, 5, 6), dict(block_shape=(2, 3, 3), strides=(1, 2, 1), pads=(1, 1, 1, 0, 1, 1)), "3-D grids"),
+    ((300,), dict(block_shape=(7,), strides=(3,), pads=(2, 2)), "1-D: one row"),
+    ((9, 10), dict(block_shape=(2, 2), strides=(40, 50)), "strides past the image: one phase each"),
+]
 
-    seen = []
 
-    class Spy:
-        def __init__(self, kernels):
-            self.kernels = kernels
+@pytest.mark.parametrize("prefetch", [False, True])
+@pytest.mark.parametrize("image, attrs, form", FORMS, ids=[f[2] for f in FORMS])
+@pytest.mark.parametrize("kind", ["float32", "float64", "float16", "bfloat16", "complex64", "bool", "uint8",
+                                  "int16", "int64"])
+def test_forms_match_reference(rng, monkeypatch, kind, image, attrs, form, prefetch):
+    # prefetch=True: the next plane's columns asked for on every call (by default only for inputs
+    # from memory), which must not change a bit; the last plane asks for none.
+    monkeypatch.setattr(pooling._tuning, "col2im_prefetch", lambda *args: prefetch)
+    attrs = full_attrs(image, **attrs)
+    x = columns(rng, kind, image, attrs, batch=2, channels=3)
+    for nt in (1, 2, 3):
+        assert_same_or_nan(pooling.col2im(x, image, **attrs, n_threads=nt), reference.col2im(x, image, **attrs))
 
-        def __getitem__(self, key):
-            def kernel(*args):
-                seen.append(args[5])  # reach (x, y, acc, geom, rows_per_item, reach, ...)
-                return self.kernels[key](*args)
-            return kernel
 
-    class Core:
-        col2im = Spy(module._core.col2im)
-
-    monkeypatch.setattr(module, "_core", Core)
-    image = (2, 3000)
-    attrs = full_attrs(image, (1, 70), strides=strides, dilations=dilations)
-    x = columns(rng, kind, image, attrs, batch=1, channels=1)
-    assert_same_or_nan(pooling.col2im(x, image, **attrs), reference.col2im(x, image, **attrs))
-    assert seen == [reach]
+def test_prefetch_rule(monkeypatch):
+    # Inputs from memory (3/8 of the last-level cache or more) in planes of at most a quarter of L2.
+    from pooling import _caches
+    monkeypatch.setattr(_caches, "CACHES", _caches.CACHES._replace(l2=1 << 20, llc=32 << 20))
+    assert not pooling._tuning.col2im_prefetch((12 << 20) - 1, 1 << 18)
+    assert pooling._tuning.col2im_prefetch(12 << 20, 1 << 18)
+    assert not pooling._tuning.col2im_prefetch(12 << 20, (1 << 18) + 1)
 
 
 @pytest.mark.parametrize("kind", ["float32", "float64", "bfloat16", "int8", "complex64", "complex128"])

@@ -53,7 +53,7 @@ for path, arm in FILES:
             v = sum(x[0] for x in c); s = sum(x[1] for x in c); st = sum(1 for x in c if x[2])
             if best is None or v > best[1]: best = (len(body), v, s, st)
         if best: res.setdefault(name, {})[path] = best
-for name in ['pk_add_f32', 'pk_add_group_f32', 'pk_tiles_k2_f32', 'w_rows', 'pk_narrow_strip', 'w_nhwc', 'w_max32', 'w_max64', 'pk_zero']:
+for name in ['pk_add_f32', 'w_gather', 'pk_tiles_k2_f32', 'w_rows', 'pk_narrow_strip', 'w_nhwc', 'w_max32', 'w_max64', 'pk_zero']:
     cells = []
     for path, _ in FILES:
         r = res.get(name, {}).get(path)

@@ -7,6 +7,7 @@
 #include "pooling_reduce.h"
 #include "pooling_nhwc.h"
 #include "pooling_add.h"
+#include "pooling_col2im.h"
 #include "pooling_zero.h"
 __attribute__((noinline)) int w_rows(const float* x, float* y, ptrdiff_t H, ptrdiff_t W, ptrdiff_t OH,
     ptrdiff_t OW, const ptrdiff_t* rows, ptrdiff_t kh, int nchk, ptrdiff_t kw, ptrdiff_t sw, ptrdiff_t dw,
@@ -23,8 +24,9 @@ __attribute__((noinline)) int w_nhwc(const float* const* rows, const unsigned ch
     const ptrdiff_t* tw, const float* next, ptrdiff_t nlen)
 { return pk_nhwc_row_f32(rows, chk, nrows, y, OW, C, sw, dw, pw, own, tw, next, nlen); }
 __attribute__((noinline)) void w_add(float* y, const float* x, ptrdiff_t n) { pk_add_f32(y, x, n); }
-__attribute__((noinline)) void w_group(float* y, const float* x, ptrdiff_t L, ptrdiff_t nb, ptrdiff_t s, ptrdiff_t ng)
-{ pk_add_group_f32(y, x, L, nb, s, ng); }
+__attribute__((noinline)) void w_gather(float* y, const void* const* src, const ptrdiff_t* lo, const ptrdiff_t* hi,
+    int m, ptrdiff_t ahead)
+{ pk_col_gather_f32(y, src, lo, hi, m, ahead); }
 __attribute__((noinline)) void w_zero(void* p, size_t n) { pk_zero(p, n); }
 __attribute__((noinline)) float w_max32(const float* x, ptrdiff_t n, int* odd) { return pk_max_f32(x, n, odd); }
 __attribute__((noinline)) double w_max64(const double* x, ptrdiff_t n, int* odd) { return pk_max_f64(x, n, odd); }

@@ -18,6 +18,7 @@ typedef ptrdiff_t Py_ssize_t; /* what pooling_pool_api.h needs of Python.h */
 
 #include "pooling_pool.h"  /* first: pooling_pool_api.h then compiles the pool's side, not the kernels' */
 #include "pooling_add.h"
+#include "pooling_col2im.h"
 #include "pooling_config.h"
 #include "pooling_half.h"
 #include "pooling_half_conv.h"

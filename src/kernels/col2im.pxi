@@ -1,30 +1,21 @@
 # ===========================================================================
-# col2im.pxi: Col2Im's scatter-add.
-#
-# Its own fused type (col_t: storage types, where MaxPool's pool_t are order
-# types), its own kinds (COL_*), and work items that each own a slab of
-# output rows so no two threads add into one element.
+# col2im.pxi: Col2Im, a gather per row of the image (include/pooling_col2im.h).
 #
 # Col2Im (behaviour.md §4)
 #
 # Column element (k, l) of a plane lands at pos_i = beta_i*s_i - pb_i +
 # kappa_i*d_i, with kappa = unravel(k, block_shape) and beta = unravel(l, nb).
-# A work item is one plane and a range of positions on its first spatial
-# axis: no other item writes there, so threads never share an output element.
-# Inside an item the kernel offsets k are the outer loop, and for one k at
-# most one block lands on a pixel, so every pixel receives its terms in
-# increasing k, which is behaviour.md §4's order: the result is the same for every
-# n_threads and however the items are cut.  Offsets that can never meet on a
-# pixel (neighbours on the last axis less than a stride apart) go together,
-# block by block, which keeps that order.
+# The kernel turns that around: for each row of the image (a position on the
+# axes before the last) it lists the kernel offsets that land there and from
+# which block (the tables built here, once per call), and sums each pixel's
+# terms in increasing k, which is behaviour.md §4's order.  A work item is one
+# plane and a range of positions on its first spatial axis; each pixel is
+# written by one item only, once, so the result is the same for every
+# n_threads and however the items are cut.
+#
+# Its own fused type (col_t: storage types, where MaxPool's pool_t are order
+# types) names the kind; the C kernel does the rest by kind.
 # ===========================================================================
-
-# numpy arrays have at most 64 dimensions, so an image has at most 62 spatial
-# axes; the Python layer checks it, the per-axis arrays below rely on it.
-cdef enum:
-    PK_MAX_DIMS = 64
-    PK_GROUP_MAX = 64    # kernel offsets added together, block by block (_col2im_item_grouped)
-    PK_GAP_MAX = 256     # pixels between runs put back after one run of the span (_col_add_gapped)
 
 # Storage types.  Addition differs between them only for bool (logical or),
 # so each integer width travels as its unsigned type (wrap-around is defined
@@ -42,6 +33,133 @@ ctypedef fused col_t:
     uint32_t
     uint64_t
 
+
+cdef inline int _col_kind(col_t* tag, uint16_t inf_bits) noexcept nogil:
+    """The kernel's kind for col_t (`tag` only selects the type)."""
+    if col_t is float:
+        return PK_COL_FLOAT
+    elif col_t is double:
+        return PK_COL_DOUBLE
+    elif col_t is cython.floatcomplex:
+        return PK_COL_CFLOAT
+    elif col_t is cython.doublecomplex:
+        return PK_COL_CDOUBLE
+    elif col_t is int8_t:
+        return PK_COL_BOOL
+    elif col_t is uint8_t:
+        return PK_COL_UINT8
+    elif col_t is uint16_t:
+        if inf_bits == PK_F16_INF:
+            return PK_COL_F16
+        if inf_bits == PK_BF16_INF:
+            return PK_COL_BF16
+        return PK_COL_UINT16
+    elif col_t is uint32_t:
+        return PK_COL_UINT32
+    else:
+        return PK_COL_UINT64
+
+
+cdef struct _ColJob:
+    const pk_col_plan* p
+    const char* x
+    char* y
+    const char** kx                 # per thread: p.maxcomb pointers
+    Py_ssize_t xplane, yplane       # bytes of a plane's columns and of its image
+    Py_ssize_t rows, nblk, S0, planes
+    bint prefetch                   # the next plane's columns, while one is summed
+    int kind
+
+
+cdef void _col2im_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil:
+    """pk_parallel's body for col2im: work items [begin, end), one plane's positions [o0, o1) of
+    the first axis each."""
+    cdef _ColJob* j = <_ColJob*>job
+    cdef Py_ssize_t u, plane, o0
+    for u in range(begin, end):
+        plane = u // j.nblk
+        o0 = (u - plane * j.nblk) * j.rows
+        pk_col2im_item(j.kind, j.p, j.x + plane * j.xplane, j.y + plane * j.yplane, o0,
+                       min(o0 + j.rows, j.S0), j.kx + tid * j.p.maxcomb,
+                       j.xplane if j.prefetch and plane + 1 < j.planes else 0)
+
+
+cdef Py_ssize_t _floor_mod(Py_ssize_t a, Py_ssize_t b) noexcept nogil:
+    """a mod b in [0, b) for b > 0 and either sign of a."""
+    cdef Py_ssize_t r = a % b
+    return r + b if r < 0 else r
+
+
+cdef Py_ssize_t _col_axis(Py_ssize_t S, Py_ssize_t nb, Py_ssize_t blk, Py_ssize_t s, Py_ssize_t d,
+                          Py_ssize_t pad, Py_ssize_t kstep, Py_ssize_t xstep, Py_ssize_t* off,
+                          Py_ssize_t* pairs) noexcept nogil:
+    """An axis before the last: for each position p < S, the pairs (kappa*kstep, b*xstep) of the
+    kernel offsets kappa and blocks b that land on p (p = b*s - pad + kappa*d), in increasing kappa,
+    at pairs[2*off[p]:2*off[p+1]] (counting sort by position).  Returns the most pairs of a position."""
+    cdef Py_ssize_t kap, b, p, most = 0
+    for p in range(S + 1):
+        off[p] = 0
+    for kap in range(blk):
+        for b in range(nb):
+            p = b * s - pad + kap * d
+            if 0 <= p < S:
+                off[p + 1] += 1
+    for p in range(S):
+        most = max(most, off[p + 1])
+        off[p + 1] += off[p]
+    for kap in range(blk):  # (off[p] is p's next free pair, then the start of p + 1's)
+        for b in range(nb):
+            p = b * s - pad + kap * d
+            if 0 <= p < S:
+                pairs[2 * off[p]] = kap * kstep
+                pairs[2 * off[p] + 1] = b * xstep
+                off[p] += 1
+    for p in range(S, 0, -1):
+        off[p] = off[p - 1]
+    off[0] = 0
+    return most
+
+
+cdef void _col_phases(Py_ssize_t blk, Py_ssize_t s, Py_ssize_t d, Py_ssize_t pad, Py_ssize_t kstep,
+                      Py_ssize_t nph, Py_ssize_t* off, Py_ssize_t* pairs) noexcept nogil:
+    """An axis as phases: kernel offset kappa lands on the positions r + s*t of phase
+    r = (kappa*d - pad) mod s, its block t - q at t.  Phases r < nph (the others have no position
+    in the image): phase r's pairs (kappa*kstep, q), in increasing kappa, are
+    pairs[2*off[r]:2*off[r+1]] (counting sort by phase)."""
+    cdef Py_ssize_t r, kap
+    for r in range(nph + 1):
+        off[r] = 0
+    for kap in range(blk):
+        r = _floor_mod(kap * d - pad, s)
+        if r < nph:
+            off[r + 1] += 1
+    for r in range(nph):
+        off[r + 1] += off[r]
+    for kap in range(blk):  # (off[r] is r's next free pair, then the start of r + 1's)
+        r = _floor_mod(kap * d - pad, s)
+        if r < nph:
+            pairs[2 * off[r]] = kap * kstep
+            pairs[2 * off[r] + 1] = (kap * d - pad - r) // s
+            off[r] += 1
+    for r in range(nph, 0, -1):
+        off[r] = off[r - 1]
+    off[0] = 0
+
+
+
+# ---------------------------------------------------------------------------
+# The scatter, for a last axis of stride 1 (docs/tuning.md#col2im-gather says why
+# both): per work item, the kernel offsets are the outer loop and each adds its
+# blocks as contiguous runs, whole rows merged into one run; for one k at most
+# one block lands on a pixel, so every pixel receives its terms in increasing k,
+# as the gather adds them.
+# ---------------------------------------------------------------------------
+
+# numpy arrays have at most 64 dimensions, so an image has at most 62 spatial
+# axes; the Python layer checks it, the per-axis arrays below rely on it.
+cdef enum:
+    PK_MAX_DIMS = 64
+    PK_GAP_MAX = 256     # pixels between runs put back after one run of the span (_col_add_gapped)
 
 # The kinds of col_t (a job's `kind`, common.pxi's glossary).
 cdef enum:
@@ -121,93 +239,11 @@ cdef inline void _col_add_run(const col_t* xr, void* dst, Py_ssize_t yo, Py_ssiz
 
 
 cdef inline void _col_add_row(const col_t* xr, void* dst, Py_ssize_t yo, Py_ssize_t n,
-                              Py_ssize_t step, uint16_t inf_bits) noexcept nogil:
+                              uint16_t inf_bits) noexcept nogil:
     if col_t is float:  # (without a test for overlap: pooling_add.h)
-        if step == 1:
-            pk_add_f32((<float*>dst) + yo, xr, n)
-        else:
-            pk_add_strided_f32((<float*>dst) + yo, xr, n, step)
-    elif step == 1:  # inlined with a constant step: a contiguous run that vectorises
+        pk_add_f32((<float*>dst) + yo, xr, n)
+    else:  # inlined with a constant step: a contiguous run that vectorises
         _col_add_run(xr, dst, yo, n, 1, inf_bits)
-    else:
-        _col_add_run(xr, dst, yo, n, step, inf_bits)
-
-
-cdef inline void _col_add_group(const col_t* x0, Py_ssize_t L, void* dst, Py_ssize_t yo, Py_ssize_t nb,
-                                Py_ssize_t step, Py_ssize_t ng, Py_ssize_t d, uint16_t inf_bits) noexcept nogil:
-    """dst[yo + b*step + m*d] += x0[m*L + b] for b < nb and m < ng, block by block: float32,
-    float64, and float16 / bfloat16 into float32 sums.
-
-    The ng kernel offsets (rows m*L of x0) never put two terms on one pixel,
-    so their order is free: block by block, each term lands next to the last
-    one, where one run per offset would stride `step` values apart through
-    the image (docs/tuning.md#col2im-sparse-runs).  A float sum that is
-    already NaN keeps its bits (pooling_add.h, pk_sum_keep_nan), so a term
-    may take either code here (the cut into work items decides) for the same
-    bits.
-    """
-    cdef Py_ssize_t bk, m, p, q
-    cdef col_t* y = (<col_t*>dst) + yo
-    cdef float* acc = (<float*>dst) + yo
-    if d == 1:  # the offsets' terms side by side: stores of whole vectors (pooling_add.h)
-        if col_t is float:
-            pk_add_group_f32(y, x0, L, nb, step, ng)
-            return
-        elif col_t is uint16_t:
-            if inf_bits == PK_F16_INF:
-                pk_add_group_f16(acc, x0, L, nb, step, ng)
-                return
-            if inf_bits == PK_BF16_INF:
-                pk_add_group_bf16(acc, x0, L, nb, step, ng)
-                return
-    for bk in range(nb):
-        for m in range(ng):
-            p, q = bk * step + m * d, m * L + bk
-            if col_t is uint16_t:
-                if inf_bits == PK_F16_INF:
-                    acc[p] = pk_sum_keep_nan(acc[p], pk_f16_to_f32(x0[q]))
-                    continue
-                if inf_bits == PK_BF16_INF:
-                    acc[p] = pk_sum_keep_nan(acc[p], pk_bf16_to_f32(x0[q]))
-                    continue
-            _add_to(&y[p], x0[q])
-
-
-cdef inline void _col_add_block(const col_t* xr, Py_ssize_t L, void* dst, Py_ssize_t yr,
-                                const Py_ssize_t* glo, const Py_ssize_t* ghi, Py_ssize_t ng, Py_ssize_t bk,
-                                Py_ssize_t step, Py_ssize_t d, uint16_t inf_bits) noexcept nogil:
-    """Block bk of a row, for the offsets that have it: glo[m] <= bk < ghi[m], a range ma <= m < mb
-    (both bounds fall as m grows)."""
-    cdef Py_ssize_t ma = 0, mb
-    while ma < ng and glo[ma] > bk:
-        ma += 1
-    mb = ma
-    while mb < ng and ghi[mb] > bk:
-        mb += 1
-    if ma < mb:
-        _col_add_group(xr + ma * L + bk, L, dst, yr + bk * step + ma * d, 1, step, mb - ma, d, inf_bits)
-
-
-cdef inline void _col_add_rows(const col_t* xr, Py_ssize_t L, void* dst, Py_ssize_t yr,
-                               const Py_ssize_t* glo, const Py_ssize_t* ghi, Py_ssize_t ng,
-                               Py_ssize_t step, Py_ssize_t d, uint16_t inf_bits) noexcept nogil:
-    """One row of ng kernel offsets: offset m adds its blocks glo[m] <= b < ghi[m] from
-    xr[m*L + b] to dst[yr + b*step + m*d].
-
-    The offsets lie less than a stride apart, so their ranges differ by at most
-    one block at each end: the blocks all of them have go in one call, the
-    (at most two) others one block at a time, all through _col_add_group.
-    """
-    cdef Py_ssize_t blo = glo[0], bhi = ghi[ng - 1], bk
-    if blo < bhi:
-        _col_add_group(xr + blo, L, dst, yr + blo * step, bhi - blo, step, ng, d, inf_bits)
-        if glo[ng - 1] < blo:
-            _col_add_block(xr, L, dst, yr, glo, ghi, ng, blo - 1, step, d, inf_bits)
-        if ghi[0] > bhi:
-            _col_add_block(xr, L, dst, yr, glo, ghi, ng, bhi, step, d, inf_bits)
-    else:
-        for bk in range(glo[ng - 1], ghi[0]):
-            _col_add_block(xr, L, dst, yr, glo, ghi, ng, bk, step, d, inf_bits)
 
 
 cdef inline bint _col_box(const ColGeom* g, Py_ssize_t o0, Py_ssize_t o1, const Py_ssize_t* kap,
@@ -331,113 +367,22 @@ cdef void _col2im_item(const col_t* x, void* dst, const ColGeom* g, Py_ssize_t o
                 continue
         while True:
             for r in range(rows):
-                _col_add_row(x + xo + r * xrow, dst, yo + r * yrow, count, run_step, inf_bits)
+                _col_add_row(x + xo + r * xrow, dst, yo + r * yrow, count, inf_bits)
             if not _col_next(g, g.n - 2, lo, hi, b, &xo, &yo):
                 break
 
 
-cdef void _col2im_item_grouped(const col_t* x, void* dst, const ColGeom* g, Py_ssize_t o0, Py_ssize_t o1,
-                               Py_ssize_t reach, uint16_t inf_bits) noexcept nogil:
-    """_col2im_item for a sparse last axis: up to `reach` kernel offsets at a time.
-
-    Neighbouring offsets on the last axis less than a stride apart (reach - 1
-    dilations < the stride) never land on one pixel, so each pixel still
-    receives its terms in increasing k.  They share the box of the axes
-    before the last; on the last axis each has its own range of blocks.
-    """
-    cdef Py_ssize_t kap[PK_MAX_DIMS]
-    cdef Py_ssize_t lo[PK_MAX_DIMS]
-    cdef Py_ssize_t hi[PK_MAX_DIMS]
-    cdef Py_ssize_t b[PK_MAX_DIMS]
-    cdef Py_ssize_t glo[PK_GROUP_MAX]
-    cdef Py_ssize_t ghi[PK_GROUP_MAX]
-    cdef Py_ssize_t last = g.n - 1, step = g.strides[last], d = g.dilations[last]
-    cdef Py_ssize_t k, i, m, r, ng, off, first, end, xo, yo, rows, xrow, yrow
-    for i in range(g.n):
-        kap[i] = 0
-    k = 0
-    while k < g.K:
-        ng = min(reach, g.block[last] - kap[last])
-        xo = k * g.L
-        yo = -o0 * g.ystep[0]
-        if _col_box(g, o0, o1, kap, last, lo, hi, b, &xo, &yo):
-            off = kap[last] * d - g.pads[last]
-            first, end = 0, g.image[last]
-            if last == 0:
-                first, end = o0, o1
-            for m in range(ng):
-                glo[m] = max(_ceil_div(first - off - m * d, step), 0)
-                ghi[m] = min(_ceil_div(end - off - m * d, step), g.nblocks[last])
-            _col_rows(g, lo, hi, &rows, &xrow, &yrow)
-            while glo[ng - 1] < ghi[0]:  # (the widest range: blocks that any of them has)
-                for r in range(rows):
-                    _col_add_rows(x + xo + r * xrow, g.L, dst, yo + off + r * yrow, glo, ghi, ng, step,
-                                  d, inf_bits)
-                if not _col_next(g, g.n - 2, lo, hi, b, &xo, &yo):
-                    break
-        k += ng
-        kap[last] += ng  # the next offset, row-major: the last axis moves fastest
-        i = last
-        while i > 0 and kap[i] == g.block[i]:
-            kap[i] = 0
-            i -= 1
-            kap[i] += 1
-
-
-def col2im(const col_t[:, :, ::1] x not None, col_t[:, ::1] y not None, float[:, ::1] acc,
-           const Py_ssize_t[:, ::1] geom not None, Py_ssize_t rows_per_item, Py_ssize_t reach,
-           uint16_t inf_bits, int n_threads):
-    """Col2Im over planes: columns x (planes, K, L) -> images y (planes, prod(image_shape)).
-
-    geom: one column per spatial axis; rows block_shape, image_shape, blocks
-    per axis, strides, dilations, begin pads, prod(nblocks[i+1:]) and
-    prod(image[i+1:]).  rows_per_item: positions of the first axis per work
-    item.  inf_bits: 0, or the +inf pattern of float16 / bfloat16 when x and y
-    hold those bits; then acc is float32 scratch of shape
-    (n_threads, rows_per_item * prod(image[1:])), else None.
-    """
-    cdef ColGeom g
-    g.n = geom.shape[1]
-    g.K = x.shape[1]
-    g.L = x.shape[2]
-    g.block = &geom[0, 0]
-    g.image = &geom[1, 0]
-    g.nblocks = &geom[2, 0]
-    g.strides = &geom[3, 0]
-    g.dilations = &geom[4, 0]
-    g.pads = &geom[5, 0]
-    g.xstep = &geom[6, 0]
-    g.ystep = &geom[7, 0]
-    cdef Py_ssize_t planes = x.shape[0], S0 = g.image[0]
-    cdef _ColJob j
-    j.g, j.P, j.rows, j.inf_bits = &g, y.shape[1], rows_per_item, inf_bits
-    j.reach = max(1, min(reach, (g.strides[g.n - 1] - 1) // g.dilations[g.n - 1] + 1,
-                         <Py_ssize_t>PK_GROUP_MAX))
-    j.nblk = (S0 + rows_per_item - 1) // rows_per_item
-    cdef Py_ssize_t items = planes * j.nblk
-    if items == 0 or j.P == 0:
-        return
-    j.x, j.y, j.kind, j.acc, j.acc_stride = <const char*>&x[0, 0, 0], <char*>&y[0, 0], _col_kind(<col_t*>NULL), NULL, 0
-    if col_t is uint16_t:
-        if inf_bits != 0:
-            j.acc, j.acc_stride = &acc[0, 0], acc.shape[1]
-    with nogil:
-        # Chunks of 1/16 of a thread's share (as pooling._threads.chunk_size): the smallest claim.
-        pk_parallel(_col2im_body, &j, items, max(1, items // (16 * n_threads)), n_threads)
-
-
-cdef struct _ColJob:
+cdef struct _ScatterJob:
     const ColGeom* g
     const char* x
     char* y
     float* acc                      # 16-bit floats: float32 sums, acc_stride per thread; else NULL
     Py_ssize_t acc_stride, P, rows, nblk
-    Py_ssize_t reach                # kernel offsets added together (_col2im_item_grouped), 1: none
     int kind
     uint16_t inf_bits
 
 
-cdef inline int _col_kind(col_t* tag) noexcept nogil:
+cdef inline int _scatter_kind(col_t* tag) noexcept nogil:
     """The kind of col_t (`tag` only selects the type)."""
     if col_t is float:
         return COL_FLOAT
@@ -459,7 +404,7 @@ cdef inline int _col_kind(col_t* tag) noexcept nogil:
         return COL_UINT64
 
 
-cdef void _col2im_items(col_t* kind, const _ColJob* j, Py_ssize_t begin, Py_ssize_t end,
+cdef void _col2im_items(col_t* kind, const _ScatterJob* j, Py_ssize_t begin, Py_ssize_t end,
                         int tid) noexcept nogil:
     """Work items [begin, end): one plane's positions [o0, o1) of the first axis each."""
     cdef const ColGeom* g = j.g
@@ -477,10 +422,7 @@ cdef void _col2im_items(col_t* kind, const _ColJob* j, Py_ssize_t begin, Py_ssiz
             if j.acc != NULL:
                 a = j.acc + tid * j.acc_stride
                 pk_zero(a, size * sizeof(float))
-                if j.reach > 1:
-                    _col2im_item_grouped(xb + plane * g.K * g.L, a, g, o0, o1, j.reach, j.inf_bits)
-                else:
-                    _col2im_item(xb + plane * g.K * g.L, a, g, o0, o1, j.inf_bits)
+                _col2im_item(xb + plane * g.K * g.L, a, g, o0, o1, j.inf_bits)
                 if j.inf_bits == PK_F16_INF:
                     for i in range(size):
                         yb[start + i] = pk_f32_to_f16(a[i])
@@ -489,8 +431,133 @@ cdef void _col2im_items(col_t* kind, const _ColJob* j, Py_ssize_t begin, Py_ssiz
                         yb[start + i] = pk_f32_to_bf16(a[i])
                 continue
         pk_zero(yb + start, size * sizeof(col_t))  # (not memset: pooling_zero.h)
-        if col_t is float or col_t is double:  # (the float kinds only: col2im.py, _run)
-            if j.reach > 1:
-                _col2im_item_grouped(xb + plane * g.K * g.L, yb + start, g, o0, o1, j.reach, 0)
-                continue
         _col2im_item(xb + plane * g.K * g.L, yb + start, g, o0, o1, 0)
+
+
+cdef _col2im_scatter(const col_t[:, :, ::1] x, col_t[:, ::1] y, float[:, ::1] acc,
+                     const Py_ssize_t[:, ::1] geom, Py_ssize_t rows_per_item, uint16_t inf_bits,
+                     int n_threads):
+    """col2im's scatter, for a last axis of stride 1: the arguments as col2im's.
+
+    geom: one column per spatial axis; rows block_shape, image_shape, blocks
+    per axis, strides, dilations, begin pads, prod(nblocks[i+1:]) and
+    prod(image[i+1:]).  rows_per_item: positions of the first axis per work
+    item.  inf_bits: 0, or the +inf pattern of float16 / bfloat16 when x and y
+    hold those bits; then acc is float32 scratch of shape
+    (n_threads, rows_per_item * prod(image[1:])), else None.
+    """
+    cdef ColGeom g
+    g.n = geom.shape[1]
+    g.K = x.shape[1]
+    g.L = x.shape[2]
+    g.block = &geom[0, 0]
+    g.image = &geom[1, 0]
+    g.nblocks = &geom[2, 0]
+    g.strides = &geom[3, 0]
+    g.dilations = &geom[4, 0]
+    g.pads = &geom[5, 0]
+    g.xstep = &geom[6, 0]
+    g.ystep = &geom[7, 0]
+    cdef Py_ssize_t planes = x.shape[0], S0 = g.image[0]
+    cdef _ScatterJob j
+    j.g, j.P, j.rows, j.inf_bits = &g, y.shape[1], rows_per_item, inf_bits
+    j.nblk = (S0 + rows_per_item - 1) // rows_per_item
+    cdef Py_ssize_t items = planes * j.nblk
+    if items == 0 or j.P == 0:
+        return
+    j.x, j.y, j.kind, j.acc, j.acc_stride = <const char*>&x[0, 0, 0], <char*>&y[0, 0], _scatter_kind(<col_t*>NULL), NULL, 0
+    if col_t is uint16_t:
+        if inf_bits != 0:
+            j.acc, j.acc_stride = &acc[0, 0], acc.shape[1]
+    with nogil:
+        # Chunks of 1/16 of a thread's share (as pooling._threads.chunk_size): the smallest claim.
+        pk_parallel(_scatter_body, &j, items, max(1, items // (16 * n_threads)), n_threads)
+
+
+def col2im(const col_t[:, :, ::1] x not None, col_t[:, ::1] y not None, float[:, ::1] acc,
+           const Py_ssize_t[:, ::1] geom not None, Py_ssize_t rows_per_item, bint prefetch,
+           uint16_t inf_bits, int n_threads):
+    """Col2Im over planes: columns x (planes, K, L) -> images y (planes, prod(image_shape)).
+
+    geom: one column per spatial axis; rows block_shape, image_shape, blocks
+    per axis, strides, dilations, begin pads, prod(nblocks[i+1:]) and
+    prod(image[i+1:]).  rows_per_item: positions of the first axis per work
+    item.  prefetch: whether each item asks for the next plane's columns (the gather).  inf_bits: 0, or the +inf pattern of float16 / bfloat16 when x and y
+    hold those bits.  A last axis of stride 1 goes to the scatter, which takes acc: float32 sums
+    for 16-bit floats, of shape (n_threads, rows_per_item * prod(image[1:])), else None.
+    """
+    cdef Py_ssize_t n = geom.shape[1], last = n - 1, planes = x.shape[0], i, kstep, size
+    if geom[3, last] == 1:
+        _col2im_scatter(x, y, acc, geom, rows_per_item, inf_bits, n_threads)
+        return
+    cdef pk_col_plan p
+    cdef _ColJob j
+    cdef const Py_ssize_t* block = &geom[0, 0]
+    cdef const Py_ssize_t* image = &geom[1, 0]
+    cdef const Py_ssize_t* nblocks = &geom[2, 0]
+    cdef const Py_ssize_t* strides = &geom[3, 0]
+    cdef const Py_ssize_t* dilations = &geom[4, 0]
+    cdef const Py_ssize_t* pads = &geom[5, 0]
+    cdef const Py_ssize_t* xstep = &geom[6, 0]
+    j.nblk = (image[0] + rows_per_item - 1) // rows_per_item
+    cdef Py_ssize_t items = planes * j.nblk
+    if items == 0 or y.shape[1] == 0:
+        return
+    # The tables: per axis before the last, image[i] + 1 offsets and 2 * block[i] * nblocks[i]
+    # pair values; the last axis, stride + 1 offsets and 2 * block pair values.
+    size = min(strides[last], image[last]) + 1 + 2 * block[last]
+    if n > 1:
+        size += min(strides[last - 1], image[last - 1]) + 1 + 2 * block[last - 1]
+    for i in range(last):
+        size += image[i] + 1 + 2 * block[i] * nblocks[i]
+    cdef Py_ssize_t* tab = <Py_ssize_t*>malloc(size * sizeof(Py_ssize_t))
+    cdef const Py_ssize_t* offs[PK_COL_MAX_AXES]
+    cdef const Py_ssize_t* pres[PK_COL_MAX_AXES]
+    cdef Py_ssize_t* at = tab
+    if tab == NULL:
+        raise MemoryError()
+    p.maxcomb = 1
+    kstep = block[last]
+    for i in range(last - 1, -1, -1):
+        offs[i], pres[i] = at, at + image[i] + 1
+        p.maxcomb *= _col_axis(image[i], nblocks[i], block[i], strides[i], dilations[i], pads[i], kstep,
+                               xstep[i], at, at + image[i] + 1)
+        at += image[i] + 1 + 2 * block[i] * nblocks[i]
+        kstep *= block[i]
+    p.maxcomb = max(p.maxcomb, 1)
+    # The last axis: kernel offset kj lands on phase r = (kj*d - pad) mod s, its block t - q at
+    # position t of the phase; likewise the axis before it for the grids.
+    cdef Py_ssize_t lph = min(strides[last], image[last]), hph = 0
+    if n > 1:
+        hph = min(strides[last - 1], image[last - 1])
+    cdef Py_ssize_t* loff = at
+    cdef Py_ssize_t* lpairs = at + lph + 1
+    _col_phases(block[last], strides[last], dilations[last], pads[last], 1, lph, loff, lpairs)
+    at = lpairs + 2 * block[last]
+    cdef Py_ssize_t* hoff = at
+    cdef Py_ssize_t* hpairs = at + hph + 1
+    p.grid = 0
+    p.lph, p.hph = lph, hph
+    if n > 1:
+        _col_phases(block[last - 1], strides[last - 1], dilations[last - 1], pads[last - 1], block[last],
+                    hph, hoff, hpairs)
+        p.hstep, p.nbh, p.hoff, p.hlast = strides[last - 1], nblocks[last - 1], hoff, hpairs
+        # A grid sums each source's rows as one flat run: the phases' columns must fit in a row of
+        # blocks, and a row of blocks in the chunk.
+        p.grid = ((image[last] + strides[last] - 1) // strides[last] <= nblocks[last]
+                  and lph * nblocks[last] * pk_col_unit(_col_kind(<col_t*>NULL, inf_bits)) <= PK_COL_GRID_CHUNK)
+    p.n, p.L, p.image, p.step, p.nbl = n, x.shape[2], image, strides[last], nblocks[last]
+    p.off, p.pre, p.loff, p.last = offs, pres, loff, lpairs
+    j.kx = <const char**>malloc(n_threads * p.maxcomb * sizeof(char*))
+    if j.kx == NULL:
+        free(tab)
+        raise MemoryError()
+    j.p, j.rows, j.S0, j.planes, j.prefetch = &p, rows_per_item, image[0], planes, prefetch
+    j.kind = _col_kind(<col_t*>NULL, inf_bits)
+    j.x, j.y = <const char*>&x[0, 0, 0], <char*>&y[0, 0]
+    j.xplane, j.yplane = x.shape[1] * x.shape[2] * sizeof(col_t), y.shape[1] * sizeof(col_t)
+    with nogil:
+        # Chunks of 1/16 of a thread's share (as pooling._threads.chunk_size): the smallest claim.
+        pk_parallel(_col2im_body, &j, items, max(1, items // (16 * n_threads)), n_threads)
+    free(j.kx)
+    free(tab)

@@ -111,15 +111,40 @@ cdef extern from "pooling_zero.h":
 
 cdef extern from "pooling_add.h":
     void pk_add_f32(float* y, const float* x, Py_ssize_t n) noexcept nogil
-    void pk_add_strided_f32(float* y, const float* x, Py_ssize_t n, Py_ssize_t step) noexcept nogil
     float pk_sum_keep_nan(float a, float b) noexcept nogil
     double pk_sum_keep_nan_f64(double a, double b) noexcept nogil
-    void pk_add_group_f32(float* y, const float* x, Py_ssize_t L, Py_ssize_t nb, Py_ssize_t step,
-                          Py_ssize_t ng) noexcept nogil
-    void pk_add_group_f16(float* y, const uint16_t* x, Py_ssize_t L, Py_ssize_t nb, Py_ssize_t step,
-                          Py_ssize_t ng) noexcept nogil
-    void pk_add_group_bf16(float* y, const uint16_t* x, Py_ssize_t L, Py_ssize_t nb, Py_ssize_t step,
-                           Py_ssize_t ng) noexcept nogil
+
+cdef extern from "pooling_col2im.h":
+    enum:
+        PK_COL_FLOAT
+        PK_COL_DOUBLE
+        PK_COL_CFLOAT
+        PK_COL_CDOUBLE
+        PK_COL_BOOL
+        PK_COL_UINT8
+        PK_COL_UINT16
+        PK_COL_UINT32
+        PK_COL_UINT64
+        PK_COL_F16
+        PK_COL_BF16
+        PK_COL_MAX_AXES
+        PK_COL_GRID_CHUNK
+    ctypedef struct pk_col_plan:
+        Py_ssize_t n, L
+        const Py_ssize_t* image
+        Py_ssize_t step, nbl
+        const Py_ssize_t* const* off
+        const Py_ssize_t* const* pre
+        const Py_ssize_t* loff
+        const Py_ssize_t* last
+        Py_ssize_t maxcomb
+        int grid
+        Py_ssize_t hstep, nbh, lph, hph
+        const Py_ssize_t* hoff
+        const Py_ssize_t* hlast
+    Py_ssize_t pk_col_unit(int kind) noexcept nogil
+    void pk_col2im_item(int kind, const pk_col_plan* p, const char* x, char* y, Py_ssize_t o0,
+                        Py_ssize_t o1, const char** kx, Py_ssize_t ahead) noexcept nogil
 
 cdef extern from "pooling_reduce.h":
     float pk_max_f32(const float* x, Py_ssize_t n, int* odd) noexcept nogil

@@ -42,9 +42,16 @@ def even_split(input_bytes, nt):
 
 
 def col2im_item_bytes():
-    """Bytes of output (or float32 sums) a Col2Im work item covers at most: it is revisited once
-    per kernel offset, so it stays within half of one core's L2 (#col2im-work-items)."""
+    """Bytes of output (or float32 sums) a work item of Col2Im's scatter covers at most: it is
+    revisited once per kernel offset, so it stays within half of one core's L2 (#col2im-work-items)."""
     return _caches.CACHES.l2 // 2
+
+
+def col2im_prefetch(input_bytes, plane_bytes):
+    """Whether Col2Im's gather prefetches the next plane's columns while it sums one: inputs of at least
+    3/8 of the last-level cache, which come from memory, in planes of at most a quarter of L2, so
+    that the next one is still there when its turn comes (#col2im-gather)."""
+    return input_bytes * 8 >= _caches.CACHES.llc * 3 and plane_bytes * 4 <= _caches.CACHES.l2
 
 
 def prefetch_rows(input_bytes):

@@ -41,17 +41,6 @@ _STORAGE = {
 # numpy arrays have at most 64 dimensions (and the kernel's per-axis arrays).
 _MAX_RANK = 64
 
-# Runs of one kernel offset whose terms lie this many bytes apart in the image
-# or more are sparse: there, kernel offsets of the last axis less than a stride
-# apart (they never share a pixel) are added together, block by block, up to
-# _GROUP_MAX of them.  The float kinds only: the kernels for the others would
-# make each extension module 100 KB larger for sums no model we know does.  A
-# C model of both loops put the break-even between 16 and 32 bytes
-# (docs/tuning.md#col2im-sparse-runs).
-_SPARSE_BYTES = 32
-_GROUP_MAX = 64
-
-
 class _Plan(NamedTuple):
     """Everything about a call that depends only on shapes and attributes."""
     out_shape: tuple        # (N, C, S_1..S_n)
@@ -268,24 +257,25 @@ def _shape_input(name, value):
 
 
 def _run(plan, xk, y, inf_bits, nt):
-    """Cut the planes into work items and call the kernel."""
+    """Cut the planes into work items and call the kernel: the gather for a strided last axis, the
+    scatter for stride 1 (docs/tuning.md#col2im-gather)."""
     n_img, channels = plan.out_shape[:2]
     image = plan.out_shape[2:]
     planes = n_img * channels
-    row = math.prod(image[1:])  # output elements per position on the first axis
-    step, dilation = int(plan.geom[3, -1]), int(plan.geom[4, -1])  # the last axis'
-    reach = 1
-    if xk.dtype.kind == "f" or inf_bits:  # the float kinds (16-bit floats: float32 sums)
-        if step * (4 if inf_bits else xk.dtype.itemsize) >= _SPARSE_BYTES:
-            reach = min((step - 1) // dilation + 1, _GROUP_MAX)
     rows, items = split_rows(planes, image[0], nt)
-    # A work item is revisited once per kernel offset: it stays within the core's cache.
-    most = _tuning.col2im_item_bytes() // (4 if inf_bits else xk.dtype.itemsize)
-    if rows * row > most:
-        rows = max(1, most // row)
-        items = planes * -(-image[0] // rows)
-    nt = min(nt, items)
-    acc = np.empty((nt, rows * row), dtype=np.float32) if inf_bits else None
+    acc = prefetch = None
+    if plan.geom[3, -1] == 1:
+        # A work item of the scatter is revisited once per kernel offset: it stays within the
+        # core's cache.
+        row = math.prod(image[1:])  # output elements per position on the first axis
+        most = _tuning.col2im_item_bytes() // (4 if inf_bits else xk.dtype.itemsize)
+        if rows * row > most:
+            rows = max(1, most // row)
+            items = planes * -(-image[0] // rows)
+        if inf_bits:
+            acc = np.empty((min(nt, items), rows * row), dtype=np.float32)
+    else:
+        prefetch = _tuning.col2im_prefetch(xk.nbytes, xk.nbytes // max(planes, 1))
     kernel = _core.col2im[C_TYPES[xk.dtype]]  # named, never picked from the array (int16 vs float16)
-    kernel(xk.reshape(planes, plan.kernel_size, -1), y.reshape(planes, -1), acc, plan.geom, rows, reach,
-           inf_bits, nt)
+    kernel(xk.reshape(planes, plan.kernel_size, -1), y.reshape(planes, -1), acc, plan.geom, rows,
+           bool(prefetch), inf_bits, min(nt, items))

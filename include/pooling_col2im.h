@@ -1,0 +1,568 @@
+/* Col2Im as a gather (src/kernels/col2im.pxi calls it once per work item).
+ *
+ * Each row of the image (its last axis) is computed once: the column rows whose blocks land on it
+ * are its sources, visited in increasing kernel offset k, which is the order behaviour.md §4 adds a
+ * pixel's terms in; up to four of them are added in one pass over the row, so a pixel is loaded and
+ * stored once per four terms where a scatter loads and stores it once per term
+ * (docs/tuning.md#col2im-gather).
+ *
+ * With a stride s on the last axis, the positions w = r + s*t of one phase r take their terms from
+ * the kernel offsets kj with kj*d - p = r (mod s), each from a contiguous run of blocks: block
+ * t - q for position t of the phase.  So a strided row is s contiguous sums ("phase rows"), computed
+ * in a small buffer and then stored s apart.  A stride-1 row of a type that is its own accumulator
+ * is summed in place.
+ *
+ * Bits: every sum starts from +0 and adds its terms in k order, whatever the work item, the pass or
+ * the chunk, so the result is the same for every n_threads.  A float sum that is already NaN keeps
+ * its bits (pooling_add.h, pk_sum_keep_nan).  16-bit floats are widened exactly and summed in
+ * float32, rounded once by the store. */
+#ifndef POOLING_COL2IM_H
+#define POOLING_COL2IM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "pooling_add.h"
+#include "pooling_half_conv.h"
+#include "pooling_prefetch.h"
+#include "pooling_simd.h"
+
+enum {
+    PK_COL_SRC_MAX = 64,       /* sources gathered at once (more: further passes over the row) */
+    PK_COL_CHUNK = 4096,       /* bytes of a phase row summed at once in the stack buffer */
+    PK_COL_GRID_CHUNK = 16384, /* and of a grid phase's rows */
+    PK_COL_MAX_AXES = 64
+};
+
+/* One call's geometry (filled by col2im.pxi), per plane: the columns x (K rows of L blocks) and the
+ * image y (prod(image) elements).  The tables say, for a position of an axis, which kernel offsets
+ * land there and from which block:
+ *   axes before the last: position p of axis i takes the pairs pre[i][2*e], pre[i][2*e+1] for
+ *     off[i][p] <= e < off[i][p+1], in increasing kappa: (kappa*kstep_i, b*xstep_i), the pair's
+ *     share of the row index k and of the block index l;
+ *   the last axis: phase r takes the pairs (kj, q) last[2*e], last[2*e+1] for
+ *     loff[r] <= e < loff[r+1], in increasing kj: position t of the phase is kj's block t - q. */
+typedef struct {
+    ptrdiff_t n, L;                 /* spatial axes, blocks */
+    const ptrdiff_t* image;         /* image_shape */
+    ptrdiff_t step, nbl;            /* the last axis' stride and blocks */
+    const ptrdiff_t* const* off;    /* n - 1 tables of image[i] + 1 entries */
+    const ptrdiff_t* const* pre;
+    const ptrdiff_t* loff;          /* lph + 1 entries */
+    const ptrdiff_t* last;
+    ptrdiff_t maxcomb;              /* the most prefixes landing on one row: kx's length */
+    /* Grids (the last two axes summed as one flat run per source, docs/tuning.md#col2im-gather):
+     * whether they serve this call, and the axis before the last as phases, like the last. */
+    int grid;
+    ptrdiff_t hstep, nbh;
+    ptrdiff_t lph, hph;             /* phases with positions in the image: min(stride, size) */
+    const ptrdiff_t* hoff;          /* hph + 1 entries */
+    const ptrdiff_t* hlast;         /* pairs (ki*block[last], qh) */
+} pk_col_plan;
+
+/* A batch of sources of one phase row: source j adds src[j][t - lo[j]] to acc[t], lo[j] <= t < hi[j]
+ * (in accumulator units: a complex value is two). */
+typedef void (*pk_col_gather_fn)(void* acc, const void* const* src, const ptrdiff_t* lo,
+                                 const ptrdiff_t* hi, int m, ptrdiff_t ahead);
+/* y[t*step] = acc[t] rounded to the storage type, t < n (in elements). */
+typedef void (*pk_col_store_fn)(void* y, ptrdiff_t step, const void* acc, ptrdiff_t n);
+/* Two phase rows a and b stored interleaved, stride 2. */
+typedef void (*pk_col_pair_fn)(void* y, const void* a, const void* b, ptrdiff_t n0, ptrdiff_t n1);
+/* acc[t*step] += src[t*step], t < n (accumulator units): a column of a grid. */
+typedef void (*pk_col_column_fn)(void* acc, const void* src, ptrdiff_t n, ptrdiff_t step);
+
+typedef struct {
+    pk_col_gather_fn gather;
+    pk_col_store_fn store;
+    pk_col_pair_fn pair;
+    pk_col_column_fn column;
+    int size;               /* bytes of an element */
+    int acc_size;           /* bytes of its accumulator (a complex value: two of them) */
+    int width;              /* accumulator units per element: 2 for complex, else 1 */
+} pk_col_ops;
+
+/* A fused run in slices of PK_COL_SLICE bytes of each source, each slice asking for the same bytes
+ * of the next plane (`ahead` bytes on; 0: one slice, no prefetch): spread over the run, the
+ * prefetches keep a few lines in flight per source instead of a burst per plane.  The body loops
+ * over [t0_, t1_). */
+#define PK_COL_SLICE 256
+/* to L2: one plane ahead may be more than L1 holds beside the plane being summed */
+#if defined(__GNUC__) || defined(__clang__)
+#define PK_COL_PF(p) __builtin_prefetch((p), 0, 2)
+#else
+#define PK_COL_PF(p) ((void)(p))
+#endif
+static inline void pk_col_ahead(const void* a, const void* b, const void* c, const void* d,
+                                ptrdiff_t bytes, ptrdiff_t ahead)
+{
+    for (ptrdiff_t i = 0; i < bytes; i += 64) {
+        PK_COL_PF((const char*)a + ahead + i);
+        if (b)
+            PK_COL_PF((const char*)b + ahead + i);
+        if (c)
+            PK_COL_PF((const char*)c + ahead + i);
+        if (d)
+            PK_COL_PF((const char*)d + ahead + i);
+    }
+}
+#define PK_COL_SLICES(n, ahead, a, b, c, d)                                                         \
+    for (ptrdiff_t t0_ = 0, t1_, s_ = (ahead) ? PK_COL_SLICE / (ptrdiff_t)sizeof *(a) : (n);        \
+         t0_ < (n); t0_ = t1_)                                                                      \
+        if ((t1_ = t0_ + s_ < (n) ? t0_ + s_ : (n)),                                                \
+            (ahead) ? pk_col_ahead((a) + t0_, (b) ? (b) + t0_ : 0, (c) ? (c) + t0_ : 0,             \
+                                   (d) ? (d) + t0_ : 0, (t1_ - t0_) * (ptrdiff_t)sizeof *(a),       \
+                                   (ahead)) : (void)0, 1)
+
+/* The gather of one type: the sources in groups of up to four over the blocks they all have (one
+ * load and store of acc per group), each source's other blocks alone, before the next group; a
+ * pixel still gets its terms in source order, and each of its loops is one vectorised pass. */
+#define PK_COL_GATHER(name, T, A, widen, add)                                                       \
+    static void name##_run(A* PK_RESTRICT y, const T* PK_RESTRICT x, ptrdiff_t n, ptrdiff_t ahead)  \
+    {                                                                                               \
+        const T* none = 0;                                                                          \
+        PK_COL_SLICES(n, ahead, x, none, none, none) {                                              \
+            for (ptrdiff_t t = t0_; t < t1_; t++)                                                   \
+                y[t] = add(y[t], widen(x[t]));                                                      \
+        }                                                                                           \
+    }                                                                                               \
+    static void name##_run2(A* PK_RESTRICT y, const T* PK_RESTRICT a, const T* PK_RESTRICT b,       \
+                            ptrdiff_t n, ptrdiff_t ahead)                                           \
+    {                                                                                               \
+        const T* none = 0;                                                                          \
+        PK_COL_SLICES(n, ahead, a, b, none, none) {                                                       \
+            for (ptrdiff_t t = t0_; t < t1_; t++)                                                   \
+                y[t] = add(add(y[t], widen(a[t])), widen(b[t]));                                    \
+        }                                                                                           \
+    }                                                                                               \
+    static void name##_run3(A* PK_RESTRICT y, const T* PK_RESTRICT a, const T* PK_RESTRICT b,       \
+                            const T* PK_RESTRICT c, ptrdiff_t n, ptrdiff_t ahead)                   \
+    {                                                                                               \
+        const T* none = 0;                                                                          \
+        PK_COL_SLICES(n, ahead, a, b, c, none) {                                                       \
+            for (ptrdiff_t t = t0_; t < t1_; t++)                                                   \
+                y[t] = add(add(add(y[t], widen(a[t])), widen(b[t])), widen(c[t]));                  \
+        }                                                                                           \
+    }                                                                                               \
+    static void name##_run4(A* PK_RESTRICT y, const T* PK_RESTRICT a, const T* PK_RESTRICT b,       \
+                            const T* PK_RESTRICT c, const T* PK_RESTRICT d, ptrdiff_t n,            \
+                            ptrdiff_t ahead)                                                        \
+    {                                                                                               \
+        PK_COL_SLICES(n, ahead, a, b, c, d) {                                                       \
+            for (ptrdiff_t t = t0_; t < t1_; t++)                                                   \
+                y[t] = add(add(add(add(y[t], widen(a[t])), widen(b[t])), widen(c[t])),             \
+                           widen(d[t]));                                                            \
+        }                                                                                           \
+    }                                                                                               \
+    static PK_NOINLINE void name##_column(void* accv, const void* srcv, ptrdiff_t n, ptrdiff_t step) \
+    {                                                                                               \
+        A* acc = (A*)accv;                                                                          \
+        const T* src = (const T*)srcv;                                                              \
+        for (ptrdiff_t t = 0; t < n; t++)                                                           \
+            acc[t * step] = add(acc[t * step], widen(src[t * step]));                               \
+    }                                                                                               \
+    static PK_NOINLINE void name(void* accv, const void* const* srcv, const ptrdiff_t* lo,          \
+                                 const ptrdiff_t* hi, int m, ptrdiff_t ahead)                       \
+    {                                                                                               \
+        A* acc = (A*)accv;                                                                          \
+        const T* const* src = (const T* const*)srcv;                                                \
+        int j = 0;                                                                                  \
+        while (j < m) {                                                                             \
+            int g = m - j < 4 ? m - j : 4;                                                          \
+            ptrdiff_t a = lo[j], b = hi[j];                                                         \
+            for (int u = 1; u < g; u++) {                                                           \
+                a = lo[j + u] > a ? lo[j + u] : a;                                                  \
+                b = hi[j + u] < b ? hi[j + u] : b;                                                  \
+            }                                                                                       \
+            if (b - a < 8) /* little in common: one at a time */                                    \
+                g = 1, a = lo[j], b = hi[j];                                                        \
+            for (int u = j; u < j + g; u++) {                                                       \
+                ptrdiff_t e = a < hi[u] ? a : hi[u];                                                \
+                if (lo[u] < e)                                                                      \
+                    name##_run(acc + lo[u], src[u], e - lo[u], 0);                                  \
+                e = b > lo[u] ? b : lo[u];                                                          \
+                if (e < hi[u])                                                                      \
+                    name##_run(acc + e, src[u] + (e - lo[u]), hi[u] - e, 0);                        \
+            }                                                                                       \
+            const T* s0 = src[j] + (a - lo[j]);                                                     \
+            switch (g) {                                                                            \
+            case 1:                                                                                 \
+                name##_run(acc + a, s0, b - a, ahead);                                              \
+                break;                                                                              \
+            case 2:                                                                                 \
+                name##_run2(acc + a, s0, src[j + 1] + (a - lo[j + 1]), b - a, ahead);               \
+                break;                                                                              \
+            case 3:                                                                                 \
+                name##_run3(acc + a, s0, src[j + 1] + (a - lo[j + 1]),                              \
+                            src[j + 2] + (a - lo[j + 2]), b - a, ahead);                            \
+                break;                                                                              \
+            default:                                                                                \
+                name##_run4(acc + a, s0, src[j + 1] + (a - lo[j + 1]),                              \
+                            src[j + 2] + (a - lo[j + 2]), src[j + 3] + (a - lo[j + 3]), b - a,      \
+                            ahead);                                                                 \
+            }                                                                                       \
+            j += g;                                                                                 \
+        }                                                                                           \
+    }
+
+static inline float pk_col_f32(float v) { return v; }
+static inline double pk_col_f64(double v) { return v; }
+static inline uint8_t pk_col_or(uint8_t a, uint8_t b) { return (uint8_t)(a | b); }
+#define PK_COL_WRAP(T) static inline T pk_col_add_##T(T a, T b) { return (T)(a + b); }
+PK_COL_WRAP(uint8_t)
+PK_COL_WRAP(uint16_t)
+PK_COL_WRAP(uint32_t)
+PK_COL_WRAP(uint64_t)
+#define pk_col_id(v) (v)
+
+PK_COL_GATHER(pk_col_gather_f32, float, float, pk_col_f32, pk_sum_keep_nan)
+PK_COL_GATHER(pk_col_gather_f64, double, double, pk_col_f64, pk_sum_keep_nan_f64)
+PK_COL_GATHER(pk_col_gather_f16, uint16_t, float, pk_f16_to_f32, pk_sum_keep_nan)
+PK_COL_GATHER(pk_col_gather_bf16, uint16_t, float, pk_bf16_to_f32, pk_sum_keep_nan)
+PK_COL_GATHER(pk_col_gather_bool, uint8_t, uint8_t, pk_col_id, pk_col_or)
+PK_COL_GATHER(pk_col_gather_u8, uint8_t, uint8_t, pk_col_id, pk_col_add_uint8_t)
+PK_COL_GATHER(pk_col_gather_u16, uint16_t, uint16_t, pk_col_id, pk_col_add_uint16_t)
+PK_COL_GATHER(pk_col_gather_u32, uint32_t, uint32_t, pk_col_id, pk_col_add_uint32_t)
+PK_COL_GATHER(pk_col_gather_u64, uint64_t, uint64_t, pk_col_id, pk_col_add_uint64_t)
+
+/* The stores of a phase row: y[t*step] = acc[t], rounded for 16-bit floats. */
+#define PK_COL_STORE(name, T, A, conv)                                                              \
+    static PK_NOINLINE void name(void* yv, ptrdiff_t step, const void* accv, ptrdiff_t n)           \
+    {                                                                                               \
+        T* PK_RESTRICT y = (T*)yv;                                                                  \
+        const A* PK_RESTRICT acc = (const A*)accv;                                                  \
+        if (step == 1) /* a constant step: the loop vectorises */                                   \
+            for (ptrdiff_t t = 0; t < n; t++)                                                       \
+                y[t] = conv(acc[t]);                                                                \
+        else                                                                                        \
+            for (ptrdiff_t t = 0; t < n; t++)                                                       \
+                y[t * step] = conv(acc[t]);                                                         \
+    }                                                                                               \
+    /* stride 2: the two phases a (n0 values) and b (n1 = n0 or n0 - 1) interleaved */             \
+    static PK_NOINLINE void name##_pair(void* yv, const void* av, const void* bv, ptrdiff_t n0,    \
+                                        ptrdiff_t n1)                                               \
+    {                                                                                               \
+        T* PK_RESTRICT y = (T*)yv;                                                                  \
+        const A* PK_RESTRICT a = (const A*)av;                                                      \
+        const A* PK_RESTRICT b = (const A*)bv;                                                      \
+        for (ptrdiff_t t = 0; t < n1; t++) {                                                        \
+            y[2 * t] = conv(a[t]);                                                                  \
+            y[2 * t + 1] = conv(b[t]);                                                              \
+        }                                                                                           \
+        if (n0 > n1)                                                                                \
+            y[2 * n1] = conv(a[n1]);                                                                \
+    }
+
+typedef struct { float v[2]; } pk_col_c64;
+typedef struct { double v[2]; } pk_col_c128;
+PK_COL_STORE(pk_col_store_f32, float, float, pk_col_id)
+PK_COL_STORE(pk_col_store_f64, double, double, pk_col_id)
+PK_COL_STORE(pk_col_store_c64, pk_col_c64, pk_col_c64, pk_col_id)
+PK_COL_STORE(pk_col_store_c128, pk_col_c128, pk_col_c128, pk_col_id)
+PK_COL_STORE(pk_col_store_f16, uint16_t, float, pk_f32_to_f16)
+PK_COL_STORE(pk_col_store_bf16, uint16_t, float, pk_f32_to_bf16)
+PK_COL_STORE(pk_col_store_u8, uint8_t, uint8_t, pk_col_id)
+PK_COL_STORE(pk_col_store_u16, uint16_t, uint16_t, pk_col_id)
+PK_COL_STORE(pk_col_store_u32, uint32_t, uint32_t, pk_col_id)
+PK_COL_STORE(pk_col_store_u64, uint64_t, uint64_t, pk_col_id)
+
+/* The kinds, in col2im.pxi's COL_* order; 16-bit floats are two more. */
+enum {
+    PK_COL_FLOAT, PK_COL_DOUBLE, PK_COL_CFLOAT, PK_COL_CDOUBLE, PK_COL_BOOL, PK_COL_UINT8,
+    PK_COL_UINT16, PK_COL_UINT32, PK_COL_UINT64, PK_COL_F16, PK_COL_BF16, PK_COL_KINDS
+};
+
+static const pk_col_ops pk_col_kinds[PK_COL_KINDS] = {
+    {pk_col_gather_f32, pk_col_store_f32, pk_col_store_f32_pair, pk_col_gather_f32_column, 4, 4, 1},
+    {pk_col_gather_f64, pk_col_store_f64, pk_col_store_f64_pair, pk_col_gather_f64_column, 8, 8, 1},
+    {pk_col_gather_f32, pk_col_store_c64, pk_col_store_c64_pair, pk_col_gather_f32_column, 8, 4, 2},
+    {pk_col_gather_f64, pk_col_store_c128, pk_col_store_c128_pair, pk_col_gather_f64_column, 16, 8, 2},
+    {pk_col_gather_bool, pk_col_store_u8, pk_col_store_u8_pair, pk_col_gather_bool_column, 1, 1, 1},
+    {pk_col_gather_u8, pk_col_store_u8, pk_col_store_u8_pair, pk_col_gather_u8_column, 1, 1, 1},
+    {pk_col_gather_u16, pk_col_store_u16, pk_col_store_u16_pair, pk_col_gather_u16_column, 2, 2, 1},
+    {pk_col_gather_u32, pk_col_store_u32, pk_col_store_u32_pair, pk_col_gather_u32_column, 4, 4, 1},
+    {pk_col_gather_u64, pk_col_store_u64, pk_col_store_u64_pair, pk_col_gather_u64_column, 8, 8, 1},
+    {pk_col_gather_f16, pk_col_store_f16, pk_col_store_f16_pair, pk_col_gather_f16_column, 2, 4, 1},
+    {pk_col_gather_bf16, pk_col_store_bf16, pk_col_store_bf16_pair, pk_col_gather_bf16_column, 2, 4, 1},
+};
+
+/* Accumulator bytes per element of a kind (the grid chunk must hold a row of them). */
+static inline ptrdiff_t pk_col_unit(int kind)
+{
+    return (ptrdiff_t)pk_col_kinds[kind].acc_size * pk_col_kinds[kind].width;
+}
+
+/* The sources of one phase row, collected in k order and gathered PK_COL_SRC_MAX at a time. */
+typedef struct {
+    const pk_col_ops* ops;
+    void* acc;
+    const void* src[PK_COL_SRC_MAX];
+    ptrdiff_t lo[PK_COL_SRC_MAX], hi[PK_COL_SRC_MAX];
+    int m;
+    ptrdiff_t ahead;  /* bytes from a source to the same source of the next plane, 0: none */
+} pk_col_batch;
+
+static inline void pk_col_flush(pk_col_batch* bt)
+{
+    if (bt->m)
+        bt->ops->gather(bt->acc, bt->src, bt->lo, bt->hi, bt->m, bt->ahead);
+    bt->m = 0;
+}
+
+/* One phase row's positions [t0, t1) (t0 at acc[0]): the sources of every kernel offset whose
+ * prefix (the axes before the last) lands on this row, in k order.  kx: x at the prefix's k and l
+ * for each of the ncomb prefixes, in increasing k. */
+static void pk_col_phase(pk_col_batch* bt, const pk_col_plan* p, const char* const* kx, ptrdiff_t ncomb,
+                         ptrdiff_t r, ptrdiff_t t0, ptrdiff_t t1)
+{
+    const pk_col_ops* ops = bt->ops;
+    for (ptrdiff_t c = 0; c < ncomb; c++)
+        for (ptrdiff_t e = p->loff[r]; e < p->loff[r + 1]; e++) {
+            ptrdiff_t kj = p->last[2 * e], q = p->last[2 * e + 1];
+            ptrdiff_t lo = q > t0 ? q : t0, hi = q + p->nbl < t1 ? q + p->nbl : t1;
+            if (lo >= hi)
+                continue;
+            bt->src[bt->m] = kx[c] + ((ptrdiff_t)kj * p->L + (lo - q)) * ops->size;
+            bt->lo[bt->m] = (lo - t0) * ops->width;
+            bt->hi[bt->m] = (hi - t0) * ops->width;
+            if (++bt->m == PK_COL_SRC_MAX)
+                pk_col_flush(bt);
+        }
+    pk_col_flush(bt);
+}
+
+/* One row of the image, positions [w0, w1) of its last axis written at y; kx as above. */
+static void pk_col_row(const pk_col_ops* ops, const pk_col_plan* p, const char* const* kx, ptrdiff_t ncomb,
+                       char* y, ptrdiff_t w0, ptrdiff_t w1, ptrdiff_t ahead)
+{
+    /* (doubles: the alignment of every accumulator type) */
+    double buf[PK_COL_CHUNK / sizeof(double)];
+    pk_col_batch bt;
+    ptrdiff_t s = p->step;
+    bt.ops = ops;
+    bt.m = 0;
+    bt.ahead = ahead;
+    if (ncomb == 0) {  /* no block lands on this row */
+        memset(y, 0, (size_t)((w1 - w0) * ops->size));
+        return;
+    }
+    if (s == 1 && ops->acc_size * ops->width == ops->size) {  /* summed in place */
+        memset(y, 0, (size_t)((w1 - w0) * ops->size));
+        bt.acc = y;
+        pk_col_phase(&bt, p, kx, ncomb, 0, w0, w1);
+        return;
+    }
+    ptrdiff_t chunk = PK_COL_CHUNK / (ops->acc_size * ops->width);
+    bt.acc = buf;
+    for (ptrdiff_t r = 0; r < p->lph; r++) {
+        /* the phase's positions w = r + s*t in [w0, w1) */
+        ptrdiff_t ta = w0 > r ? (w0 - r + s - 1) / s : 0;
+        ptrdiff_t tb = w1 > r ? (w1 - r + s - 1) / s : 0;
+        for (ptrdiff_t c0 = ta; c0 < tb; c0 += chunk) {
+            ptrdiff_t c1 = c0 + chunk < tb ? c0 + chunk : tb;
+            memset(buf, 0, (size_t)((c1 - c0) * ops->acc_size * ops->width));
+            pk_col_phase(&bt, p, kx, ncomb, r, c0, c1);
+            ops->store(y + (r + s * c0 - w0) * ops->size, s, buf, c1 - c0);
+        }
+    }
+}
+
+/* The accumulator of one grid phase: rows [c0, c1) of th, nbw columns (the column's row stride). */
+typedef struct {
+    const pk_col_ops* ops;
+    const pk_col_plan* p;
+    char* acc;                      /* row c0's column 0 */
+    ptrdiff_t c0, c1, lo, hi;       /* rows; columns [lo, hi) are fixed afterwards */
+} pk_col_part;
+
+/* Add one source (rows of blocks qh.. and columns qw.. of the kernel offset at x) to the part as one
+ * flat run: at a row's end the run carries on into the next row, which puts the neighbour's blocks
+ * on the columns outside [qw, qw + nbw); those columns are recomputed afterwards (pk_col_fix). */
+static void pk_col_source(pk_col_batch* bt, pk_col_part* g, const char* x, ptrdiff_t qh, ptrdiff_t qw)
+{
+    const pk_col_plan* p = g->p;
+    ptrdiff_t nbw = p->nbl, w = g->ops->width;
+    ptrdiff_t ra = qh > g->c0 ? qh : g->c0, rb = qh + p->nbh < g->c1 ? qh + p->nbh : g->c1;
+    ptrdiff_t ca = qw > 0 ? qw : 0, cb = qw + nbw < nbw ? qw + nbw : nbw;
+    if (ra >= rb || ca >= cb)
+        return;
+    if (qw > g->lo)
+        g->lo = qw;  /* (the columns [0, lo) and [hi, nbw) get a neighbour's blocks) */
+    if (qw + nbw < g->hi)
+        g->hi = qw + nbw;
+    bt->src[bt->m] = x + ((ra - qh) * nbw + (ca - qw)) * g->ops->size;
+    bt->lo[bt->m] = ((ra - g->c0) * nbw + ca) * w;
+    bt->hi[bt->m] = ((rb - 1 - g->c0) * nbw + cb) * w;
+    if (++bt->m == PK_COL_SRC_MAX)
+        pk_col_flush(bt);
+}
+
+/* The sources of grid phase (rh, rw) for the outer prefixes kx, in k order, through fn. */
+#define PK_COL_SOURCES(p, kx, ncomb, rh, rw, ops, fn)                                               \
+    for (ptrdiff_t c_ = 0; c_ < (ncomb); c_++)                                                      \
+        for (ptrdiff_t h_ = (p)->hoff[rh]; h_ < (p)->hoff[(rh) + 1]; h_++)                          \
+            for (ptrdiff_t e_ = (p)->loff[rw]; e_ < (p)->loff[(rw) + 1]; e_++)                      \
+                fn((kx)[c_] + ((p)->hlast[2 * h_] + (p)->last[2 * e_]) * (p)->L * (ops)->size,      \
+                   (p)->hlast[2 * h_ + 1], (p)->last[2 * e_ + 1])
+
+/* n elements of `unit` bytes, `stride` bytes apart, set to zero (every kind's zero is all-zero
+ * bits); a fixed size per call of memset, which the compiler writes as one store. */
+static void pk_col_zero_column(char* p, ptrdiff_t n, ptrdiff_t stride, ptrdiff_t unit)
+{
+    switch (unit) {
+#define PK_COL_ZERO_CASE(u) case u: for (ptrdiff_t i = 0; i < n; i++) memset(p + i * stride, 0, u); break;
+    PK_COL_ZERO_CASE(1)
+    PK_COL_ZERO_CASE(2)
+    PK_COL_ZERO_CASE(4)
+    PK_COL_ZERO_CASE(8)
+    default: PK_COL_ZERO_CASE(16)
+#undef PK_COL_ZERO_CASE
+    }
+}
+
+/* Columns [0, lo) and [hi, n) of the part, summed again one column at a time, in k order. */
+static void pk_col_fix(pk_col_part* g, const char* const* kx, ptrdiff_t ncomb, ptrdiff_t rh,
+                       ptrdiff_t rw, ptrdiff_t n)
+{
+    const pk_col_ops* ops = g->ops;
+    const pk_col_plan* p = g->p;
+    ptrdiff_t nbw = p->nbl, w = ops->width, unit = ops->acc_size;
+    for (ptrdiff_t t = 0; t < n; t++) {
+        if (t == g->lo && g->hi > t)
+            t = g->hi;
+        if (t >= n)
+            break;
+        char* col = g->acc + t * w * unit;
+        pk_col_zero_column(col, g->c1 - g->c0, nbw * w * unit, w * unit);
+#define PK_COL_FIX_ONE(x, qh, qw)                                                                   \
+        do {                                                                                        \
+            ptrdiff_t ra = (qh) > g->c0 ? (qh) : g->c0;                                             \
+            ptrdiff_t rb = (qh) + p->nbh < g->c1 ? (qh) + p->nbh : g->c1;                           \
+            if (ra < rb && (qw) <= t && t < (qw) + nbw)                                             \
+                for (ptrdiff_t part = 0; part < w; part++)                                          \
+                    ops->column(col + ((ra - g->c0) * nbw * w + part) * unit,                       \
+                                (x) + ((ra - (qh)) * nbw + t - (qw)) * ops->size + part * unit,     \
+                                rb - ra, nbw * w);                                                  \
+        } while (0)
+        PK_COL_SOURCES(p, kx, ncomb, rh, rw, ops, PK_COL_FIX_ONE);
+#undef PK_COL_FIX_ONE
+    }
+}
+
+/* One grid (the last two axes) of the plane, rows [h0, h1) of its first axis, written at y (the
+ * grid's row 0); kx: the prefixes of the axes before the grid landing on it. */
+static void pk_col_grid(const pk_col_ops* ops, const pk_col_plan* p, const char* const* kx,
+                        ptrdiff_t ncomb, char* y, ptrdiff_t h0, ptrdiff_t h1, ptrdiff_t ahead)
+{
+    double buf[PK_COL_GRID_CHUNK / sizeof(double)];
+    pk_col_batch bt;
+    pk_col_part g;
+    ptrdiff_t sh = p->hstep, sw = p->step, W = p->image[p->n - 1], nbw = p->nbl, size = ops->size;
+    ptrdiff_t unit = ops->acc_size * ops->width, plane = 0;
+    /* stride 1 in a type that is its own accumulator, blocks as wide as the image: in place; else
+     * each phase of the last axis has its part of buf, p->lph of them */
+    int in_place = sh == 1 && sw == 1 && nbw == W && unit == size;
+    ptrdiff_t most = in_place ? h1 - h0 : (ptrdiff_t)sizeof buf / (p->lph * nbw * unit);
+    bt.ops = g.ops = ops;
+    bt.m = 0;
+    bt.ahead = ahead;
+    g.p = p;
+    if (ncomb == 0) {
+        memset(y + h0 * W * size, 0, (size_t)((h1 - h0) * W * size));
+        return;
+    }
+    for (ptrdiff_t rh = 0; rh < p->hph; rh++) {
+        ptrdiff_t ta = h0 > rh ? (h0 - rh + sh - 1) / sh : 0, tb = h1 > rh ? (h1 - rh + sh - 1) / sh : 0;
+        for (ptrdiff_t c0 = ta; c0 < tb; c0 += most) {
+            g.c0 = c0;
+            g.c1 = c0 + most < tb ? c0 + most : tb;
+            plane = (g.c1 - g.c0) * nbw * unit;
+            for (ptrdiff_t rw = 0; rw < p->lph; rw++) {
+                ptrdiff_t tw = W > rw ? (W - rw + sw - 1) / sw : 0;  /* the phase's columns */
+                g.acc = in_place ? y + g.c0 * W * size : (char*)buf + rw * plane;
+                g.lo = 0;
+                g.hi = nbw;
+                memset(g.acc, 0, (size_t)plane);
+                bt.acc = g.acc;
+#define PK_COL_ADD_ONE(x, qh, qw) pk_col_source(&bt, &g, x, qh, qw)
+                PK_COL_SOURCES(p, kx, ncomb, rh, rw, ops, PK_COL_ADD_ONE);
+#undef PK_COL_ADD_ONE
+                pk_col_flush(&bt);
+                pk_col_fix(&g, kx, ncomb, rh, rw, tw);
+            }
+            if (in_place)
+                continue;
+            for (ptrdiff_t r = g.c0; r < g.c1; r++) {
+                char* yr = y + (rh + sh * r) * W * size;
+                const char* a = (const char*)buf + (r - g.c0) * nbw * unit;
+                if (sw == 2 && p->lph == 2)
+                    ops->pair(yr, a, a + plane, (W + 1) / 2, W / 2);
+                else
+                    for (ptrdiff_t rw = 0; rw < p->lph; rw++)
+                        ops->store(yr + rw * size, sw, a + rw * plane, W > rw ? (W - rw + sw - 1) / sw : 0);
+            }
+        }
+    }
+}
+
+/* Work item: the plane x (columns) -> y (image), positions [o0, o1) of the first axis.  kx: scratch
+ * of p->maxcomb pointers; ahead: bytes to the next plane's columns, to prefetch (0: none). */
+static PK_NOINLINE void pk_col2im_item(int kind, const pk_col_plan* p, const char* x, char* y,
+                                       ptrdiff_t o0, ptrdiff_t o1, const char** kx, ptrdiff_t ahead)
+{
+    const pk_col_ops* ops = &pk_col_kinds[kind];
+    ptrdiff_t n = p->n, W = p->image[n - 1], size = ops->size;
+    if (n == 1) {
+        pk_col_row(ops, p, &x, 1, y + o0 * size, o0, o1, ahead);
+        return;
+    }
+    if (p->grid && n == 2) {
+        pk_col_grid(ops, p, &x, 1, y, o0, o1, ahead);
+        return;
+    }
+    /* the rows (grids) of the slab, in order, and their positions on the axes before the last
+     * (before the last two) */
+    ptrdiff_t outer = p->grid ? n - 2 : n - 1, H = p->grid ? p->image[n - 2] : 1;
+    ptrdiff_t pos[PK_COL_MAX_AXES], e[PK_COL_MAX_AXES], eb[PK_COL_MAX_AXES];
+    ptrdiff_t per = 1;  /* rows (grids) per position of the first axis */
+    for (ptrdiff_t i = 1; i < outer; i++)
+        per *= p->image[i];
+    pos[0] = o0;
+    for (ptrdiff_t i = 1; i < outer; i++)
+        pos[i] = 0;
+    char* yr = y + o0 * per * H * W * size;
+    for (ptrdiff_t row = 0; row < (o1 - o0) * per; row++, yr += H * W * size) {
+        /* the prefixes landing on this row: an odometer over each axis' pairs, in k order */
+        ptrdiff_t ncomb = 0, empty = 0;
+        for (ptrdiff_t i = 0; i < outer; i++) {
+            e[i] = p->off[i][pos[i]];
+            eb[i] = p->off[i][pos[i] + 1];
+            empty |= e[i] == eb[i];
+        }
+        while (!empty) {
+            ptrdiff_t k = 0, l = 0, i = outer - 1;
+            for (ptrdiff_t a = 0; a < outer; a++) {
+                k += p->pre[a][2 * e[a]];
+                l += p->pre[a][2 * e[a] + 1];
+            }
+            kx[ncomb++] = x + (k * p->L + l) * size;
+            while (i >= 0 && ++e[i] == eb[i]) {
+                e[i] = p->off[i][pos[i]];
+                i--;
+            }
+            if (i < 0)
+                break;
+        }
+        if (p->grid)
+            pk_col_grid(ops, p, kx, ncomb, yr, 0, H, ahead);
+        else
+            pk_col_row(ops, p, kx, ncomb, yr, 0, W, ahead);
+        for (ptrdiff_t i = outer - 1; i >= 0; i--) {  /* the next row */
+            if (++pos[i] < p->image[i] || i == 0)
+                break;
+            pos[i] = 0;
+        }
+    }
+}
+
+#endif
