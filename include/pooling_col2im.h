@@ -1,4 +1,5 @@
-/* Col2Im as a gather (src/kernels/col2im.pxi calls it once per work item).
+/* Col2Im as a gather, for a last axis of stride s > 1 (src/kernels/col2im.pxi calls it once per work
+ * item; stride 1 goes to the scatter there).
  *
  * Each row of the image (its last axis) is computed once: the column rows whose blocks land on it
  * are its sources, visited in increasing kernel offset k, which is the order behaviour.md §4 adds a
@@ -6,11 +7,10 @@
  * stored once per four terms where a scatter loads and stores it once per term
  * (docs/tuning.md#col2im-gather).
  *
- * With a stride s on the last axis, the positions w = r + s*t of one phase r take their terms from
- * the kernel offsets kj with kj*d - p = r (mod s), each from a contiguous run of blocks: block
- * t - q for position t of the phase.  So a strided row is s contiguous sums ("phase rows"), computed
- * in a small buffer and then stored s apart.  A stride-1 row of a type that is its own accumulator
- * is summed in place.
+ * The positions w = r + s*t of one phase r take their terms from the kernel offsets kj with
+ * kj*d - p = r (mod s), each from a contiguous run of blocks: block t - q for position t of the
+ * phase.  So a row is s contiguous sums ("phase rows"), computed in a small buffer and then stored
+ * s apart.
  *
  * Bits: every sum starts from +0 and adds its terms in k order, whatever the work item, the pass or
  * the chunk, so the result is the same for every n_threads.  A float sum that is already NaN keeps
@@ -130,7 +130,7 @@ static inline void pk_col_ahead(const void* a, const void* b, const void* c, con
                             ptrdiff_t n, ptrdiff_t ahead)                                           \
     {                                                                                               \
         const T* none = 0;                                                                          \
-        PK_COL_SLICES(n, ahead, a, b, none, none) {                                                       \
+        PK_COL_SLICES(n, ahead, a, b, none, none) {                                                \
             for (ptrdiff_t t = t0_; t < t1_; t++)                                                   \
                 y[t] = add(add(y[t], widen(a[t])), widen(b[t]));                                    \
         }                                                                                           \
@@ -139,7 +139,7 @@ static inline void pk_col_ahead(const void* a, const void* b, const void* c, con
                             const T* PK_RESTRICT c, ptrdiff_t n, ptrdiff_t ahead)                   \
     {                                                                                               \
         const T* none = 0;                                                                          \
-        PK_COL_SLICES(n, ahead, a, b, c, none) {                                                       \
+        PK_COL_SLICES(n, ahead, a, b, c, none) {                                                   \
             for (ptrdiff_t t = t0_; t < t1_; t++)                                                   \
                 y[t] = add(add(add(y[t], widen(a[t])), widen(b[t])), widen(c[t]));                  \
         }                                                                                           \
@@ -266,7 +266,8 @@ PK_COL_STORE(pk_col_store_u16, uint16_t, uint16_t, pk_col_id)
 PK_COL_STORE(pk_col_store_u32, uint32_t, uint32_t, pk_col_id)
 PK_COL_STORE(pk_col_store_u64, uint64_t, uint64_t, pk_col_id)
 
-/* The kinds, in col2im.pxi's COL_* order; 16-bit floats are two more. */
+/* The kinds (col2im.pxi's _col_kind): one per storage type of col_t, in its order, then the two
+ * 16-bit floats, which the scatter runs as PK_COL_UINT16 with their inf_bits. */
 enum {
     PK_COL_FLOAT, PK_COL_DOUBLE, PK_COL_CFLOAT, PK_COL_CDOUBLE, PK_COL_BOOL, PK_COL_UINT8,
     PK_COL_UINT16, PK_COL_UINT32, PK_COL_UINT64, PK_COL_F16, PK_COL_BF16, PK_COL_KINDS
@@ -344,12 +345,6 @@ static void pk_col_row(const pk_col_ops* ops, const pk_col_plan* p, const char* 
     bt.ahead = ahead;
     if (ncomb == 0) {  /* no block lands on this row */
         memset(y, 0, (size_t)((w1 - w0) * ops->size));
-        return;
-    }
-    if (s == 1 && ops->acc_size * ops->width == ops->size) {  /* summed in place */
-        memset(y, 0, (size_t)((w1 - w0) * ops->size));
-        bt.acc = y;
-        pk_col_phase(&bt, p, kx, ncomb, 0, w0, w1);
         return;
     }
     ptrdiff_t chunk = PK_COL_CHUNK / (ops->acc_size * ops->width);
@@ -459,10 +454,8 @@ static void pk_col_grid(const pk_col_ops* ops, const pk_col_plan* p, const char*
     pk_col_part g;
     ptrdiff_t sh = p->hstep, sw = p->step, W = p->image[p->n - 1], nbw = p->nbl, size = ops->size;
     ptrdiff_t unit = ops->acc_size * ops->width, plane = 0;
-    /* stride 1 in a type that is its own accumulator, blocks as wide as the image: in place; else
-     * each phase of the last axis has its part of buf, p->lph of them */
-    int in_place = sh == 1 && sw == 1 && nbw == W && unit == size;
-    ptrdiff_t most = in_place ? h1 - h0 : (ptrdiff_t)sizeof buf / (p->lph * nbw * unit);
+    /* each phase of the last axis has its part of buf, p->lph of them */
+    ptrdiff_t most = (ptrdiff_t)sizeof buf / (p->lph * nbw * unit);
     bt.ops = g.ops = ops;
     bt.m = 0;
     bt.ahead = ahead;
@@ -479,7 +472,7 @@ static void pk_col_grid(const pk_col_ops* ops, const pk_col_plan* p, const char*
             plane = (g.c1 - g.c0) * nbw * unit;
             for (ptrdiff_t rw = 0; rw < p->lph; rw++) {
                 ptrdiff_t tw = W > rw ? (W - rw + sw - 1) / sw : 0;  /* the phase's columns */
-                g.acc = in_place ? y + g.c0 * W * size : (char*)buf + rw * plane;
+                g.acc = (char*)buf + rw * plane;
                 g.lo = 0;
                 g.hi = nbw;
                 memset(g.acc, 0, (size_t)plane);
@@ -490,8 +483,6 @@ static void pk_col_grid(const pk_col_ops* ops, const pk_col_plan* p, const char*
                 pk_col_flush(&bt);
                 pk_col_fix(&g, kx, ncomb, rh, rw, tw);
             }
-            if (in_place)
-                continue;
             for (ptrdiff_t r = g.c0; r < g.c1; r++) {
                 char* yr = y + (rh + sh * r) * W * size;
                 const char* a = (const char*)buf + (r - g.c0) * nbw * unit;

@@ -100,22 +100,26 @@ def test_matches_reference(rng, kind, rank, case):
     assert_same_or_nan(got, want)
 
 
-# The kernel's forms (include/pooling_col2im.h), each reached by the shapes that select it:
-# (image, attrs, what it reaches).  A grid needs the last axis' phases to fit in a row of blocks
-# (ceil(W / stride) <= blocks) and the phases' rows of blocks in its 16 KB buffer.
+# The gather's forms (include/pooling_col2im.h: a last axis of stride > 1; stride 1 is the scatter,
+# which the cases above reach), each reached by the shapes that select it: (image, attrs, form).
+# A grid needs the last axis' phases to fit in a row of blocks (ceil(W / stride) <= blocks) and the
+# phases' rows of blocks in its 16 KB buffer; else the rows go one at a time.
 FORMS = [
-    ((28, 28), dict(block_shape=(3, 3), pads=(1, 1, 1, 1)), "grid, summed in place"),
     ((28, 28), dict(block_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1)), "grid, stride 2: pairs"),
     ((27, 27), dict(block_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1)), "grid, odd width"),
     ((20, 21), dict(block_shape=(3, 4), strides=(3, 3), pads=(2, 3, 1, 2)), "grid, stride 3"),
-    ((17, 19), dict(block_shape=(3, 3), dilations=(2, 3), pads=(2, 3, 2, 3)), "grid, columns fixed on both sides"),
-    ((9, 30), dict(block_shape=(9, 9), pads=(4, 4, 4, 4)), "81 sources a row: two batches"),
-    ((300, 8), dict(block_shape=(3, 3), pads=(1, 1, 1, 1)), "grid, several chunks of rows"),
-    ((6, 9), dict(block_shape=(2, 3)), "rows: no pads, phases wider than the blocks"),
-    ((3, 5000), dict(block_shape=(2, 3), pads=(0, 1, 0, 1)), "rows: a row of blocks past the grid buffer"),
-    ((4, 5, 6), dict(block_shape=(2, 3, 3), strides=(1, 2, 1), pads=(1, 1, 1, 0, 1, 1)), "3-D grids"),
-    ((300,), dict(block_shape=(7,), strides=(3,), pads=(2, 2)), "1-D: one row"),
-    ((9, 10), dict(block_shape=(2, 2), strides=(40, 50)), "strides past the image: one phase each"),
+    ((17, 19), dict(block_shape=(3, 5), strides=(2, 2), pads=(1, 2, 1, 2)), "grid, columns fixed on both sides"),
+    ((17, 19), dict(block_shape=(3, 3), strides=(2, 3), pads=(2, 3, 2, 3), dilations=(2, 3)),
+     "grid, dilated, phases without sources"),
+    ((12, 40), dict(block_shape=(9, 16), strides=(1, 2), pads=(4, 8, 4, 8)), "grid, 72 sources a phase: two batches"),
+    ((300, 64), dict(block_shape=(3, 3), strides=(1, 2), pads=(1, 1, 1, 1)), "grid, several chunks of rows"),
+    ((6, 9), dict(block_shape=(2, 3), strides=(1, 2)), "rows: no pads, phases wider than the blocks"),
+    ((3, 20000), dict(block_shape=(2, 3), strides=(1, 2), pads=(0, 1, 0, 1)),
+     "rows: a row of blocks past the grid buffer, phase rows in chunks"),
+    ((4, 5, 6), dict(block_shape=(2, 3, 3), strides=(1, 2, 2), pads=(1, 1, 1, 0, 1, 1)), "3-D grids"),
+    ((4, 5, 6), dict(block_shape=(2, 2, 3), strides=(2, 1, 2)), "3-D rows"),
+    ((300,), dict(block_shape=(7,), strides=(3,), pads=(2, 2)), "1-D: one row, cut into items"),
+    ((9, 10), dict(block_shape=(2, 2), strides=(40, 50)), "strides past the image: one position a phase"),
 ]
 
 

@@ -35,7 +35,8 @@ ctypedef fused col_t:
 
 
 cdef inline int _col_kind(col_t* tag, uint16_t inf_bits) noexcept nogil:
-    """The kernel's kind for col_t (`tag` only selects the type)."""
+    """The kind of col_t (`tag` only selects the type; a job's `kind`, common.pxi's glossary): with
+    inf_bits 0 one per storage type, which the scatter's body dispatches on."""
     if col_t is float:
         return PK_COL_FLOAT
     elif col_t is double:
@@ -160,19 +161,6 @@ cdef void _col_phases(Py_ssize_t blk, Py_ssize_t s, Py_ssize_t d, Py_ssize_t pad
 cdef enum:
     PK_MAX_DIMS = 64
     PK_GAP_MAX = 256     # pixels between runs put back after one run of the span (_col_add_gapped)
-
-# The kinds of col_t (a job's `kind`, common.pxi's glossary).
-cdef enum:
-    COL_FLOAT = 0
-    COL_DOUBLE = 1
-    COL_CFLOAT = 2
-    COL_CDOUBLE = 3
-    COL_INT8 = 4
-    COL_UINT8 = 5
-    COL_UINT16 = 6
-    COL_UINT32 = 7
-    COL_UINT64 = 8
-
 
 cdef struct ColGeom:
     Py_ssize_t n, K, L              # spatial axes, kernel offsets, blocks
@@ -382,28 +370,6 @@ cdef struct _ScatterJob:
     uint16_t inf_bits
 
 
-cdef inline int _scatter_kind(col_t* tag) noexcept nogil:
-    """The kind of col_t (`tag` only selects the type)."""
-    if col_t is float:
-        return COL_FLOAT
-    elif col_t is double:
-        return COL_DOUBLE
-    elif col_t is cython.floatcomplex:
-        return COL_CFLOAT
-    elif col_t is cython.doublecomplex:
-        return COL_CDOUBLE
-    elif col_t is int8_t:
-        return COL_INT8
-    elif col_t is uint8_t:
-        return COL_UINT8
-    elif col_t is uint16_t:
-        return COL_UINT16
-    elif col_t is uint32_t:
-        return COL_UINT32
-    else:
-        return COL_UINT64
-
-
 cdef void _col2im_items(col_t* kind, const _ScatterJob* j, Py_ssize_t begin, Py_ssize_t end,
                         int tid) noexcept nogil:
     """Work items [begin, end): one plane's positions [o0, o1) of the first axis each."""
@@ -465,7 +431,7 @@ cdef _col2im_scatter(const col_t[:, :, ::1] x, col_t[:, ::1] y, float[:, ::1] ac
     cdef Py_ssize_t items = planes * j.nblk
     if items == 0 or j.P == 0:
         return
-    j.x, j.y, j.kind, j.acc, j.acc_stride = <const char*>&x[0, 0, 0], <char*>&y[0, 0], _scatter_kind(<col_t*>NULL), NULL, 0
+    j.x, j.y, j.kind, j.acc, j.acc_stride = <const char*>&x[0, 0, 0], <char*>&y[0, 0], _col_kind(<col_t*>NULL, 0), NULL, 0
     if col_t is uint16_t:
         if inf_bits != 0:
             j.acc, j.acc_stride = &acc[0, 0], acc.shape[1]

@@ -9,8 +9,8 @@
 #
 # Glossary (where a term is used first):
 #   kind        the element type a job runs in, as a small integer (KIND_* below,
-#               COL_* in col2im.pxi); a job's body switches on it once per claimed
-#               chunk and calls the fused worker specialised by a typed NULL tag
+#               PK_COL_FLOAT.. in include/pooling_col2im.h); a job's body switches on it
+#               once per claimed chunk and calls the fused worker specialised by a typed NULL tag
 #               (`_units(<float*>NULL, ...)`): the only specialisation mechanism
 #               of the kernels.  The Python layer names kinds by C type name
 #               (_KINDS; max_pool_axis[ctype], MaxPool3d(ctype, ...)).

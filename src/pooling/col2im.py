@@ -263,7 +263,7 @@ def _run(plan, xk, y, inf_bits, nt):
     image = plan.out_shape[2:]
     planes = n_img * channels
     rows, items = split_rows(planes, image[0], nt)
-    acc = prefetch = None
+    acc, prefetch = None, False
     if plan.geom[3, -1] == 1:
         # A work item of the scatter is revisited once per kernel offset: it stays within the
         # core's cache.
@@ -278,4 +278,4 @@ def _run(plan, xk, y, inf_bits, nt):
         prefetch = _tuning.col2im_prefetch(xk.nbytes, xk.nbytes // max(planes, 1))
     kernel = _core.col2im[C_TYPES[xk.dtype]]  # named, never picked from the array (int16 vs float16)
     kernel(xk.reshape(planes, plan.kernel_size, -1), y.reshape(planes, -1), acc, plan.geom, rows,
-           bool(prefetch), inf_bits, min(nt, items))
+           prefetch, inf_bits, min(nt, items))
