@@ -9,8 +9,8 @@
  *
  * The positions w = r + s*t of one phase r take their terms from the kernel offsets kj with
  * kj*d - p = r (mod s), each from a contiguous run of blocks: block t - q for position t of the
- * phase.  So a row is s contiguous sums ("phase rows"), computed in a small buffer and then stored
- * s apart.
+ * phase.  So a row is s contiguous sums ("phase rows"), computed side by side in a stack buffer and
+ * stored together, the image in order.
  *
  * Bits: every sum starts from +0 and adds its terms in k order, whatever the work item, the pass or
  * the chunk, so the result is the same for every n_threads.  A float sum that is already NaN keeps
@@ -30,8 +30,8 @@
 
 enum {
     PK_COL_SRC_MAX = 64,       /* sources gathered at once (more: further passes over the row) */
-    PK_COL_CHUNK = 4096,       /* bytes of a phase row summed at once in the stack buffer */
-    PK_COL_GRID_CHUNK = 16384, /* and of a grid phase's rows */
+    PK_COL_GRID_CHUNK = 16384, /* bytes of the stack buffer the phases of a chunk are summed in */
+    PK_COL_RUN = 256,          /* positions of a phase summed at once, at least, outside grids */
     PK_COL_MAX_AXES = 64
 };
 
@@ -65,8 +65,10 @@ typedef struct {
  * (in accumulator units: a complex value is two). */
 typedef void (*pk_col_gather_fn)(void* acc, const void* const* src, const ptrdiff_t* lo,
                                  const ptrdiff_t* hi, int m, ptrdiff_t ahead);
-/* y[t*step] = acc[t] rounded to the storage type, t < n (in elements). */
-typedef void (*pk_col_store_fn)(void* y, ptrdiff_t step, const void* acc, ptrdiff_t n);
+/* The phases r0 <= r < r1 of positions c0 <= t < c1 (acc[(r - r0)*ld + t - c0]) stored at their
+ * places w = r + s*t in [w0, w1) of y (y[w - w0]), rounded to the storage type. */
+typedef void (*pk_col_store_fn)(void* y, const void* acc, ptrdiff_t r0, ptrdiff_t r1, ptrdiff_t ld,
+                                ptrdiff_t s, ptrdiff_t c0, ptrdiff_t c1, ptrdiff_t w0, ptrdiff_t w1);
 /* Two phase rows a and b stored interleaved, stride 2. */
 typedef void (*pk_col_pair_fn)(void* y, const void* a, const void* b, ptrdiff_t n0, ptrdiff_t n1);
 /* acc[t*step] += src[t*step], t < n (accumulator units): a column of a grid. */
@@ -227,16 +229,18 @@ PK_COL_GATHER(pk_col_gather_u64, uint64_t, uint64_t, pk_col_id, pk_col_add_uint6
 
 /* The stores of a phase row: y[t*step] = acc[t], rounded for 16-bit floats. */
 #define PK_COL_STORE(name, T, A, conv)                                                              \
-    static PK_NOINLINE void name(void* yv, ptrdiff_t step, const void* accv, ptrdiff_t n)           \
+    static PK_NOINLINE void name(void* yv, const void* accv, ptrdiff_t r0, ptrdiff_t r1,            \
+                                 ptrdiff_t ld, ptrdiff_t s, ptrdiff_t c0, ptrdiff_t c1, ptrdiff_t w0, \
+                                 ptrdiff_t w1)                                                      \
     {                                                                                               \
         T* PK_RESTRICT y = (T*)yv;                                                                  \
         const A* PK_RESTRICT acc = (const A*)accv;                                                  \
-        if (step == 1) /* a constant step: the loop vectorises */                                   \
-            for (ptrdiff_t t = 0; t < n; t++)                                                       \
-                y[t] = conv(acc[t]);                                                                \
-        else                                                                                        \
-            for (ptrdiff_t t = 0; t < n; t++)                                                       \
-                y[t * step] = conv(acc[t]);                                                         \
+        for (ptrdiff_t t = c0; t < c1; t++) { /* the image in order: one line at a time */         \
+            ptrdiff_t ra = w0 - s * t > r0 ? w0 - s * t : r0;                                       \
+            ptrdiff_t rb = w1 - s * t < r1 ? w1 - s * t : r1;                                       \
+            for (ptrdiff_t r = ra; r < rb; r++)                                                     \
+                y[s * t + r - w0] = conv(acc[(r - r0) * ld + t - c0]);                              \
+        }                                                                                           \
     }                                                                                               \
     /* stride 2: the two phases a (n0 values) and b (n1 = n0 or n0 - 1) interleaved */             \
     static PK_NOINLINE void name##_pair(void* yv, const void* av, const void* bv, ptrdiff_t n0,    \
@@ -337,9 +341,9 @@ static void pk_col_row(const pk_col_ops* ops, const pk_col_plan* p, const char* 
                        char* y, ptrdiff_t w0, ptrdiff_t w1, ptrdiff_t ahead)
 {
     /* (doubles: the alignment of every accumulator type) */
-    double buf[PK_COL_CHUNK / sizeof(double)];
+    double buf[PK_COL_GRID_CHUNK / sizeof(double)];
     pk_col_batch bt;
-    ptrdiff_t s = p->step;
+    ptrdiff_t s = p->step, unit = ops->acc_size * ops->width;
     bt.ops = ops;
     bt.m = 0;
     bt.ahead = ahead;
@@ -347,17 +351,22 @@ static void pk_col_row(const pk_col_ops* ops, const pk_col_plan* p, const char* 
         memset(y, 0, (size_t)((w1 - w0) * ops->size));
         return;
     }
-    ptrdiff_t chunk = PK_COL_CHUNK / (ops->acc_size * ops->width);
-    bt.acc = buf;
-    for (ptrdiff_t r = 0; r < p->lph; r++) {
-        /* the phase's positions w = r + s*t in [w0, w1) */
-        ptrdiff_t ta = w0 > r ? (w0 - r + s - 1) / s : 0;
-        ptrdiff_t tb = w1 > r ? (w1 - r + s - 1) / s : 0;
-        for (ptrdiff_t c0 = ta; c0 < tb; c0 += chunk) {
-            ptrdiff_t c1 = c0 + chunk < tb ? c0 + chunk : tb;
-            memset(buf, 0, (size_t)((c1 - c0) * ops->acc_size * ops->width));
-            pk_col_phase(&bt, p, kx, ncomb, r, c0, c1);
-            ops->store(y + (r + s * c0 - w0) * ops->size, s, buf, c1 - c0);
+    /* Groups of phases side by side in buf, a chunk of at least PK_COL_RUN positions t each (runs
+     * long enough to be worth a pass), stored together, so that each line of the image is written
+     * once per group, not once per phase (docs/tuning.md#col2im-gather). */
+    ptrdiff_t group = (ptrdiff_t)sizeof buf / (unit * PK_COL_RUN);
+    group = group < 1 ? 1 : group > p->lph ? p->lph : group;
+    ptrdiff_t chunk = (ptrdiff_t)sizeof buf / (group * unit);
+    for (ptrdiff_t r0 = 0; r0 < p->lph; r0 += group) {
+        ptrdiff_t r1 = r0 + group < p->lph ? r0 + group : p->lph;
+        for (ptrdiff_t c0 = w0 / s; c0 < (w1 + s - 1) / s; c0 += chunk) {
+            ptrdiff_t c1 = c0 + chunk < (w1 + s - 1) / s ? c0 + chunk : (w1 + s - 1) / s;
+            memset(buf, 0, (size_t)((r1 - r0) * chunk * unit));
+            for (ptrdiff_t r = r0; r < r1; r++) {
+                bt.acc = (char*)buf + (r - r0) * chunk * unit;
+                pk_col_phase(&bt, p, kx, ncomb, r, c0, c1);
+            }
+            ops->store(y, buf, r0, r1, chunk, s, c0, c1, w0, w1);
         }
     }
 }
@@ -489,8 +498,7 @@ static void pk_col_grid(const pk_col_ops* ops, const pk_col_plan* p, const char*
                 if (sw == 2 && p->lph == 2)
                     ops->pair(yr, a, a + plane, (W + 1) / 2, W / 2);
                 else
-                    for (ptrdiff_t rw = 0; rw < p->lph; rw++)
-                        ops->store(yr + rw * size, sw, a + rw * plane, W > rw ? (W - rw + sw - 1) / sw : 0);
+                    ops->store(yr, a, 0, p->lph, plane / unit, sw, 0, (W + sw - 1) / sw, 0, W);
             }
         }
     }
