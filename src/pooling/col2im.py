@@ -275,7 +275,7 @@ def _run(plan, xk, y, inf_bits, nt):
         if inf_bits:
             acc = np.empty((min(nt, items), rows * row), dtype=np.float32)
     else:
-        prefetch = _tuning.col2im_prefetch(xk.nbytes, xk.nbytes // max(planes, 1))
+        prefetch = _tuning.col2im_prefetch(xk.nbytes // max(planes, 1))
     kernel = _core.col2im[C_TYPES[xk.dtype]]  # named, never picked from the array (int16 vs float16)
     kernel(xk.reshape(planes, plan.kernel_size, -1), y.reshape(planes, -1), acc, plan.geom, rows,
            prefetch, inf_bits, min(nt, items))
