@@ -221,7 +221,7 @@ def ladder_table(benchmarks):
             rung["threads"][b["name"]] = info["threads"]
     if not rungs:
         return []
-    from pooling._runtime import KEEP_MIN_BYTES as KEEP_MIN  # (maxunpool._FRESH_ZEROS is the same size)
+    from pooling._runtime import KEEP_MIN_BYTES as KEEP_MIN  # (_outputs._FRESH_ZEROS is the same size)
     info = next(iter(rungs.values()))["info"]
     header = ["case", "threads", "N", "input MiB", "result MiB", "pooling ms", "onnxruntime ms", "pooling ns/B",
               "onnxruntime ns/B", "pooling / floor", "pooling / onnxruntime", "cliff"]
@@ -229,7 +229,8 @@ def ladder_table(benchmarks):
              f"2 x {info['llc'] / 2**20:g} MiB (at most {info['max_input'] / 2**20:g} MiB); "
              "ns/B: per byte moved (inputs and outputs); result MiB marked * where the result is large "
              f"enough for the allocator thresholds (from {KEEP_MIN >> 20} MiB: blocks kept for reuse by "
-             "pooling's result cache, MaxUnpool's results zeroed by the system where not written whole)", "",
+             "pooling's result cache; MaxUnpool's results, where not written whole, zeroed by the system when "
+             "the cache holds no block for them)", "",
              "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     cliffs = slower = compared = 0
     for label in dict.fromkeys(label for label, _ in rungs):

@@ -138,6 +138,15 @@ static size_t pk_keep_get_limit(void) {
     return limit;
 }
 
+/* 1 when a kept block of exactly `size` bytes is held (the next result of that size takes it). */
+static int pk_keep_has(size_t size) {
+    int found = 0;
+    PyThread_acquire_lock(pk_keep_lock, WAIT_LOCK);
+    for (int i = 0; i < pk_kept_count && !found; i++) found = pk_kept[i].size == size;
+    PyThread_release_lock(pk_keep_lock);
+    return found;
+}
+
 static size_t pk_keep_held(void) {
     PyThread_acquire_lock(pk_keep_lock, WAIT_LOCK);
     size_t held = pk_kept_bytes;

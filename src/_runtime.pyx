@@ -22,6 +22,9 @@ from cpython.pycapsule cimport PyCapsule_New
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 
+cdef extern from "Python.h":
+    const Py_ssize_t PY_SSIZE_T_MAX
+
 cdef extern from "pooling_omp.h":
     int omp_get_max_threads() noexcept nogil
     int PK_OPENMP
@@ -65,6 +68,7 @@ cdef extern from "pooling_results.h":
     int pk_handler_is_default() except -1
     size_t pk_keep_shrink(int count, const size_t* limit) noexcept nogil
     size_t pk_keep_held() noexcept nogil
+    int pk_keep_has(size_t size) noexcept nogil
     size_t pk_keep_get_limit() noexcept nogil
     size_t PK_KEEP_MIN
     int PK_KEEP_SLOTS
@@ -83,19 +87,22 @@ KEEP_MIN_BYTES = PK_KEEP_MIN
 KEEP_BLOCKS = PK_KEEP_SLOTS
 
 
-def empty_result(shape, dtype):
+def empty_result(shape, dtype, bint zeros=False):
     """np.empty(shape, dtype), its block (at least KEEP_MIN_BYTES) reused from a freed result.
 
     Allocated under numpy's memory handler "pooling_results" (include/pooling_results.h),
     which takes a kept block of exactly the bytes asked for where it holds one, and keeps the
     block when the array is freed.  Where the calling context has a handler other than numpy's
     default (one the user set), or the limit is below one block, this is np.empty.
+    zeros: np.zeros instead, from the system's zero pages (calloc takes no kept block), but kept
+    when freed like any other.
     """
+    make = np.zeros if zeros else np.empty
     if pk_keep_get_limit() < PK_KEEP_MIN or not pk_handler_is_default():
-        return np.empty(shape, dtype)
+        return make(shape, dtype)
     previous = PyDataMem_SetHandler(_results_handler)
     try:
-        return np.empty(shape, dtype)
+        return make(shape, dtype)
     finally:
         PyDataMem_SetHandler(previous)
 
@@ -118,6 +125,14 @@ def keep_limit():
 def kept_bytes():
     """The bytes of freed result blocks held now."""
     return pk_keep_held()
+
+
+def holds_block(nbytes):
+    """Whether empty_result would take a freed block for `nbytes` now: one of exactly that size
+    is held, and numpy's default handler is the current one (False for sizes no block has)."""
+    if not PK_KEEP_MIN <= nbytes <= PY_SSIZE_T_MAX:
+        return False
+    return bool(pk_keep_has(<size_t>nbytes)) and pk_handler_is_default() == 1
 
 
 def openmp_enabled():

@@ -301,11 +301,11 @@ def test_fresh_zeroed_result_is_not_zeroed_twice(rng, monkeypatch, mode):
     # for every size, the result is still the reference's for every zeroing path (planes zeroed
     # with their scatter, in slices first, indices crossing planes), and a caller's out= full of
     # garbage is still zeroed.
-    import pooling.maxunpool as unpool_module
+    import pooling._outputs as outputs_module
     x = make_array(rng, (2, 3, 9, 10), "float32")
     idx = unpool_indices(rng, x.shape, (2, 3, 18, 20), mode)
     want = reference.max_unpool(x, idx, 2, strides=2)
-    monkeypatch.setattr(unpool_module, "_FRESH_ZEROS", 0)
+    monkeypatch.setattr(outputs_module, "_FRESH_ZEROS", 0)
     for n_threads in (1, 2, 3):
         assert_same(pooling.max_unpool(x, idx, 2, strides=2, n_threads=n_threads), want)
         out = np.full(want.shape, np.nan, np.float32)

@@ -165,12 +165,19 @@ def test_every_operator_writes_all_of_a_reused_block(n_threads):
                                                         layout="NHWC", n_threads=n_threads),
     }
     y, i = pooling.max_pool(x, [2, 2], strides=[2, 2], return_indices=True)
-    if _core.UNPOOL_WINDOWS:  # elsewhere MaxUnpool's large results come zeroed (np.zeros), not from the cache
-        calls["max_unpool windows"] = lambda: pooling.max_unpool(y, i, [2, 2], strides=[2, 2], n_threads=n_threads)
-        moved = i.copy()
-        moved[0, 0, 0, 0] = i[0, 0, 0, 1]  # an index outside its window: the windows' call is redone by the scatter
-        calls["max_unpool windows redone"] = lambda: pooling.max_unpool(y, moved, [2, 2], strides=[2, 2],
-                                                                        n_threads=n_threads)
+    # MaxUnpool writes 2x2 stride-2 windows whole (32-bit items, builds with UNPOOL_WINDOWS), else
+    # it zeroes and scatters: the first call's result comes zeroed by the system (nothing held), the
+    # second's is the first's block, which the kernel must zero.
+    calls["max_unpool windows"] = lambda: pooling.max_unpool(y, i, [2, 2], strides=[2, 2], n_threads=n_threads)
+    moved = i.copy()
+    moved[0, 0, 0, 0] = i[0, 0, 0, 1]  # an index outside its window: the windows' call is redone by the scatter
+    calls["max_unpool windows redone"] = lambda: pooling.max_unpool(y, moved, [2, 2], strides=[2, 2],
+                                                                    n_threads=n_threads)
+    y64 = y.astype(np.float64)
+    calls["max_unpool scatter float64"] = lambda: pooling.max_unpool(y64, i, [2, 2], strides=[2, 2],
+                                                                     n_threads=n_threads)
+    g, gi = pooling.max_pool(x, [3, 3], strides=[2, 2], pads=[1, 1, 1, 1], return_indices=True)
+    calls["max_pool_grad float32"] = lambda: pooling.max_pool_grad(g, gi, x.shape, n_threads=n_threads)
     half = x[:, :, :360].astype(np.float16)  # a 16-bit gradient sums in float32 scratch, then fills the result
     y16, i16 = pooling.max_pool(half, [2, 2], strides=[2, 2], return_indices=True)
     calls["max_pool_grad float16"] = lambda: pooling.max_pool_grad(np.concatenate([y16, y16], 1),
@@ -183,6 +190,47 @@ def test_every_operator_writes_all_of_a_reused_block(n_threads):
         assert _runtime.kept_bytes() == 0, name
         _dirty_then(call, want)
         _runtime.release_kept()
+
+
+def test_zeroed_results_are_kept_too():
+    """A result that must start as zeros comes from calloc (the system's zero pages), and its block
+    is kept when freed like any other."""
+    a = _runtime.empty_result((MIN // 4,), np.float32, True)
+    assert handler_name(a) == "pooling_results" and not a.any()
+    a[:] = 3
+    address = a.ctypes.data
+    del a
+    assert _runtime.kept_bytes() == MIN
+    b = _runtime.empty_result((MIN // 4,), np.float32, True)  # calloc takes no kept block: zeros
+    assert not b.any() and _runtime.kept_bytes() == MIN
+    c = _runtime.empty_result((MIN // 4,), np.float32)
+    assert c.ctypes.data == address and _runtime.kept_bytes() == 0
+
+
+def test_fresh_zeros_only_where_no_block_is_held():
+    """outputs.fresh_zeros: a large result that must start as zeros comes from calloc unless a
+    freed block of its size is held (then the kernel zeroes that warm block)."""
+    from pooling._outputs import fresh_zeros
+    assert fresh_zeros(MIN) and fresh_zeros(4 * MIN) and not fresh_zeros(MIN - 1) and not fresh_zeros(0)
+    a = _runtime.empty_result((MIN,), np.uint8)
+    assert fresh_zeros(MIN)  # held by an array, not by the cache
+    del a
+    assert _runtime.holds_block(MIN) and not _runtime.holds_block(MIN + 4096)
+    assert not fresh_zeros(MIN) and fresh_zeros(MIN + 4096)
+    _runtime.release_kept()
+    assert fresh_zeros(MIN) and not _runtime.holds_block(MIN)
+    # The loop a user runs: the first result is zeroed by the system, the next ones reuse its block.
+    g = np.ones((1, 2, 2048, 1024), np.float32)
+    idx = np.arange(g.size, dtype=np.int64).reshape(g.shape) * 2
+    first = pooling.max_pool_grad(g, idx, (1, 2, 2048, 2048), n_threads=2)
+    address = first.ctypes.data
+    first[...] = np.nan
+    del first
+    assert not fresh_zeros(2 * 2048 * 2048 * 4)
+    second = pooling.max_pool_grad(g, idx, (1, 2, 2048, 2048), n_threads=2)
+    assert second.ctypes.data == address
+    np.testing.assert_array_equal(second.reshape(-1)[::2], 1)
+    np.testing.assert_array_equal(second.reshape(-1)[1::2], 0)
 
 
 def test_the_handler_is_restored_when_the_allocation_fails():

@@ -6,6 +6,20 @@ from . import _runtime
 # Results of at least this many bytes reuse freed blocks (_runtime.empty_result).
 _KEEP_MIN_BYTES = _runtime.KEEP_MIN_BYTES
 
+# Fresh results of at least this many bytes that must start as zeros may come from np.zeros
+# (calloc) instead of being zeroed by the kernel: glibc maps blocks this large straight from the
+# system (32 MiB is its largest dynamic mmap threshold), as zero pages that calloc need not write.
+# An allocator threshold, not a cache size (docs/tuning.md#fresh-results-zeroed-by-the-system).
+_FRESH_ZEROS = 32 << 20
+
+
+def fresh_zeros(nbytes):
+    """Whether a fresh result of `nbytes` that must start as zeros comes from np.zeros, and the
+    kernel skips its own zeroing: only where no freed block of that size is held for it.  A held
+    block (a loop's previous result) is warm and mapped; the kernel zeroes it plane by plane in
+    cache, which beats fresh zero pages 1.3-2.4x (docs/tuning.md#fresh-results-zeroed-by-the-system)."""
+    return nbytes >= _FRESH_ZEROS and not _runtime.holds_block(nbytes)
+
 
 def output_array(op, name, out, shape, dtype, *others, zeros=False):
     """A C-contiguous array of `shape` and `dtype` to write a result into.
@@ -14,12 +28,13 @@ def output_array(op, name, out, shape, dtype, *others, zeros=False):
     ndarray of the result's shape and dtype that overlaps none of the `others`,
     (what, array) pairs: the call's inputs and the results already chosen
     (the kernels store whole elements; a misaligned store is undefined in C).
-    zeros: a fresh result is zero-filled (np.zeros) rather than uninitialised.
+    zeros: a fresh result is zero-filled (np.zeros) rather than uninitialised; only for results
+    that fresh_zeros chose.
     """
     if out is None:
         try:
-            if zeros:
-                return np.zeros(shape, dtype=dtype)
+            if zeros:  # (fresh_zeros: only large results) kept when freed, as below
+                return _runtime.empty_result(shape, dtype, True)
             y = np.empty(shape, dtype=dtype)
             if y.nbytes >= _KEEP_MIN_BYTES:
                 # A large block, reused from a result freed before (docs/behaviour.md, "Memory").

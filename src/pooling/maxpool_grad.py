@@ -9,11 +9,10 @@ import numpy as np
 from ._attrs import check_size, choice, layout_blocks, shape_tuple, split_layout
 from ._dispatch import core as _core
 from ._dtypes import C_TYPES, HALF_INF_BITS, as_array, as_kernel_array, result_dtype
-from ._outputs import output_array
+from ._outputs import fresh_zeros, output_array
 from ._threads import resolve_n_threads
 from .indices import (as_int64, check_format, check_lead, first_bad, index_range, integer_array, out_of_range,
                       recode)
-from .maxunpool import _FRESH_ZEROS
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -112,9 +111,8 @@ def max_pool_grad(grad_y: ArrayLike, indices: ArrayLike, x_shape: Sequence[Int],
     gk, kind = as_kernel_array(OP, "grad_y", g, KINDS)
     ik = as_int64(OP, "indices", idx)
     dtype = result_dtype(g.dtype)
-    # A large fresh result comes zeroed from calloc, as MaxUnpool's does (maxunpool._FRESH_ZEROS):
-    # pages the system maps in as zeros, which the kernel then need not write a second time.
-    zeroed = out is None and dtype.itemsize >= 4 and math.prod(shape) * dtype.itemsize >= _FRESH_ZEROS
+    # A large fresh result may come zeroed from calloc, as MaxUnpool's does (_outputs.fresh_zeros).
+    zeroed = out is None and dtype.itemsize >= 4 and fresh_zeros(math.prod(shape) * dtype.itemsize)
     y = output_array(OP, "out", out, shape, dtype, ("the input grad_y", g), ("the input indices", idx),
                      zeros=zeroed)
     nt = resolve_n_threads(OP, n_threads, gk.size + y.size)

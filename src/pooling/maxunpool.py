@@ -11,7 +11,7 @@ from ._dispatch import core as _core
 from ._attrs import (INDEX_LIMIT, cached_plan, check_size, int_tuple, kinds_in, layout_blocks, past_limit,
                      resolve_version, shape_tuple, split_layout)
 from ._dtypes import C_TYPES, as_array, as_kernel_array, result_dtype
-from ._outputs import output_array
+from ._outputs import fresh_zeros, output_array
 from ._threads import resolve_n_threads
 from .indices import as_int64, check_format, index_range, out_of_range, position, recode
 
@@ -36,15 +36,6 @@ _INDEX_KINDS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", 
 
 # The kernel only moves bits: unsigned storage of each item size serves every dtype.
 _BITS = {size: np.dtype(f"u{size}") for size in (1, 2, 4, 8)}
-
-# Fresh results of at least this many bytes come from np.zeros (calloc) and are not zeroed by the
-# kernel.  glibc maps blocks this large straight from the system (32 MiB is its largest dynamic
-# mmap threshold), as zero pages, so calloc writes nothing and the kernel's zeroing would be a
-# second write of every page.  Below it calloc may memset on one thread, where the kernel zeroes
-# on every thread and plane by plane in cache.  It follows the allocator, not the caches
-# (docs/tuning.md#fresh-results-zeroed-by-the-system).
-_FRESH_ZEROS = 32 << 20
-
 
 # Windows (32-bit elements) of a large result are written with non-temporal stores, past the caches
 # (include/pooling_unpool.h), where _tuning.stream_unpool says the call's bytes exceed them.
@@ -231,11 +222,10 @@ def max_unpool(x: ArrayLike, indices: ArrayLike, kernel_shape: Ints, *, strides:
     # uint64 values >= 2**63 wrap to negative here, which the kernel rejects like any bad index.
     ik = ik.astype(np.int64, copy=False)
     dtype = result_dtype(arr.dtype)
-    # A large fresh result comes zeroed from calloc: pages the system maps in as zeros, which the
-    # kernel then need not write a second time (see _FRESH_ZEROS).
-    # (Not where the kernel writes the windows whole, every element of y: see _windows.)
+    # A large fresh result may come zeroed from calloc (_outputs.fresh_zeros); not where the kernel
+    # writes the windows whole, every element of y (see _windows).
     windows = _windows(plan, dtype)
-    zeroed = out is None and math.prod(plan.out_shape) * dtype.itemsize >= _FRESH_ZEROS and windows is None
+    zeroed = out is None and windows is None and fresh_zeros(math.prod(plan.out_shape) * dtype.itemsize)
     y = output_array(OP, "out", out, plan.out_shape, dtype, ("the input x", arr), ("the input indices", idx),
                      zeros=zeroed)
     nt = resolve_n_threads(OP, n_threads, xk.size + y.size)
