@@ -118,6 +118,8 @@ FORMS = [
      "rows: a row of blocks past the grid buffer, phase rows in chunks"),
     ((4, 5, 6), dict(block_shape=(2, 3, 3), strides=(1, 2, 2), pads=(1, 1, 1, 0, 1, 1)), "3-D grids"),
     ((4, 5, 6), dict(block_shape=(2, 2, 3), strides=(2, 1, 2)), "3-D rows"),
+    ((4, 1, 8), dict(block_shape=(2, 1, 3), strides=(1, 3, 2), pads=(0, 1, 1, 0, 1, 1)),
+     "3-D grids, no block on the middle axis: two prefixes a row (kx's length, found by the fuzz test)"),
     ((300,), dict(block_shape=(7,), strides=(3,), pads=(2, 2)), "1-D: one row, cut into items"),
     ((3000,), dict(block_shape=(64,), strides=(40,), pads=(5, 9)), "1-D overlap-add: phases in groups"),
     ((9, 10), dict(block_shape=(2, 2), strides=(40, 50)), "strides past the image: one position a phase"),

@@ -482,15 +482,16 @@ def col2im(const col_t[:, :, ::1] x not None, col_t[:, ::1] y not None, float[:,
     cdef Py_ssize_t* at = tab
     if tab == NULL:
         raise MemoryError()
+    # kx's length: the product of each axis' most pairs, an axis without any counted as 1 (a grid's
+    # rows skip the axis before the last, whose pairs may be none while the axes before it have some).
     p.maxcomb = 1
     kstep = block[last]
     for i in range(last - 1, -1, -1):
         offs[i], pres[i] = at, at + image[i] + 1
-        p.maxcomb *= _col_axis(image[i], nblocks[i], block[i], strides[i], dilations[i], pads[i], kstep,
-                               xstep[i], at, at + image[i] + 1)
+        p.maxcomb *= max(1, _col_axis(image[i], nblocks[i], block[i], strides[i], dilations[i], pads[i], kstep,
+                                      xstep[i], at, at + image[i] + 1))
         at += image[i] + 1 + 2 * block[i] * nblocks[i]
         kstep *= block[i]
-    p.maxcomb = max(p.maxcomb, 1)
     # The last axis: kernel offset kj lands on phase r = (kj*d - pad) mod s, its block t - q at
     # position t of the phase; likewise the axis before it for the grids.
     cdef Py_ssize_t lph = min(strides[last], image[last]), hph = 0
