@@ -73,6 +73,80 @@ def test_twin_bit_identical_every_format_and_n_threads(kind, rank, layout, rng):
             assert_same(got, want)
 
 
+@pytest.mark.parametrize("group_channels", [1, 16])
+@pytest.mark.parametrize("kind", FLOAT_KINDS)
+def test_nhwc_images_cut_into_channel_ranges(kind, group_channels, rng, monkeypatch):
+    # (16-bit floats keep whole images, so they check that the ranges stay off there.)
+    """NHWC with fewer images than threads: each image summed as ranges of channels, one thread
+    each (ranges of unequal width where C does not divide), bit for bit the twin for every format
+    and n_threads; an index that moves to another channel (not MaxPool's) sends the call back to
+    whole images, and one into another image to the ordered pass."""
+    import pooling.maxpool_grad as grad_module
+    monkeypatch.setattr(grad_module, "_GROUP_CHANNELS", group_channels)
+    for n, c in ((1, 5), (1, 37), (2, 40)):
+        g, onnx, x_shape = _case(rng, kind, "NHWC", 2, shape=(n, c, 7, 6))
+        for nt in (2, 3, 5):
+            groups = grad_module._channel_groups("NHWC", n, c, int(np.prod(x_shape[1:])), nt)
+            assert groups == (1 if n >= nt else max(1, min(-(-nt // n), c // group_channels)))
+        assert grad_module._channel_groups("NCHW", 1, 64, 64 * 49, 2) == 1
+        for fmt in FORMATS:
+            idx = pooling.convert_indices(onnx, x_shape, from_format="onnx", to_format=fmt, layout="NHWC")
+            cases = [idx]
+            if fmt != "plane":  # (a "plane" index names a pixel: its channel is the term's own)
+                moved = idx.copy()
+                flat = moved.reshape(-1)
+                at = np.flatnonzero(flat >= 0)[[0, -1]]
+                flat[at[0]] = flat[at[-1]]  # a term of channel 0 into the last channel's target
+                cases.append(moved)
+            if fmt in ("onnx", "tf_batch") and n > 1:
+                other = idx.copy()
+                other[0, 0, 0, 1] = np.prod(x_shape[1:]) + 3  # into the second image
+                cases.append(other)
+            for case in cases:
+                want = reference.max_pool_grad(g, case, x_shape, index_format=fmt, layout="NHWC")
+                for nt in (1, 2, 3, 5):
+                    got = pooling.max_pool_grad(g, case, x_shape, index_format=fmt, layout="NHWC", n_threads=nt)
+                    assert_same(got, want)
+
+
+def test_channel_ranges_in_the_kernel(rng):
+    """The kernel's contract on groups, and pk_fastmod through every channel count's ranges."""
+    from pooling._dispatch import core
+    from pooling._dtypes import C_TYPES
+    kernel = core.max_pool_grad[C_TYPES[np.dtype(np.float32)]]
+    g = np.ones(12, np.float32)
+    idx = np.arange(12, dtype=np.int64)
+    y = np.empty(12, np.float32)
+    run = lambda groups, C=3, blocks=1, out=y: kernel(g, idx, out, None, blocks, C, 12, 1, 0, 12, 0, False, 2,
+                                                      groups)
+    assert run(0) == -2 and run(4) == -2 and run(2, C=5) == -2  # groups in [1, C]; parts whole pixels
+    half = core.max_pool_grad[C_TYPES[np.dtype(np.uint16)]]  # (16-bit floats as their bits)
+    h, hy, acc = np.ones(12, np.float16).view(np.uint16), np.empty(12, np.uint16), np.empty((2, 12), np.float32)
+    assert half(h, idx, hy, acc, 1, 3, 12, 1, 0, 12, 0x7C00, False, 2, 2) == -2  # 16-bit floats: whole parts
+    assert half(h, idx, hy, acc, 1, 3, 12, 1, 0, 12, 0x7C00, False, 2, 1) == 0
+    for groups in (1, 2, 3):
+        y[...] = np.nan
+        assert run(groups) == 0
+        np.testing.assert_array_equal(y, 1)
+    for C in (1, 2, 3, 7, 64, 65535, 65536, 1 << 20):
+        pixels = max(2, 96 // C)
+        size = pixels * C
+        groups = min(C, 3)
+        bounds = [k * C // groups for k in range(groups + 1)]
+        own = np.searchsorted(bounds, np.arange(size) % C, side="right") - 1  # each term's range
+        gg = rng.standard_normal(size).astype(np.float32)
+        kept = (rng.permutation(pixels)[np.arange(size) // C] * C + np.arange(size) % C).astype(np.int64)
+        for ii in (kept, rng.permutation(size).astype(np.int64)):
+            yy = np.full(size, np.nan, np.float32)
+            status = kernel(gg, ii, yy, None, 1, C, size, 1, 0, size, 0, False, 2, groups)
+            crossing = (own != np.searchsorted(bounds, ii % C, side="right") - 1).any()
+            assert status == int(crossing), C  # a target outside its term's range: 1 (summed again)
+            if not crossing:
+                want = np.zeros(size, np.float32)
+                want[ii] = gg
+                np.testing.assert_array_equal(yy, want)
+
+
 @pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
 @pytest.mark.parametrize("kind", FLOAT_KINDS)
 def test_onnx_indices_into_other_planes_are_summed_in_order(kind, layout, rng):

@@ -21,6 +21,13 @@
 #
 # 16-bit floats are summed in float32 scratch (one part per thread) and
 # rounded once, as Col2Im does.
+#
+# NHWC with fewer images than threads: each image is cut further into
+# `groups` ranges of channels, and a part is one range of one image: its
+# thread adds the terms of its channels (j % C) whose targets lie in its
+# channels, in order of j.  A MaxPool index keeps its channel, so every
+# target is in range; a term whose target lies in another range is not
+# written (status 1: the call is summed again in order, as above).
 # ===========================================================================
 
 ctypedef fused grad_t:
@@ -42,6 +49,8 @@ cdef struct _GradJob:
     char* y
     float* acc                      # 16-bit floats: float32 sums, one part per thread; else NULL
     Py_ssize_t in_block, out_block, C
+    Py_ssize_t groups               # parts per image (NHWC: ranges of channels), else 1
+    uint64_t mod_m                  # groups > 1: pk_fastmod's multiplier for C
     int64_t limit, a, cc, base
     uint16_t inf_bits
     bint zeroed                     # y holds zeros already (a fresh calloc'd result)
@@ -92,12 +101,68 @@ cdef inline int _grad_part(const grad_t* g, const int64_t* idx, Py_ssize_t n, gr
     return _grad_run(g, idx, n, y, acc, limit, j.a, lo, span, j.C, False, False)
 
 
+cdef inline uint64_t pk_fastmod(uint64_t d, uint64_t m, uint64_t C) noexcept nogil:
+    """d % C for d, C < 2**32, m = 2**64 // C + 1 (wrapping): the high 64 bits of (m * d) * C
+    (Lemire, Kaser and Kurz, "Faster remainder by direct computation"), from 32-bit halves."""
+    cdef uint64_t x = m * d
+    return ((x >> 32) * C + (((x << 32) >> 32) * C >> 32)) >> 32
+
+
+cdef inline int _grad_cols_run(const grad_t* g, const int64_t* idx, Py_ssize_t pixels, grad_t* y,
+                               const _GradJob* j, int64_t lo, Py_ssize_t c0, Py_ssize_t c1,
+                               bint per_channel) noexcept nogil:
+    """One range of channels [c0, c1) of one NHWC image: its terms in order, those whose targets
+    lie in the range added (per_channel: the NHWC "plane" formula, whose target is in the term's
+    own channel; else the target's channel is its offset modulo C)."""
+    cdef uint64_t limit = <uint64_t>j.limit, span = <uint64_t>j.out_block, C = <uint64_t>j.C
+    cdef uint64_t d, w = <uint64_t>(c1 - c0)
+    cdef Py_ssize_t q, c, k
+    cdef int64_t v, a = j.a
+    cdef int status = 0
+    for q in range(pixels):
+        for c in range(c0, c1):
+            k = q * j.C + c
+            v = idx[k]
+            if <uint64_t>v < limit:
+                d = <uint64_t>(v * a + c - lo) if per_channel else <uint64_t>(v * a - lo)
+                if d < span and (per_channel or pk_fastmod(d, j.mod_m, C) - <uint64_t>c0 < w):
+                    y[d] += g[k]
+                else:
+                    status |= 1
+            elif v != -1:
+                status |= 2
+    return status
+
+
+cdef int _grad_cols(grad_t* kind, _GradJob* j, Py_ssize_t b) noexcept nogil:
+    """Part b of an image cut into j.groups ranges of channels (float32 and float64; the kernel
+    refuses groups for 16-bit floats): zero them and add their terms."""
+    cdef Py_ssize_t image = b // j.groups, group = b % j.groups, C = j.C, ob = j.out_block, p, i
+    cdef Py_ssize_t c0 = group * C // j.groups, c1 = (group + 1) * C // j.groups
+    cdef grad_t* y = <grad_t*>j.y + image * ob
+    if not j.zeroed:  # (plain loops, not a memset call per pixel's few channels)
+        for p in range(ob // C):
+            for i in range(p * C + c0, p * C + c1):
+                y[i] = 0
+    cdef const grad_t* g = <const grad_t*>j.g + image * j.in_block
+    cdef const int64_t* idx = j.idx + image * j.in_block
+    if j.cc:
+        return _grad_cols_run(g, idx, j.in_block // C, y, j, image * j.base, c0, c1, True)
+    return _grad_cols_run(g, idx, j.in_block // C, y, j, image * j.base, c0, c1, False)
+
+
 cdef void _grad_parts(grad_t* kind, _GradJob* j, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil:
     cdef Py_ssize_t b, i, ib = j.in_block, ob = j.out_block
     cdef const grad_t* g = <const grad_t*>j.g
     cdef grad_t* y = <grad_t*>j.y
     cdef float* acc = NULL
     cdef int status = 0
+    if j.groups > 1:
+        for b in range(begin, end):
+            status |= _grad_cols(kind, j, b)
+        if status:
+            pk_atomic_or(&j.status, status)
+        return
     for b in range(begin, end):
         if grad_t is uint16_t:
             acc = j.acc + tid * ob
@@ -119,11 +184,13 @@ cdef void _grad_parts(grad_t* kind, _GradJob* j, Py_ssize_t begin, Py_ssize_t en
 def max_pool_grad(const grad_t[::1] g not None, const int64_t[::1] indices not None,
                   grad_t[::1] y not None, float[:, ::1] acc, Py_ssize_t blocks, Py_ssize_t C,
                   int64_t limit, int64_t a, int64_t cc, int64_t base, uint16_t inf_bits,
-                  bint zeroed, int n_threads):
+                  bint zeroed, int n_threads, Py_ssize_t groups=1):
     """dx = zeros, then dx[target] += dy in order of dy, part by part (all arrays flat).
 
     blocks (>= 1): the equal parts g and y are cut into.  C: channels (the period of j % C,
-    used where cc is 1).  limit: the encoding's range; a, cc, base: the target formula above.
+    used where cc is 1).  groups: each part cut further into this many ranges of channels
+    (NHWC parts, whose elements' channel is their offset modulo C; at most C, parts of y below
+    2**32 elements, float32 and float64 only).  limit: the encoding's range; a, cc, base: the target formula above.
     inf_bits: 0, or the +inf pattern of float16 / bfloat16 when g and y hold those bits; then
     acc is float32 scratch of shape (n_threads, y.shape[0] // blocks), else None.  zeroed: y
     holds zeros already (a fresh result from calloc), so float and double parts are not zeroed
@@ -135,7 +202,10 @@ def max_pool_grad(const grad_t[::1] g not None, const int64_t[::1] indices not N
     """
     cdef Py_ssize_t n = g.shape[0], size = y.shape[0]
     if (indices.shape[0] != n or size == 0 or blocks < 1 or n % blocks or size % blocks
-            or n_threads < 1 or C < 1 or (grad_t is uint16_t and (
+            or n_threads < 1 or C < 1 or groups < 1 or (groups > 1 and (
+                grad_t is uint16_t or groups > C or (n // blocks) % C or (size // blocks) % C
+                or size // blocks >= (1 << 32)))
+            or (grad_t is uint16_t and (
                 acc is None or acc.shape[0] < n_threads or acc.shape[1] < size // blocks))):
         return -2
     cdef _GradJob j
@@ -148,10 +218,11 @@ def max_pool_grad(const grad_t[::1] g not None, const int64_t[::1] indices not N
         j.kind = GRAD_FLOAT
     else:
         j.kind = GRAD_DOUBLE
-    j.in_block, j.out_block, j.C = n // blocks, size // blocks, C
+    j.in_block, j.out_block, j.C, j.groups = n // blocks, size // blocks, C, groups
+    j.mod_m = (~(<uint64_t>0)) // (<uint64_t>C) + 1
     j.limit, j.a, j.cc, j.base, j.inf_bits, j.status = limit, a, cc, base, inf_bits, 0
     j.zeroed = zeroed
     with nogil:
         # Chunks of 1/16 of a thread's share (as pooling._threads.chunk_size): the smallest claim.
-        pk_parallel(_grad_body, &j, blocks, max(1, blocks // (16 * n_threads)), n_threads)
+        pk_parallel(_grad_body, &j, blocks * groups, max(1, blocks * groups // (16 * n_threads)), n_threads)
     return 2 if j.status & 2 else j.status

@@ -136,8 +136,14 @@ def max_pool_grad(grad_y: ArrayLike, indices: ArrayLike, x_shape: Sequence[Int],
     elif index_format == "tf":  # NHWC: the offset inside the image
         base = 0
     inf_bits = HALF_INF_BITS.get(kind, 0)
+    groups = _channel_groups(layout, blocks, channels, part, nt) if not inf_bits else 1
     status = _run(gk, ik, y.view(gk.dtype), blocks, channels, limit, a, cc, base, inf_bits, zeroed,
-                  min(nt, blocks))
+                  min(nt, blocks * groups), groups)
+    if status == 1 and groups > 1:
+        # Some target lies in another range of channels than its term (an index that changes
+        # channel, which MaxPool's never do): the images whole again, each by one thread.
+        status = _run(gk, ik, y.view(gk.dtype), blocks, channels, limit, a, cc, base, inf_bits, False,
+                      min(nt, blocks))
     if status == 1:
         # Some index points into another plane (or image) than its own, which no thread of the
         # plane's may write: the whole sum again, as one part on one thread, in order.  Only the
@@ -151,12 +157,28 @@ def max_pool_grad(grad_y: ArrayLike, indices: ArrayLike, x_shape: Sequence[Int],
     return y
 
 
-def _run(gk, ik, yk, blocks, channels, limit, a, cc, base, inf_bits, zeroed, nt):
+# NHWC images are cut into ranges of at least this many channels (a cache line of float32) when
+# there are fewer images than threads, so that two threads never write the same line.
+_GROUP_CHANNELS = 16
+
+
+def _channel_groups(layout, images, channels, part, nt):
+    """Ranges of channels per NHWC image, each summed by one thread: enough for nt threads where
+    there are fewer images than threads (N=1), else 1.  (The kernel finds a target's channel as
+    its offset modulo C in 32-bit arithmetic: images of fewer than 2**32 elements.)  float32 and
+    float64 only: 16-bit floats, summed in float32 scratch, took 1.4x longer so
+    (docs/tuning.md#max_pool_grad-nhwc-channel-ranges)."""
+    if layout != "NHWC" or images >= nt or part >= 1 << 32:
+        return 1
+    return max(1, min(-(-nt // images), channels // _GROUP_CHANNELS))
+
+
+def _run(gk, ik, yk, blocks, channels, limit, a, cc, base, inf_bits, zeroed, nt, groups=1):
     """The kernel's status (0 written, 1 a target outside its part, 2 an index out of range)."""
     acc = np.empty((nt, yk.size // blocks), np.float32) if inf_bits else None
     status = _core.max_pool_grad[C_TYPES[gk.dtype]](gk.reshape(-1), ik.reshape(-1), yk.reshape(-1), acc,
                                                     blocks, channels, limit, a, cc, base, inf_bits, zeroed,
-                                                    nt)
+                                                    nt, groups)
     if status == -2:  # the kernel's contract on its arguments, which the checks above keep
         raise RuntimeError(f"{OP}: internal error: the kernel rejected its arguments")
     return status
