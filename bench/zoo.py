@@ -76,6 +76,7 @@ ZOO = [
     _pool("C3D pool2", (1, 128, 16, 56, 56), 2, 2),
     _pool("S3D stem pool", (1, 64, 16, 112, 112), (1, 3, 3), (1, 2, 2), (0, 1, 1)),
     _pool("S3D branch pool", (1, 192, 16, 28, 28), 3, 1, 1),
+    _pool("S3D late branch pool", (1, 832, 2, 7, 7), 3, 1, 1),  # the last blocks' 2x7x7 slices: a small call
     _pool("3-D k2 s2 b2", (2, 16, 32, 48, 48), 2, 2),
     # 1-D
     _pool("speech 1-D k3 s2", (8, 128, 4000), 3, 2, 1),

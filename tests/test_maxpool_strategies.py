@@ -405,18 +405,30 @@ def test_rows_first_redoes_a_plane_with_one_odd_value(shape, attrs, special, rng
 @pytest.mark.parametrize("shape, attrs", [
     ((1, 3, 5, 12, 16), dict(kernel_shape=(3, 3, 3), pads=(1, 1, 1, 1, 1, 1))),
     ((2, 2, 6, 9, 17), dict(kernel_shape=(2, 3, 3), strides=(2, 2, 2), ceil_mode=True)),
+    ((1, 832, 2, 7, 7), dict(kernel_shape=(3, 3, 3), pads=(1, 1, 1, 1, 1, 1))),  # S3D's late slices
 ])
-def test_depth_split_pools_float32_slices_with_rows_first(shape, attrs, data, rng):
-    """DEPTH_SPLIT's 2-D stage is ROWS_FIRST's kernel where that serves the slices (float32,
-    no Indices); with Indices it stays FUSED's."""
-    from pooling._maxpool_strategies import _depth_slices
+def test_depth_split_pools_slices_as_their_2d_call(shape, attrs, data, rng):
+    """DEPTH_SPLIT's 2-D stage (no Indices) is the strategy the 2-D choice gives its slices (which
+    one depends on the build), with the activation left to the depth pass; with Indices it stays
+    FUSED's."""
+    from pooling._maxpool_strategies import _depth_slices, choose_strategy
     x = _zeros_and_ties(rng, shape, "float32") if data == "zeros" else make_array(
         rng, shape, "float32", special=data == "special")
     slices = _depth_slices(_plan(shape, **attrs), "float32")[0]
-    assert serves(S.ROWS_FIRST, slices, "float32", False)
-    for indices, stage in ((False, "MaxPoolRows"), (True, "MaxPool3d")):
+    chosen = choose_strategy(slices, "float32", 2, False)
+    runners = {S.NARROW: "MaxPoolNarrow", S.ROWS_FIRST: "MaxPoolRows", S.PLANES: "MaxPoolPlanes",
+               S.FUSED: "MaxPool3d", S.SEPARABLE: "MaxPool3d"}
+    for indices, name in ((False, runners.get(chosen)), (True, "MaxPool3d")):
         run = launch(_plan(shape, return_indices=indices, **attrs), "float32", 2, indices, "depth_split")
-        assert stage in {type(c.cell_contents).__name__ for c in run.__closure__}
+        inner = {type(c.cell_contents).__name__ for c in run.__closure__}
+        if not indices:  # the slices' runner, a level down
+            inner |= {type(d.cell_contents).__name__ for c in run.__closure__
+                      if getattr(c.cell_contents, "__closure__", None) for d in c.cell_contents.__closure__}
+        assert name is None or name in inner, (chosen, inner)
+    for act in (dict(), dict(activation="Clip", activation_params=(-0.5, 0.25))):
+        want = reference.max_pool(x, **attrs, **act)
+        for nt in (1, 2):
+            assert_same(pooling.max_pool(x, n_threads=nt, _strategy="depth_split", **attrs, **act), want)
     want = reference.max_pool(x, **attrs)
     for nt in (1, 2):
         assert_same(pooling.max_pool(x, n_threads=nt, _strategy="depth_split", **attrs), want)

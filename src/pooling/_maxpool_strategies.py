@@ -651,9 +651,10 @@ class DepthSplit(Unit):
         planes = plan.out_shape[0] * plan.out_shape[1]
         depth = plan.spatial[0]
         out_depth, out_h, out_w = plan.out_shape[2:]
-        rows_first = UNITS[Strategy.ROWS_FIRST]
-        if not with_indices and rows_first.serves(slices, kind, False):
-            pool_slices = rows_first.build(slices, kind, nt, (0, 0, 0), inf_bits, False)
+        if not with_indices:
+            # The slices as the 2-D call they are, through the same choice (ROWS_FIRST, PLANES for
+            # small planes, ...); the activation waits for the depth pass.
+            pool_slices = launch(slices._replace(activation=None, activation_params=()), kind, nt, False)
         else:
             pool_slices = _launch_3d(slices, kind, nt, brows, (0, 0, 0), inf_bits)
         pool_depth = _core.max_pool_axis[KINDS[kind].ctype]
