@@ -82,12 +82,14 @@ def test_nhwc_images_cut_into_channel_ranges(kind, group_channels, rng, monkeypa
     and n_threads; an index that moves to another channel (not MaxPool's) sends the call back to
     whole images, and one into another image to the ordered pass."""
     import pooling.maxpool_grad as grad_module
+    from pooling._dtypes import HALF_INF_BITS
     monkeypatch.setattr(grad_module, "_GROUP_CHANNELS", group_channels)
     for n, c in ((1, 5), (1, 37), (2, 40)):
         g, onnx, x_shape = _case(rng, kind, "NHWC", 2, shape=(n, c, 7, 6))
         for nt in (2, 3, 5):
-            groups = grad_module._channel_groups("NHWC", n, c, int(np.prod(x_shape[1:])), nt)
-            assert groups == (1 if n >= nt else max(1, min(-(-nt // n), c // group_channels)))
+            half = HALF_INF_BITS.get(kind, 0)
+            groups = grad_module._channel_groups("NHWC", n, c, int(np.prod(x_shape[1:])), nt, half)
+            assert groups == (1 if n >= nt or half else max(1, min(-(-nt // n), c // group_channels)))
         assert grad_module._channel_groups("NCHW", 1, 64, 64 * 49, 2) == 1
         for fmt in FORMATS:
             idx = pooling.convert_indices(onnx, x_shape, from_format="onnx", to_format=fmt, layout="NHWC")

@@ -416,8 +416,7 @@ def test_depth_split_pools_slices_as_their_2d_call(shape, attrs, data, rng):
         rng, shape, "float32", special=data == "special")
     slices = _depth_slices(_plan(shape, **attrs), "float32")[0]
     chosen = choose_strategy(slices, "float32", 2, False)
-    runners = {S.NARROW: "MaxPoolNarrow", S.ROWS_FIRST: "MaxPoolRows", S.PLANES: "MaxPoolPlanes",
-               S.FUSED: "MaxPool3d", S.SEPARABLE: "MaxPool3d"}
+    runners = {S.NARROW: "MaxPoolNarrow", S.ROWS_FIRST: "MaxPoolRows", S.PLANES: "MaxPoolPlanes"}
     for indices, name in ((False, runners.get(chosen)), (True, "MaxPool3d")):
         run = launch(_plan(shape, return_indices=indices, **attrs), "float32", 2, indices, "depth_split")
         inner = {type(c.cell_contents).__name__ for c in run.__closure__}

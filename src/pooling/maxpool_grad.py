@@ -136,7 +136,7 @@ def max_pool_grad(grad_y: ArrayLike, indices: ArrayLike, x_shape: Sequence[Int],
     elif index_format == "tf":  # NHWC: the offset inside the image
         base = 0
     inf_bits = HALF_INF_BITS.get(kind, 0)
-    groups = _channel_groups(layout, blocks, channels, part, nt) if not inf_bits else 1
+    groups = _channel_groups(layout, blocks, channels, part, nt, inf_bits)
     status = _run(gk, ik, y.view(gk.dtype), blocks, channels, limit, a, cc, base, inf_bits, zeroed,
                   min(nt, blocks * groups), groups)
     if status == 1 and groups > 1:
@@ -162,13 +162,13 @@ def max_pool_grad(grad_y: ArrayLike, indices: ArrayLike, x_shape: Sequence[Int],
 _GROUP_CHANNELS = 16
 
 
-def _channel_groups(layout, images, channels, part, nt):
+def _channel_groups(layout, images, channels, part, nt, inf_bits=0):
     """Ranges of channels per NHWC image, each summed by one thread: enough for nt threads where
     there are fewer images than threads (N=1), else 1.  (The kernel finds a target's channel as
     its offset modulo C in 32-bit arithmetic: images of fewer than 2**32 elements.)  float32 and
-    float64 only: 16-bit floats, summed in float32 scratch, took 1.4x longer so
+    float64 only (inf_bits 0): 16-bit floats, summed in float32 scratch, took 1.4x longer so
     (docs/tuning.md#max_pool_grad-nhwc-channel-ranges)."""
-    if layout != "NHWC" or images >= nt or part >= 1 << 32:
+    if layout != "NHWC" or images >= nt or part >= 1 << 32 or inf_bits:
         return 1
     return max(1, min(-(-nt // images), channels // _GROUP_CHANNELS))
 
