@@ -261,6 +261,22 @@ def test_index_out_of_range(fmt, limit, layout):
                 pooling.max_pool_grad(g, idx, x_shape, index_format=fmt, layout=layout, n_threads=nt)
 
 
+@pytest.mark.parametrize("fmt, limit", [("onnx", 48), ("plane", 16), ("tf", 48), ("tf_batch", 48)])
+def test_index_out_of_range_in_channel_ranges(fmt, limit, monkeypatch):
+    """NHWC with one image cut into ranges of channels (SPEC 5: the first bad index is named)."""
+    import pooling.maxpool_grad as grad_module
+    monkeypatch.setattr(grad_module, "_GROUP_CHANNELS", 1)
+    g = np.ones((1, 2, 2, 3), np.float32)
+    for bad in (limit, -2, 2**62):
+        idx = np.zeros(g.shape, np.int64)
+        idx[0, 1, 0, 1] = bad
+        idx[0, 1, 1, 2] = limit + 1
+        for nt in (2, 3):
+            with pytest.raises(ValueError, match=rf"max_pool_grad: indices\[0, 1, 0, 1\] = {bad} is outside "
+                                                 rf"\[0, {limit}\), the range of '{fmt}' indices"):
+                pooling.max_pool_grad(g, idx, (1, 4, 4, 3), index_format=fmt, layout="NHWC", n_threads=nt)
+
+
 def test_errors():
     g = np.ones((1, 2, 2, 2), np.float32)
     i = np.zeros((1, 2, 2, 2), np.int64)
