@@ -1,5 +1,5 @@
-/* Strategy ROWS_FIRST (src/kernels/maxpool_rows.pxi): float32 NCHW MaxPool without Indices,
- * one plane at a time, one output row at a time:
+/* Strategy ROWS_FIRST (src/kernels/maxpool_rows.pxi): float32 and 16-bit float NCHW MaxPool
+ * without Indices, one plane at a time, one output row at a time:
  *
  *   1. the rows of the output row's window are reduced into one row V (W values, in a
  *      buffer padded with -inf on both sides as far as the windows reach), a flat loop of
@@ -25,6 +25,9 @@
  * dilation) or stride 2 with kw 3 or 2 and dilation 1; or kw 4 with stride 4, no dilation,
  * and kh up to 4; W and OW at least PK_ROWS_MAX_LANES; every window holds at least one input
  * row and column.
+ *
+ * 16-bit floats run the same passes (pooling_rows_body.h) on int16 keys, their planes' odd values
+ * found on load (pk_rh_key, pk_rh_chk below); rows at least PK_ROWS_H16_MAX_LANES long.
  *
  * Vectors of the build's register width up to 32 bytes (include/pooling_simd.h); where there are
  * none (MSVC, or PK_SIMD_SCALAR defined) scalar loops. */
@@ -108,90 +111,6 @@ static inline pk_rows_v pk_rows_order(pk_rows_v m, int rounds) { (void)rounds; r
 #define PK_ROWS_UNROLL(n)
 #endif
 
-/* Pass 1: V[w] = the maximum of rows r[0..2] (r[0..3] with `four`), w < W (W >= L); NaN
- * lanes of the first nchk rows are or-ed into *bad.  Each vector loop ends with a vector
- * that overlaps the one before it. */
-static inline void pk_rows_pass1_at(const float* const* r, int four, float* V, ptrdiff_t w,
-                                    int nchk, pk_rows_m* b)
-{
-    pk_rows_v x0 = pk_rows_ld(r[0] + w), x1 = pk_rows_ld(r[1] + w), x2 = pk_rows_ld(r[2] + w);
-    pk_rows_v m = pk_rows_max(pk_rows_max(x0, x1), x2), x3 = x2;
-    if (four) {
-        x3 = pk_rows_ld(r[3] + w);
-        m = pk_rows_max(m, x3);
-    }
-    *b |= nchk == 1 ? pk_rows_nan(x0, x0) : pk_rows_nan(x0, x1);
-    if (nchk >= 3)
-        *b |= pk_rows_nan(x2, four && nchk == 4 ? x3 : x2);
-    pk_rows_st(V + w, m);
-}
-
-static inline void pk_rows_pass1(const float* const* r, int four, float* V, ptrdiff_t W,
-                                 int nchk, pk_rows_m* bad)
-{
-    ptrdiff_t w;
-    pk_rows_m b = *bad;
-    PK_ROWS_UNROLL(4)
-    for (w = 0; w <= W - PK_ROWS_L; w += PK_ROWS_L)
-        pk_rows_pass1_at(r, four, V, w, nchk, &b);
-    if (w < W)
-        pk_rows_pass1_at(r, four, V, W - PK_ROWS_L, nchk, &b);
-    *bad = b;
-}
-
-/* Pass 2: y[o] for o < OW (OW >= L) off the padded row V, by the W form sw (a literal at the
- * call sites): 1: max(V[o], V[o + d1], V[o + d2]); 2: max(V[2o], V[2o + 1], V[2o + 2]) with
- * `three`, else without the last; 4: the maximum of V[4o .. 4o + 3].  Returns the lanes of
- * zero results. */
-static inline pk_rows_v pk_rows_pass2_at(const float* V, ptrdiff_t o, int sw, int three,
-                                         ptrdiff_t d1, ptrdiff_t d2)
-{
-    pk_rows_v m, a, b, c, d;
-    if (sw == 1) {
-        m = pk_rows_max(pk_rows_max(pk_rows_ld(V + o), pk_rows_ld(V + o + d1)), pk_rows_ld(V + o + d2));
-    } else if (sw == 2) {
-        a = pk_rows_ld(V + 2 * o);
-        b = pk_rows_ld(V + 2 * o + PK_ROWS_L);
-        m = pk_rows_max(pk_rows_even(a, b), pk_rows_odd(a, b));
-        if (three) {
-            c = pk_rows_ld(V + 2 * o + 2);
-            d = pk_rows_ld(V + 2 * o + 2 + PK_ROWS_L);
-            m = pk_rows_max(m, pk_rows_even(c, d));
-        }
-        m = pk_rows_order(m, 1);
-    } else {
-        a = pk_rows_ld(V + 4 * o);
-        b = pk_rows_ld(V + 4 * o + PK_ROWS_L);
-        c = pk_rows_ld(V + 4 * o + 2 * PK_ROWS_L);
-        d = pk_rows_ld(V + 4 * o + 3 * PK_ROWS_L);
-        a = pk_rows_max(pk_rows_even(a, b), pk_rows_odd(a, b));   /* pairs */
-        c = pk_rows_max(pk_rows_even(c, d), pk_rows_odd(c, d));
-        m = pk_rows_order(pk_rows_max(pk_rows_even(a, c), pk_rows_odd(a, c)), 2);
-    }
-    return m;
-}
-
-static inline pk_rows_m pk_rows_pass2(const float* V, float* y, ptrdiff_t OW, int sw, int three,
-                                      ptrdiff_t d1, ptrdiff_t d2)
-{
-    const pk_rows_v zero = {0};
-    pk_rows_m z = {0};
-    ptrdiff_t o;
-    pk_rows_v m;
-    PK_ROWS_UNROLL(2)
-    for (o = 0; o <= OW - PK_ROWS_L; o += PK_ROWS_L) {
-        m = pk_rows_pass2_at(V, o, sw, three, d1, d2);
-        z |= m == zero;
-        pk_rows_st(y + o, m);
-    }
-    if (o < OW) {
-        m = pk_rows_pass2_at(V, OW - PK_ROWS_L, sw, three, d1, d2);
-        z |= m == zero;
-        pk_rows_st(y + OW - PK_ROWS_L, m);
-    }
-    return z;
-}
-
 /* The first maxima of the pairs of p[2o .. 2o + 2L) in pk_rows_even's lane order (pk_rows_order
  * puts them right), NaN lanes or-ed into *bad. */
 static inline pk_rows_v pk_tiles_pair(const float* p, ptrdiff_t o, pk_rows_m* bad)
@@ -272,83 +191,234 @@ static PK_NOINLINE int pk_tiles_k2_f32(const float* x0, const float* x1, float* 
     return pk_rows_any(bad);
 }
 
-/* Floats of one thread's row buffer: the padded row V that the windows read, plus a spare
- * vector's worth for the overlapping loads. */
+/* Values of one thread's row buffer: the padded row V that the windows read, plus spare
+ * vectors' worth (`lanes`: the kind's widest) for the overlapping loads. */
 static inline ptrdiff_t pk_rows_len(ptrdiff_t W, ptrdiff_t OW, ptrdiff_t kw, ptrdiff_t sw,
-                                    ptrdiff_t dw, ptrdiff_t pw)
+                                    ptrdiff_t dw, ptrdiff_t pw, ptrdiff_t lanes)
 {
     ptrdiff_t reach = sw == 4 ? 4 * OW : sw == 2 ? 2 * OW + 2 : OW + (kw - 1) * dw;
     ptrdiff_t n = pw + W > reach ? pw + W : reach;
-    return n + 2 * PK_ROWS_MAX_LANES;
+    return n + 2 * lanes;
 }
 
 /* The padding of R row buffers of ld floats each: -inf where no input column lands. */
 static inline void pk_rows_pad(float* V, ptrdiff_t ld, ptrdiff_t R, ptrdiff_t W, ptrdiff_t pw)
 {
-    for (ptrdiff_t r = 0; r < R; r++)
-        for (ptrdiff_t i = 0; i < ld; i++)
-            if (i < pw || i >= pw + W)
-                V[r * ld + i] = -INFINITY;
+    for (ptrdiff_t r = 0; r < R; r++) {
+        for (ptrdiff_t i = 0; i < pw && i < ld; i++)
+            V[r * ld + i] = -INFINITY;
+        for (ptrdiff_t i = pw + W; i < ld; i++)
+            V[r * ld + i] = -INFINITY;
+    }
 }
 
-/* One H x W plane into its OH x OW result through R row buffers V + r * ld (each padded:
- * pk_rows_pad).  rows[4 * oh + t]: the input row of output row oh's tap t (a tap in the
- * padding, or past kh, repeats a valid row: a repeated row changes no maximum); nchk: the
- * taps whose rows are checked for NaN on every output row but the last (which checks all):
- * min(sh, kh) with dilation 1, else kh.  Returns 1 when the plane needs the exact compare (y then holds no promised
- * values).
- *
- * next: the plane the caller does next, or NULL: prefetched a slice per output row (see
- * pooling_prefetch.h).
- *
- * Pass 1 runs for R output rows before pass 2 reads them back: pass 2's shifted loads of a
- * row pass 1 has just stored stall on store forwarding (a load spanning two stores still in
- * flight), which made narrow rows several times dearer (docs/tuning.md#rows_first-passes). */
-static inline int pk_rows_f32(const float* x, float* y, ptrdiff_t H, ptrdiff_t W, ptrdiff_t OH,
-                              ptrdiff_t OW, const ptrdiff_t* rows, ptrdiff_t kh, int nchk,
-                              ptrdiff_t kw, ptrdiff_t sw, ptrdiff_t dw, ptrdiff_t pw, float* V,
-                              ptrdiff_t ld, ptrdiff_t R, const float* next)
+/* 16-bit floats (float16, bfloat16) travel as keys (pk_rh_key): int16s whose signed order is the
+ * value order for every value but NaN and -0.0, mapped back to the same bits on the way out.  The
+ * loads of the rows pass 1 checks are looked for those two (pk_rh_chk), and a plane holding one is
+ * the caller's to compute exactly.  Vectors of int16 keys of up to 32 bytes (vpmaxsw, SSE2's
+ * pmaxsw) hold twice float32's lanes.  The padding is INT16_MIN, below every key. */
+#define PK_ROWS_H16_MAX_LANES 16   /* the widest build's int16 lanes: 16-bit rows at least this long */
+
+#if PK_SIMD && PK_SIMD_BYTES >= 32
+typedef int16_t pk_rh_v __attribute__((vector_size(32)));
+#elif PK_SIMD
+typedef int16_t pk_rh_v __attribute__((vector_size(16)));
+#else
+typedef int16_t pk_rh_v;
+#endif
+typedef pk_rh_v pk_rh_m;
+enum { PK_RH_L = sizeof(pk_rh_v) / sizeof(int16_t) };
+
+static inline pk_rh_v pk_rh_ld(const int16_t* p)
 {
-    pk_rows_m bad = {0}, zero = {0};
-    ptrdiff_t oh0, oh, n, i;
-    const ptrdiff_t* r;
-    const ptrdiff_t per = ((H * W + 15) / 16 + OH - 1) / OH;   /* lines of next per output row */
-    ptrdiff_t ahead = 0;   /* values of next prefetched so far */
-    for (oh0 = 0; oh0 < OH; oh0 += R) {
-        n = OH - oh0 < R ? OH - oh0 : R;
-        for (oh = oh0, r = rows + 4 * oh0; oh < oh0 + n; oh++, r += 4) {
-            const float* p[4] = {x + r[0] * W, x + r[1] * W, x + r[2] * W, x + r[3] * W};
-            if (next != NULL)
-                for (ptrdiff_t l = 0; l < per && ahead < H * W; l++, ahead += 16)
-                    pk_prefetch(next + ahead);
-            int check = oh == OH - 1 ? 4 : nchk;
-            if (kh == 4)
-                pk_rows_pass1(p, 1, V + (oh - oh0) * ld + pw, W, check, &bad);
-            else
-                pk_rows_pass1(p, 0, V + (oh - oh0) * ld + pw, W, check, &bad);
-        }
-        for (oh = oh0; oh < oh0 + n; oh++) {
-            const float* v = V + (oh - oh0) * ld;
-            if (sw == 4)
-                zero |= pk_rows_pass2(v, y + oh * OW, OW, 4, 0, 0, 0);
-            else if (sw == 2)
-                zero |= pk_rows_pass2(v, y + oh * OW, OW, 2, kw == 3, 0, 0);
-            else
-                zero |= pk_rows_pass2(v, y + oh * OW, OW, 1, 0, kw > 1 ? dw : 0, (kw - 1) * dw);
-        }
-    }
-    if (pk_rows_any(bad))
-        return 1;
-    if (pk_rows_any(zero)) {
-        /* a zero result: which zero depends on the order unless the plane has no -0.0 */
-        uint32_t u, neg = 0;
-        for (i = 0; i < H * W; i++) {
-            memcpy(&u, x + i, sizeof u);
-            neg |= u == 0x80000000u;
-        }
-        return neg != 0;
-    }
-    return 0;
+    pk_rh_v v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+static inline void pk_rh_st(int16_t* p, pk_rh_v v) { memcpy(p, &v, sizeof v); }
+/* The key of a value's bits, and the bits of a key.  Where the build has SSSE3's psignw the key
+ * is the magnitude with the value's sign (two operations, the magnitude shared with pk_rh_chk;
+ * -0.0 then ties with +0.0, but such planes are not computed here), else the flip of
+ * pk_half_fast_key, its own inverse. */
+#if PK_SIMD && PK_SIMD_BYTES >= 32
+static inline pk_rh_v pk_rh_key(pk_rh_v v) { return (pk_rh_v)_mm256_sign_epi16((__m256i)(v & 0x7fff), (__m256i)v); }
+static inline pk_rh_v pk_rh_bits(pk_rh_v k) { return (pk_rh_v)_mm256_abs_epi16((__m256i)k) | (k & (int16_t)0x8000); }
+#elif PK_SIMD && defined(__SSSE3__)
+static inline pk_rh_v pk_rh_key(pk_rh_v v) { return (pk_rh_v)_mm_sign_epi16((__m128i)(v & 0x7fff), (__m128i)v); }
+static inline pk_rh_v pk_rh_bits(pk_rh_v k) { return (pk_rh_v)_mm_abs_epi16((__m128i)k) | (k & (int16_t)0x8000); }
+#else
+static inline pk_rh_v pk_rh_key(pk_rh_v v) { return v ^ ((v >> 15) & 0x7fff); }
+static inline pk_rh_v pk_rh_bits(pk_rh_v k) { return pk_rh_key(k); }
+#endif
+static inline void pk_rh_sty(int16_t* p, pk_rh_v v) { pk_rh_st(p, pk_rh_bits(v)); }
+static inline pk_rh_v pk_rh_max(pk_rh_v a, pk_rh_v b)
+{
+#if PK_SIMD && PK_SIMD_BYTES >= 32
+    return (pk_rh_v)_mm256_max_epi16((__m256i)a, (__m256i)b);
+#elif PK_SIMD && defined(__SSE2__)
+    return (pk_rh_v)_mm_max_epi16((__m128i)a, (__m128i)b);
+#elif PK_SIMD
+    pk_rh_m g = b > a;
+    return (b & g) | (a & ~g);
+#else
+    return b > a ? b : a;
+#endif
+}
+static inline pk_rh_v pk_rh_min(pk_rh_v a, pk_rh_v b)
+{
+#if PK_SIMD && PK_SIMD_BYTES >= 32
+    return (pk_rh_v)_mm256_min_epi16((__m256i)a, (__m256i)b);
+#elif PK_SIMD && defined(__SSE2__)
+    return (pk_rh_v)_mm_min_epi16((__m128i)a, (__m128i)b);
+#elif PK_SIMD
+    pk_rh_m g = b < a;
+    return (b & g) | (a & ~g);
+#else
+    return b < a ? b : a;
+#endif
 }
 
+/* The checks: the largest magnitude seen (above inf_bits: a NaN) and the smallest value as int16
+ * (INT16_MIN only for -0.0's bits), two reductions of three operations a vector. */
+typedef struct { pk_rh_v top, low; } pk_rh_c;
+static inline pk_rh_c pk_rh_clean(void)
+{
+    pk_rh_c c;
+    memset(&c.top, 0, sizeof c.top);
+    memset(&c.low, 0x7f, sizeof c.low);
+    return c;
+}
+static inline void pk_rh_chk(pk_rh_c* c, pk_rh_v a, pk_rh_v b)
+{
+    c->top = pk_rh_max(c->top, pk_rh_max(a & 0x7fff, b & 0x7fff));
+    c->low = pk_rh_min(c->low, pk_rh_min(a, b));
+}
+static inline int pk_rh_bad(pk_rh_c c, int inf_bits)
+{
+    int bad = 0;
+#if PK_SIMD
+    for (int i = 0; i < PK_RH_L; i++)
+        bad |= (c.top[i] > inf_bits) | (c.low[i] == INT16_MIN);
+#else
+    bad = (c.top > inf_bits) | (c.low == INT16_MIN);
+#endif
+    return bad;
+}
+static inline int pk_rh_any(pk_rh_m m)
+{
+#if PK_SIMD
+    int r = 0;
+    for (int i = 0; i < PK_RH_L; i++)
+        r |= m[i] != 0;
+    return r;
+#else
+    return m != 0;
+#endif
+}
+
+#if PK_SIMD
+#if defined(__clang__)
+#define PK_RH_SHUF(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+#else
+#define PK_RH_SHUF(a, b, ...) __builtin_shuffle(a, b, (pk_rh_m){__VA_ARGS__})
+#endif
+
+/* As pk_rows_even and pk_rows_odd, for int16 lanes: within each 16-byte half with 32-byte vectors */
+static inline pk_rh_v pk_rh_even(pk_rh_v a, pk_rh_v b)
+{
+#if PK_SIMD_BYTES >= 32
+    return PK_RH_SHUF(a, b, 0, 2, 4, 6, 16, 18, 20, 22, 8, 10, 12, 14, 24, 26, 28, 30);
+#else
+    return PK_RH_SHUF(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
+#endif
+}
+
+static inline pk_rh_v pk_rh_odd(pk_rh_v a, pk_rh_v b)
+{
+#if PK_SIMD_BYTES >= 32
+    return PK_RH_SHUF(a, b, 1, 3, 5, 7, 17, 19, 21, 23, 9, 11, 13, 15, 25, 27, 29, 31);
+#else
+    return PK_RH_SHUF(a, b, 1, 3, 5, 7, 9, 11, 13, 15);
+#endif
+}
+
+static inline pk_rh_v pk_rh_order(pk_rh_v m, int rounds)
+{
+#if PK_SIMD_BYTES >= 32
+    if (rounds == 1)
+        return (pk_rh_v)_mm256_permute4x64_epi64((__m256i)m, 0xD8);
+    return (pk_rh_v)_mm256_permutevar8x32_epi32((__m256i)m, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+#else
+    (void)rounds;
+    return m;
+#endif
+}
+#else
+static inline pk_rh_v pk_rh_even(pk_rh_v a, pk_rh_v b) { (void)b; return a; }
+static inline pk_rh_v pk_rh_odd(pk_rh_v a, pk_rh_v b) { (void)a; return b; }
+static inline pk_rh_v pk_rh_order(pk_rh_v m, int rounds) { (void)rounds; return m; }
+#endif
+
+/* The padding of R 16-bit row buffers of ld keys each (see pk_rows_pad). */
+static inline void pk_rows_pad_h16(int16_t* V, ptrdiff_t ld, ptrdiff_t R, ptrdiff_t W, ptrdiff_t pw)
+{
+    for (ptrdiff_t r = 0; r < R; r++) {
+        for (ptrdiff_t i = 0; i < pw && i < ld; i++)
+            V[r * ld + i] = INT16_MIN;
+        for (ptrdiff_t i = pw + W; i < ld; i++)
+            V[r * ld + i] = INT16_MIN;
+    }
+}
+
+/* The float32 family compares values as they are and checks them for NaN (pass 2 finds the zero
+ * results beside which a -0.0 would matter). */
+static inline pk_rows_v pk_rows_key(pk_rows_v v) { return v; }
+static inline void pk_rows_sty(float* p, pk_rows_v v) { pk_rows_st(p, v); }
+typedef pk_rows_m pk_rows_c;
+static inline pk_rows_c pk_rows_clean(void)
+{
+    pk_rows_c c;
+    memset(&c, 0, sizeof c);
+    return c;
+}
+static inline void pk_rows_chk(pk_rows_c* c, pk_rows_v a, pk_rows_v b) { *c |= pk_rows_nan(a, b); }
+static inline int pk_rows_bad(pk_rows_c c, int inf_bits) { (void)inf_bits; return pk_rows_any(c); }
+
+/* The passes and the plane loop (pooling_rows_body.h): pk_rows_f32, and pk_rows_h16 for 16-bit
+ * floats' bits (never returns 1: the caller checks the plane for NaN and -0.0 first). */
+#define PK_RB_T float
+#define PK_RB_N(name) name##_f32
+#define PK_RB_F(op) pk_rows_##op
+#define PK_RB_V pk_rows_v
+#define PK_RB_M pk_rows_m
+#define PK_RB_L PK_ROWS_L
+#define PK_RB_C pk_rows_c
+#define PK_RB_ZEROS 1
+#include "pooling_rows_body.h"
+#undef PK_RB_T
+#undef PK_RB_N
+#undef PK_RB_F
+#undef PK_RB_V
+#undef PK_RB_M
+#undef PK_RB_L
+#undef PK_RB_C
+#undef PK_RB_ZEROS
+
+#define PK_RB_T int16_t
+#define PK_RB_N(name) name##_h16
+#define PK_RB_F(op) pk_rh_##op
+#define PK_RB_V pk_rh_v
+#define PK_RB_M pk_rh_m
+#define PK_RB_L PK_RH_L
+#define PK_RB_C pk_rh_c
+#define PK_RB_ZEROS 0
+#include "pooling_rows_body.h"
+#undef PK_RB_T
+#undef PK_RB_N
+#undef PK_RB_F
+#undef PK_RB_V
+#undef PK_RB_M
+#undef PK_RB_L
+#undef PK_RB_C
+#undef PK_RB_ZEROS
 #endif

@@ -13,6 +13,7 @@ import pytest
 import pooling
 from conftest import POOL_DTYPES, assert_same, make_array, to_dtype, to_nhwc
 from pooling import _dispatch, _maxpool_strategies, _tuning, maxpool, reference
+from pooling._dtypes import KINDS
 from pooling._maxpool_strategies import Strategy, choose_strategy, launch, serves
 
 S = Strategy
@@ -58,11 +59,12 @@ def _plan(x_shape, kernel_shape, strides=None, pads=None, layout="NCHW", return_
 def _candidates(rank):
     """(NCHW shape, attributes) to try each unit on: the general sets on small planes, and the
     geometries the specialised kernels need (windows tiling the input, rows of 8 and more, narrow
-    same-shape planes, 16 channels for channels-last blocks, a depth kernel over 3-D)."""
+    same-shape planes, 16 channels for channels-last blocks, a depth kernel over 3-D; the strided
+    rows are 40 long, so that 16-bit floats have rows of 16 for ROWS_FIRST)."""
     general = [((2, 3) + (7, 6, 5, 4)[:rank], attrs) for attrs in _attrs(rank)]
     special = [
         ((2, 3) + (8, 6, 4, 2)[:rank], dict(kernel_shape=(2,) * rank, strides=(2,) * rank)),
-        ((1, 3) + _rows(rank, 9, 20), dict(kernel_shape=(3,) * rank, strides=(2,) * rank, pads=(1,) * (2 * rank))),
+        ((1, 3) + _rows(rank, 9, 40), dict(kernel_shape=(3,) * rank, strides=(2,) * rank, pads=(1,) * (2 * rank))),
         ((1, 3) + _rows(rank, 7, 10), dict(kernel_shape=(3,) * rank, pads=(1,) * (2 * rank))),
         # rows of 3: NARROW's in every build, one-lane ones included (PK_SIMD_SCALAR, MSVC)
         ((1, 3) + _rows(rank, 5, 3), dict(kernel_shape=(3,) * rank, pads=(1,) * (2 * rank))),
@@ -102,7 +104,8 @@ def test_the_matrix_covers_every_strategy_and_what_it_promises():
     """Each unit of ORDER is in the matrix, with every dtype, layout, rank and Indices PROMISED."""
     assert {unit.strategy for unit in _maxpool_strategies.ORDER} == set(Strategy) == set(PROMISED)
     for strategy, (layouts, ranks, with_indices) in PROMISED.items():
-        kinds = ["float32"] if strategy in (S.ROWS_FIRST, S.NARROW, S.NHWC_BLOCKS) else list(POOL_DTYPES)
+        kinds = (["float32"] if strategy in (S.NARROW, S.NHWC_BLOCKS)
+                 else ["float32", "float16", "bfloat16"] if strategy is S.ROWS_FIRST else list(POOL_DTYPES))
         for kind in kinds:
             for layout in layouts:
                 for rank in ranks:
@@ -174,16 +177,17 @@ CHOOSER_CASES = [
     (S.TILES, _plan((1, 600, 8, 8), 2, 2), "float32", False),
     (S.FUSED, _plan((1, 832, 7, 7), 3, 1, 1, return_indices=True), "float32", True),
     (S.PLANES, _plan((1, 400, 10, 10), 3, 1, 1), "uint8", False),
-    # float32 2-D windows up to 3x3 (stride 1, or 2 with a 2- or 3-wide window) on rows of 8 or
-    # more: ROWS_FIRST; not with Indices, other dtypes, wider windows, short rows, 1-D, or where
-    # the windows tile the input (TILES).
+    # float32 and 16-bit float 2-D windows up to 3x3 (stride 1, or 2 with a 2- or 3-wide window) on
+    # rows of 8 or more (16 for 16-bit floats): ROWS_FIRST; not with Indices, other dtypes, wider
+    # windows, short rows, 1-D, or where the windows tile the input (TILES).
     (S.ROWS_FIRST, _plan((1, 64, 112, 112), 3, 2, 1), "float32", False),
     (S.ROWS_FIRST, _plan((1, 480, 28, 28), 3, 2, ceil_mode=True), "float32", False),
     (S.ROWS_FIRST, _plan((1, 192, 56, 56), 3, 1, 1), "float32", False),
     (S.ROWS_FIRST, _plan((1, 512, 26, 26), 2, 1, (0, 0, 1, 1)), "float32", False),
     (S.ROWS_FIRST, _plan((1, 64, 56, 56), 3, 1, 2, dilations=(2, 2)), "float32", False),
     (S.FUSED, _plan((1, 64, 112, 112), 3, 2, 1, return_indices=True), "float32", True),
-    (S.FUSED, _plan((1, 64, 112, 112), 3, 2, 1), "float16", False),
+    (S.ROWS_FIRST, _plan((1, 64, 112, 112), 3, 2, 1), "float16", False),
+    (S.ROWS_FIRST, _plan((1, 96, 109, 109), 3, 2, ceil_mode=True), "bfloat16", False),
     (S.PLANES, _plan((1, 256, 20, 20), 5, 1, 2), "float16", False),
     (S.FUSED, _plan((1, 64, 112, 112), 3, 3, 1), "float32", False),
     (S.TILES, _plan((1, 64, 112, 112), 2, 2), "float32", False),
@@ -325,8 +329,7 @@ def test_fused_flat_rows_with_w_dilation_check_every_value(shape, attrs, indices
 
 
 @pytest.mark.parametrize("level, kind, expected", [
-    ("avx2", "float16", S.PLANES), ("avx2", "uint8", S.PLANES), ("avx2", "float64", S.FUSED),
-    ("baseline", "uint8", S.FUSED),
+    ("avx2", "uint8", S.PLANES), ("avx2", "float64", S.FUSED), ("baseline", "uint8", S.FUSED),
 ])
 def test_stride_1_on_planes_up_to_36x36_take_planes_in_the_avx2_build(level, kind, expected,
                                                                      monkeypatch):
@@ -338,7 +341,22 @@ def test_stride_1_on_planes_up_to_36x36_take_planes_in_the_avx2_build(level, kin
     assert choose_strategy(_plan((1, 64, 28, 28), 3, 2, 1), kind, 2, False) is S.FUSED
 
 
-# ROWS_FIRST's paths (float32 only): stride 2 with 3- and 2-wide windows (the shuffle loop) and
+@pytest.mark.parametrize("level", ["avx2", "baseline"])
+@pytest.mark.parametrize("kind", ["float16", "bfloat16"])
+def test_16_bit_floats_take_rows_first_where_float32_does(level, kind, monkeypatch):
+    """16-bit floats go where float32 goes on ROWS_FIRST's shapes (NARROW's float32 ones too) (docs/tuning.md#rows_first-strategy:
+    1.3-2.3x faster than PLANES and FUSED, one exception within 1.15x), and not on rows shorter than 16."""
+    from pooling import _dispatch
+    monkeypatch.setattr(_dispatch, "level", level)
+    for shape, k, s, p in [((1, 192, 28, 28), 3, 1, 1), ((1, 288, 36, 36), 2, 1, (0, 0, 1, 1)),
+                           ((1, 64, 56, 56), 3, 1, 1), ((8, 64, 112, 112), 3, 2, 1)]:
+        plan = _plan(shape, k, s, p)
+        assert choose_strategy(plan, "float32", 2, False) in (S.ROWS_FIRST, S.NARROW)  # (NARROW: AVX-512)
+        assert choose_strategy(plan, kind, 2, False) is S.ROWS_FIRST
+    assert choose_strategy(_plan((1, 64, 28, 28), 3, 2, 1), kind, 2, False) is not S.ROWS_FIRST  # OW 14
+
+
+# ROWS_FIRST's paths (float32 and 16-bit floats): stride 2 with 3- and 2-wide windows (the shuffle loop) and
 # stride 1 with windows of 1 to 3 and dilation (shifted loads); ceil_mode's partial last window,
 # pads up to 2 at either end, odd widths; H kernels 1 to 3 with H strides 1 to 3 (rows no window
 # reads) and H dilation (every tap's row checked for NaN); outputs exactly 8 wide (no overlapping
@@ -368,34 +386,72 @@ ROWS_CASES = [
     ((2, 2, 15, 37), dict(kernel_shape=(4, 4), strides=(4, 4), ceil_mode=True)),
     ((1, 3, 12, 64), dict(kernel_shape=(2, 4), strides=(3, 4), pads=(1, 2, 0, 2))),
     ((1, 2, 9, 40), dict(kernel_shape=(4, 4), strides=(1, 4), dilations=(2, 1), pads=(2, 0, 2, 0))),
+    # Rows 16-bit floats take too (outputs of at least 16): stride 2 with a partial last window,
+    # stride 1 with pads at one end only, a dilated W, a four-row k4 s4, rows of 16 exactly.
+    ((1, 2, 12, 41), dict(kernel_shape=(3, 3), strides=(2, 2), ceil_mode=True)),
+    ((1, 3, 13, 33), dict(kernel_shape=(2, 2), pads=(0, 0, 1, 1), activation="Relu")),
+    ((1, 2, 9, 48), dict(kernel_shape=(3, 3), dilations=(1, 2), pads=(1, 2, 1, 2))),
+    ((2, 2, 9, 70), dict(kernel_shape=(4, 4), strides=(4, 4), ceil_mode=True)),
+    ((1, 2, 6, 16), dict(kernel_shape=(3, 3), pads=(1, 1, 1, 1))),
 ]
 
 
-@pytest.mark.parametrize("data", ["plain", "special", "zeros"])
+def _half_keys_data(rng, shape, kind):
+    """Every bit pattern of a 16-bit float but NaN and -0.0 (subnormals, +-inf, +0.0 and both
+    signs of every magnitude): the planes ROWS_FIRST computes as keys, whose order must be the
+    values' on all of them."""
+    inf = KINDS[kind].inf_bits
+    mag = rng.integers(0, inf + 1, size=shape, dtype=np.uint16)
+    sign = (rng.random(shape) < 0.5) & (mag != 0)
+    return (mag | (sign.astype(np.uint16) << 15)).view(to_dtype(np.zeros(1), kind).dtype)
+
+
+@pytest.mark.parametrize("kind, data", [(kind, data) for kind in ("float32", "float16", "bfloat16")
+                                         for data in ("plain", "special", "zeros", "bits")[:3 + (kind != "float32")]])
 @pytest.mark.parametrize("shape, attrs", ROWS_CASES, ids=[f"{c[0]}-{c[1]}" for c in ROWS_CASES])
-def test_rows_first_cases_against_the_twin(shape, attrs, data, rng):
+def test_rows_first_cases_against_the_twin(shape, attrs, kind, data, rng):
+    """float32, and 16-bit floats (rows of at least 16) as keys: "bits" gives every pattern but NaN
+    and -0.0 on the key path; "special" and "zeros" send their planes to the exact compare."""
+    plan = _plan(shape, **attrs)
+    if kind != "float32" and min(plan.spatial[-1], plan.out_shape[-1]) < 16:
+        assert not serves(S.ROWS_FIRST, plan, kind, False)
+        return
     if data == "zeros":
-        x = _zeros_and_ties(rng, shape, "float32")
+        x = _zeros_and_ties(rng, shape, kind)
+    elif data == "bits":
+        x = _half_keys_data(rng, shape, kind)
     else:
-        x = make_array(rng, shape, "float32", special=data == "special")
+        x = make_array(rng, shape, kind, special=data == "special")
     want = reference.max_pool(x, **attrs)
-    assert serves(S.ROWS_FIRST, _plan(x.shape, **attrs), "float32", False)
+    assert serves(S.ROWS_FIRST, plan, kind, False)
     for nt in (1, 2):
         assert_same(pooling.max_pool(x, n_threads=nt, _strategy="rows_first", **attrs), want)
 
 
-@pytest.mark.parametrize("special", [np.nan, -0.0])
-@pytest.mark.parametrize("shape, attrs", [ROWS_CASES[1], ROWS_CASES[4], ROWS_CASES[8]])
-def test_rows_first_redoes_a_plane_with_one_odd_value(shape, attrs, special, rng):
-    """A NaN anywhere (in a row only a later output row's first taps read, in the last rows, in
-    a dilated tap), or a -0.0 beside zeros, sends its plane to the exact compare: with -0.0 the
-    others are +0.0 and -1, so the first zero of each window decides the bits."""
-    base = _zeros_and_ties(rng, shape, "float32") if special == 0 else make_array(
-        rng, shape, "float32", special=False)
+def test_rows_first_takes_most_cases_in_16_bits():
+    """The 16-bit cases above are not all refused for their rows' length."""
+    taken = [serves(S.ROWS_FIRST, _plan(shape, **attrs), "float16", False) for shape, attrs in ROWS_CASES]
+    assert sum(taken) >= 10, taken
+
+
+@pytest.mark.parametrize("kind", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("special", [np.nan, -np.nan, -0.0])
+@pytest.mark.parametrize("shape, attrs", [ROWS_CASES[-5], ROWS_CASES[12], ROWS_CASES[18],
+                                          ((1, 3, 20, 24), dict(kernel_shape=(3, 3), pads=(2, 2, 2, 2),
+                                                                dilations=(2, 2)))])
+def test_rows_first_redoes_a_plane_with_one_odd_value(shape, attrs, special, kind, rng):
+    """A NaN of either sign anywhere (in a row only a later output row's first taps read, in the
+    last rows, in a dilated tap), or a -0.0 beside zeros, sends its plane to the exact compare: with
+    -0.0 the others are +0.0 and -1, so the first zero of each window decides the bits."""
+    base = _zeros_and_ties(rng, shape, kind) if special == 0 else make_array(
+        rng, shape, kind, special=False)
     base[base == 0] = 0.0
     for flat in list(rng.choice(base.size, size=12, replace=False)) + [0, base.size - 1]:
         x = base.copy()
         x.reshape(-1)[flat] = special
+        if np.isnan(special) and np.signbit(special):
+            bits = x.view(np.uint16 if x.itemsize == 2 else np.uint32)
+            bits.reshape(-1)[flat] |= np.array(1, bits.dtype) << (8 * x.itemsize - 1)
         want = reference.max_pool(x, **attrs)
         for nt in (1, 2):
             assert_same(pooling.max_pool(x, n_threads=nt, _strategy="rows_first", **attrs), want)
@@ -474,7 +530,8 @@ def test_depth_windows_of_one_slice_are_pooled_in_2d(shape, attrs, rank, kind, r
 
 @pytest.mark.parametrize("shape, attrs, kind, indices", [
     ((1, 2, 16, 16), dict(kernel_shape=(3, 3)), "float64", False),
-    ((1, 2, 16, 16), dict(kernel_shape=(3, 3)), "float16", False),
+    ((1, 2, 16, 16), dict(kernel_shape=(3, 3)), "float16", False),   # OW 14 < 16
+    ((1, 2, 16, 15), dict(kernel_shape=(3, 3), pads=(1, 1, 1, 1)), "bfloat16", False),  # W 15 < 16
     ((1, 2, 16, 16), dict(kernel_shape=(3, 3)), "uint8", False),
     ((1, 2, 16, 16), dict(kernel_shape=(3, 3), return_indices=True), "float32", True),
     ((1, 2, 16, 16), dict(kernel_shape=(4, 3)), "float32", False),        # H kernel 4
@@ -826,6 +883,23 @@ def test_prefetching_kernels_give_the_same_results(caches, strategy, shape, attr
         assert launch(plan, "float32", 1, False, strategy).prefetch is True
         for nt in (1, 2, 3):
             assert_same(pooling.max_pool(x, n_threads=nt, _strategy=strategy, **attrs), want)
+    finally:
+        launch.cache_clear()
+
+
+@pytest.mark.parametrize("kind", ["float16", "bfloat16"])
+@pytest.mark.parametrize("data", ["plain", "special"])
+def test_rows_first_prefetching_in_16_bits(caches, kind, data, rng):
+    """ROWS_FIRST's 16-bit planes with the next plane prefetched (a cache of one byte), forced."""
+    attrs = dict(kernel_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1))
+    x = make_array(rng, (2, 5, 14, 33), kind, special=data == "special")
+    want = reference.max_pool(x, **attrs)
+    launch.cache_clear()
+    try:
+        caches(llc=1)
+        assert launch(_plan(x.shape, **attrs), kind, 1, False, S.ROWS_FIRST).prefetch is True
+        for nt in (1, 2, 3):
+            assert_same(pooling.max_pool(x, n_threads=nt, _strategy=S.ROWS_FIRST, **attrs), want)
     finally:
         launch.cache_clear()
 

@@ -32,3 +32,8 @@ NARROW_LANES = PK_NARROW_L
 
 # Whether max_unpool writes 2x2 stride-2 windows whole in this build (include/pooling_unpool.h).
 UNPOOL_WINDOWS = bool(PK_UNPOOL_WINDOWS)
+
+# The shortest rows (in and out) ROWS_FIRST takes of float32 and of 16-bit floats: the widest
+# build's lanes of each, so that which strategy serves a call does not depend on the build.
+ROWS_MIN = PK_ROWS_MAX_LANES
+ROWS_MIN_H16 = PK_ROWS_H16_MAX_LANES

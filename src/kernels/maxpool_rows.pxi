@@ -13,22 +13,22 @@
 # beside a -0.0) is redone here tap by tap with the contract's compare.
 # ===========================================================================
 
-cdef void _rows_exact(const float* x, float* y, const Geom* g) noexcept nogil:
+cdef void _rows_exact(const pool_t* x, pool_t* y, const Geom* g) noexcept nogil:
     """One plane, window by window in tap order with the exact compare (rare planes only; a
     window wholly in the padding, which NARROW's planes may have, is the empty value -inf)."""
     cdef Py_ssize_t oh, ow, th, tw, h0, w0
-    cdef float m, v
+    cdef pool_t m, v
     cdef bint first
     for oh in range(g.OH):
         h0 = oh * g.sh - g.ph
         for ow in range(g.OW):
             w0 = ow * g.sw - g.pw
             first = True
-            m = _empty_value(<float>0, 0)
+            m = _empty_value(<pool_t>0, g.inf_bits)
             for th in range(g.thr[2 * oh], g.thr[2 * oh + 1]):
                 for tw in range(g.twr[2 * ow], g.twr[2 * ow + 1]):
                     v = x[(h0 + th * g.dh) * g.W + w0 + tw * g.dw]
-                    if first or _keep(v, m, 0, True):
+                    if first or _keep(v, m, g.inf_bits, True):
                         m = v
                     first = False
             y[oh * g.OW + ow] = m
@@ -44,12 +44,13 @@ cdef bint _all_taps(const Py_ssize_t* r, Py_ssize_t n) noexcept:
 
 
 cdef class MaxPoolRows(_Launch):
-    """float32 NCHW MaxPool of ranks 1-2 without Indices, a plane per work item (see the
-    banner): x (planes, 1, H, W) -> y (planes, 1, OH, OW).  The caller checks the shapes it
-    serves (pooling._maxpool_strategies.serves); they are checked again here."""
+    """float32 and 16-bit float NCHW MaxPool of ranks 1-2 without Indices, a plane per work item
+    (see the banner): x (planes, 1, H, W) -> y (planes, 1, OH, OW).  The caller checks the shapes
+    it serves (pooling._maxpool_strategies.serves); they are checked again here."""
     cdef const Py_ssize_t[:, ::1] rows     # (OH, 4): the input row of each output row's taps
     cdef Py_ssize_t per_thread, planes, ld, R
     cdef int nchk
+    cdef bint half                         # 16-bit floats (their keys: pooling_rows.h)
 
     def __init__(self, str ctype, tuple x_shape, tuple y_shape, tuple kernel, tuple strides,
                  tuple dilations, tuple pads_begin, const Py_ssize_t[:, ::1] taps not None,
@@ -68,27 +69,30 @@ cdef class MaxPoolRows(_Launch):
                                      f"the input (H = {g.H})")
         self.rows = rows
         self.nchk = g.kh if g.dh > 1 else min(g.sh, g.kh)
-        if (ctype != "float" or g.D != 1 or g.OD != 1 or g.kh < 1 or g.kw < 1
+        self.half = ctype == "uint16_t" and inf_bits != 0
+        cdef Py_ssize_t lanes = PK_ROWS_H16_MAX_LANES if self.half else PK_ROWS_MAX_LANES
+        if ((ctype != "float" and not self.half) or g.D != 1 or g.OD != 1 or g.kh < 1 or g.kw < 1
                 or not ((g.kh <= 3 and g.kw <= 3 and (g.sw == 1 or (g.sw == 2 and g.kw >= 2 and g.dw == 1)))
                         or (g.kh <= 4 and g.kw == 4 and g.sw == 4 and g.dw == 1))
-                or g.W < PK_ROWS_MAX_LANES or g.OW < PK_ROWS_MAX_LANES
+                or g.W < lanes or g.OW < lanes
                 or not _all_taps(g.thr, g.OH) or not _all_taps(g.twr, g.OW)):
-            raise ValueError(f"MaxPoolRows: float32 planes with windows it serves, got {ctype} "
-                             f"input {x_shape[1:]}, output {y_shape[1:]}, kernel {kernel}, "
-                             f"strides {strides}, dilations {dilations}")
+            raise ValueError(f"MaxPoolRows: float32 or 16-bit float planes with windows it serves, got "
+                             f"{ctype} (inf_bits {inf_bits:#x}) input {x_shape[1:]}, output {y_shape[1:]}, "
+                             f"kernel {kernel}, strides {strides}, dilations {dilations}")
         self.planes = x_shape[0]
         # Row buffers: R of them (output rows pass 1 runs ahead of pass 2, pooling_rows.h),
         # about 8 KB in all, each a whole number of cache lines.
-        self.ld = (pk_rows_len(g.W, g.OW, g.kw, g.sw, g.dw, g.pw) + 15) // 16 * 16
-        self.R = max(1, min(8, 2048 // self.ld))
-        self.per_thread = _padded(self.R * self.ld, 4)
+        cdef Py_ssize_t line = 64 // self.itemsize
+        self.ld = (pk_rows_len(g.W, g.OW, g.kw, g.sw, g.dw, g.pw, lanes) + line - 1) // line * line
+        self.R = max(1, min(8, 8192 // (self.ld * self.itemsize)))
+        self.per_thread = _padded(self.R * self.ld, self.itemsize)
         self.units = self.planes
         self.xsize, self.ysize = self.planes * g.H * g.W, self.planes * g.OH * g.OW
         self.n_threads = max(1, min(n_threads, self.units))
         self.chunk = max(1, chunk)
 
     cdef Py_ssize_t _scratch_bytes(self, bint with_pos):
-        return self.n_threads * self.per_thread * 4
+        return self.n_threads * self.per_thread * self.itemsize
 
     cdef void _run(self, const char* xb, char* yb, int64_t* ib, _Scratch s):
         cdef _UnitsJob j
@@ -98,7 +102,8 @@ cdef class MaxPoolRows(_Launch):
         j.ld, j.rows, j.nchk, j.in_rows = self.ld, self.R, self.nchk, &self.rows[0, 0]
         j.xplane, j.yplane = self.g.H * self.g.W, self.g.OH * self.g.OW
         with nogil:
-            pk_parallel(_rows_body, &j, self.units, self.chunk, self.n_threads)
+            pk_parallel(_rows_body_h16 if self.half else _rows_body, &j, self.units, self.chunk,
+                        self.n_threads)
 
 
 cdef void _rows_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil:
@@ -116,8 +121,32 @@ cdef void _rows_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noexc
         x = <const float*>j.x + p * j.xplane
         y = <float*>j.y + p * j.yplane
         if pk_rows_f32(x, y, g.H, g.W, g.OH, g.OW, j.in_rows, g.kh, j.nchk, g.kw, g.sw, g.dw, g.pw, V,
-                       j.ld, j.rows, x + j.xplane if j.prefetch and p + 1 < end else NULL):
+                       j.ld, j.rows, x + j.xplane if j.prefetch and p + 1 < end else NULL, 0):
             _rows_exact(x, y, g)
         if j.act:
             for i in range(j.yplane):
                 y[i] = _clamp(y[i], lo, hi, j.act, 0)
+
+
+cdef void _rows_body_h16(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil:
+    """pk_parallel's body for MaxPoolRows on 16-bit floats: planes [begin, end) on thread tid, as
+    keys (pk_rows_h16), or by the exact loop where a plane holds a NaN or -0.0 in a row it reads."""
+    cdef _UnitsJob* j = <_UnitsJob*>job
+    cdef Geom gc = j.g[0]
+    cdef const Geom* g = &gc
+    cdef int16_t* V = <int16_t*>j.hv + tid * j.vs
+    cdef const uint16_t* x
+    cdef uint16_t* y
+    cdef Py_ssize_t p, i
+    cdef uint16_t lo = <uint16_t>j.lo, hi = <uint16_t>j.hi
+    pk_rows_pad_h16(V, j.ld, j.rows, g.W, g.pw)
+    for p in range(begin, end):
+        x = <const uint16_t*>j.x + p * j.xplane
+        y = <uint16_t*>j.y + p * j.yplane
+        if pk_rows_h16(<const int16_t*>x, <int16_t*>y, g.H, g.W, g.OH, g.OW, j.in_rows, g.kh, j.nchk,
+                       g.kw, g.sw, g.dw, g.pw, V, j.ld, j.rows,
+                       <const int16_t*>x + j.xplane if j.prefetch and p + 1 < end else NULL, g.inf_bits):
+            _rows_exact(x, y, g)
+        if j.act:
+            for i in range(j.yplane):
+                y[i] = _clamp(y[i], lo, hi, j.act, g.inf_bits)

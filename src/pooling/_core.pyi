@@ -49,6 +49,8 @@ class MaxPoolRows:
     ) -> None: ...
 NARROW_WIDTH: int
 NARROW_LANES: int
+ROWS_MIN: int
+ROWS_MIN_H16: int
 class MaxPoolNarrow:
     def __init__(
         self, ctype: str, x_shape: tuple[int, int, int, int], y_shape: tuple[int, int, int, int],

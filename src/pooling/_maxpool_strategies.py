@@ -556,7 +556,7 @@ def _narrow_core(plan):
 
 
 class RowsFirst(Unit):
-    """float32 NCHW ranks 1-2 without Indices: a plane per work item, each output row's window rows
+    """float32 and 16-bit float NCHW ranks 1-2 without Indices: a plane per work item, each output row's window rows
     reduced into one padded row, then read off it in registers (include/pooling_rows.h,
     maxpool_rows.pxi).  Chosen for 2-D rows up to _tuning.rows_chosen() long
     (docs/tuning.md#rows_first-strategy); DEPTH_SPLIT uses it for its 2-D stage where it serves."""
@@ -585,17 +585,20 @@ class RowsFirst(Unit):
 
 
 def _rows_first(plan, kind):
-    """Whether ROWS_FIRST's kernel computes this call (include/pooling_rows.h): float32, windows
-    of at most 3x3, along W stride 1 or a 2- or 3-wide stride 2 without dilation, or k4 s4 along
-    W (up to 4 rows); input and output rows at least 8 long, no window wholly in the padding."""
-    if KINDS[kind].ctype != "float" or min(plan.out_shape) == 0:
+    """Whether ROWS_FIRST's kernel computes this call (include/pooling_rows.h): float32 or a
+    16-bit float, windows of at most 3x3, along W stride 1 or a 2- or 3-wide stride 2 without
+    dilation, or k4 s4 along W (up to 4 rows); input and output rows at least 8 long (16 for
+    16-bit floats), no window wholly in the padding."""
+    half = KINDS[kind].inf_bits != 0
+    if (KINDS[kind].ctype != "float" and not half) or min(plan.out_shape) == 0:
         return False
+    lanes = _core.ROWS_MIN_H16 if half else _core.ROWS_MIN
     spatial, out, kernel, strides, dilations, pads_begin = _promote(plan)
     kh, kw = kernel[1:]
     s, d = strides[2], dilations[2]
     small = kh <= 3 and kw <= 3 and (s == 1 or (s == 2 and kw >= 2 and d == 1))
     if (not (small or (kh <= 4 and kw == 4 and s == 4 and d == 1))
-            or min(spatial[2], out[2]) < 8 or 4 * (spatial[2] + 64) > _PLANES_LIMIT):
+            or min(spatial[2], out[2]) < lanes or 4 * (spatial[2] + 64) > _PLANES_LIMIT):
         return False
     taps = _tap_ranges(spatial[1:], out[1:], kernel[1:], strides[1:], dilations[1:], pads_begin[1:])
     return bool(np.all(taps[:, 0] < taps[:, 1]))

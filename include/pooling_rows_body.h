@@ -1,0 +1,169 @@
+/* ROWS_FIRST's passes and plane loop, written once for both of its element kinds: included by
+ * pooling_rows.h once per kind, with these defined (and undefined after):
+ *
+ *   PK_RB_T        the element type of x, y and the row buffers: float, or int16_t for 16-bit
+ *                  floats (their bits; the buffers hold their keys)
+ *   PK_RB_N(name)  the kind's name of a function: name##_f32, name##_h16
+ *   PK_RB_F(op)    the kind's vector operation (pk_rows_##op, pk_rh_##op): ld / st / max / even /
+ *                  odd / order as in pooling_simd.h and pooling_rows.h; key, what a loaded input
+ *                  value is compared as (float32: itself; 16-bit floats: its key, pooling_rows.h),
+ *                  and sty, the store of an output row (16-bit floats: the keys' bits); and the
+ *                  checks of the values the cheap compare could get wrong: a state PK_RB_C, set up
+ *                  by clean(), fed loaded values by chk(&c, a, b), read by bad(c, inf_bits)
+ *   PK_RB_V, PK_RB_M  its vector and mask types; PK_RB_L its lanes
+ *   PK_RB_ZEROS    1 where a -0.0 in the plane matters only beside a zero result, which pass 2 looks
+ *                  for (float32: the plane is then scanned for one); 0 where chk() finds -0.0 too */
+
+/* Pass 1: V[w] = the maximum of rows r[0..2] (r[0..3] with `four`), w < W (W >= L); the
+ * values of the first nchk rows go to the checks *b.  Each vector loop ends with a vector
+ * that overlaps the one before it. */
+static inline void PK_RB_N(pk_rows_pass1_at)(const PK_RB_T* const* r, int four, PK_RB_T* V, ptrdiff_t w,
+                                             int nchk, PK_RB_C* b)
+{
+    PK_RB_V x0 = PK_RB_F(ld)(r[0] + w), x1 = PK_RB_F(ld)(r[1] + w), x2 = PK_RB_F(ld)(r[2] + w);
+    PK_RB_V x3 = four ? PK_RB_F(ld)(r[3] + w) : x2;
+    if (nchk == 1)
+        PK_RB_F(chk)(b, x0, x0);
+    else
+        PK_RB_F(chk)(b, x0, x1);
+    if (nchk >= 3)
+        PK_RB_F(chk)(b, x2, four && nchk == 4 ? x3 : x2);
+    PK_RB_V m = PK_RB_F(max)(PK_RB_F(max)(PK_RB_F(key)(x0), PK_RB_F(key)(x1)), PK_RB_F(key)(x2));
+    if (four)
+        m = PK_RB_F(max)(m, PK_RB_F(key)(x3));
+    PK_RB_F(st)(V + w, m);
+}
+
+static inline void PK_RB_N(pk_rows_pass1)(const PK_RB_T* const* r, int four, PK_RB_T* V, ptrdiff_t W,
+                                          int nchk, PK_RB_C* bad)
+{
+    ptrdiff_t w;
+    PK_RB_C b = *bad;
+    PK_ROWS_UNROLL(4)
+    for (w = 0; w <= W - PK_RB_L; w += PK_RB_L)
+        PK_RB_N(pk_rows_pass1_at)(r, four, V, w, nchk, &b);
+    if (w < W)
+        PK_RB_N(pk_rows_pass1_at)(r, four, V, W - PK_RB_L, nchk, &b);
+    *bad = b;
+}
+
+/* Pass 2: y[o] for o < OW (OW >= L) off the padded row V, by the W form sw (a literal at the
+ * call sites): 1: max(V[o], V[o + d1], V[o + d2]); 2: max(V[2o], V[2o + 1], V[2o + 2]) with
+ * `three`, else without the last; 4: the maximum of V[4o .. 4o + 3]. */
+static inline PK_RB_V PK_RB_N(pk_rows_pass2_at)(const PK_RB_T* V, ptrdiff_t o, int sw, int three,
+                                                ptrdiff_t d1, ptrdiff_t d2)
+{
+    PK_RB_V m, a, b, c, d;
+    if (sw == 1) {
+        m = PK_RB_F(max)(PK_RB_F(max)(PK_RB_F(ld)(V + o), PK_RB_F(ld)(V + o + d1)), PK_RB_F(ld)(V + o + d2));
+    } else if (sw == 2) {
+        a = PK_RB_F(ld)(V + 2 * o);
+        b = PK_RB_F(ld)(V + 2 * o + PK_RB_L);
+        m = PK_RB_F(max)(PK_RB_F(even)(a, b), PK_RB_F(odd)(a, b));
+        if (three) {
+            c = PK_RB_F(ld)(V + 2 * o + 2);
+            d = PK_RB_F(ld)(V + 2 * o + 2 + PK_RB_L);
+            m = PK_RB_F(max)(m, PK_RB_F(even)(c, d));
+        }
+        m = PK_RB_F(order)(m, 1);
+    } else {
+        a = PK_RB_F(ld)(V + 4 * o);
+        b = PK_RB_F(ld)(V + 4 * o + PK_RB_L);
+        c = PK_RB_F(ld)(V + 4 * o + 2 * PK_RB_L);
+        d = PK_RB_F(ld)(V + 4 * o + 3 * PK_RB_L);
+        a = PK_RB_F(max)(PK_RB_F(even)(a, b), PK_RB_F(odd)(a, b));   /* pairs */
+        c = PK_RB_F(max)(PK_RB_F(even)(c, d), PK_RB_F(odd)(c, d));
+        m = PK_RB_F(order)(PK_RB_F(max)(PK_RB_F(even)(a, c), PK_RB_F(odd)(a, c)), 2);
+    }
+    return m;
+}
+
+/* Pass 2's output row; returns the lanes of zero results (where PK_RB_ZEROS). */
+static inline PK_RB_M PK_RB_N(pk_rows_pass2)(const PK_RB_T* V, PK_RB_T* y, ptrdiff_t OW, int sw, int three,
+                                             ptrdiff_t d1, ptrdiff_t d2)
+{
+    const PK_RB_V zero = {0};
+    PK_RB_M z = {0};
+    ptrdiff_t o;
+    PK_RB_V m;
+    PK_ROWS_UNROLL(2)
+    for (o = 0; o <= OW - PK_RB_L; o += PK_RB_L) {
+        m = PK_RB_N(pk_rows_pass2_at)(V, o, sw, three, d1, d2);
+        if (PK_RB_ZEROS)
+            z |= m == zero;
+        PK_RB_F(sty)(y + o, m);
+    }
+    if (o < OW) {
+        m = PK_RB_N(pk_rows_pass2_at)(V, OW - PK_RB_L, sw, three, d1, d2);
+        if (PK_RB_ZEROS)
+            z |= m == zero;
+        PK_RB_F(sty)(y + OW - PK_RB_L, m);
+    }
+    return z;
+}
+
+/* One H x W plane into its OH x OW result through R row buffers V + r * ld (each padded:
+ * pk_rows_pad).  rows[4 * oh + t]: the input row of output row oh's tap t (a tap in the
+ * padding, or past kh, repeats a valid row: a repeated row changes no maximum); nchk: the
+ * taps whose rows are checked for NaN on every output row but the last (which checks all):
+ * min(sh, kh) with dilation 1, else kh.  Returns 1 when the plane needs the exact compare (y
+ * then holds no promised values).  inf_bits: the +inf pattern of a 16-bit float format.
+ *
+ * next: the plane the caller does next, or NULL: prefetched a slice per output row (see
+ * pooling_prefetch.h).
+ *
+ * Pass 1 runs for R output rows before pass 2 reads them back: pass 2's shifted loads of a
+ * row pass 1 has just stored stall on store forwarding (a load spanning two stores still in
+ * flight), which made narrow rows several times dearer (docs/tuning.md#rows_first-passes). */
+static inline int PK_RB_N(pk_rows)(const PK_RB_T* x, PK_RB_T* y, ptrdiff_t H, ptrdiff_t W, ptrdiff_t OH,
+                                   ptrdiff_t OW, const ptrdiff_t* rows, ptrdiff_t kh, int nchk,
+                                   ptrdiff_t kw, ptrdiff_t sw, ptrdiff_t dw, ptrdiff_t pw, PK_RB_T* V,
+                                   ptrdiff_t ld, ptrdiff_t R, const PK_RB_T* next, int inf_bits)
+{
+    PK_RB_C bad = PK_RB_F(clean)();
+    PK_RB_M zero = {0};
+    ptrdiff_t oh0, oh, n;
+    const ptrdiff_t* r;
+    const ptrdiff_t vals = 64 / sizeof(PK_RB_T);   /* values per cache line */
+    const ptrdiff_t per = ((H * W + vals - 1) / vals + OH - 1) / OH;   /* lines of next per output row */
+    ptrdiff_t ahead = 0;   /* values of next prefetched so far */
+    for (oh0 = 0; oh0 < OH; oh0 += R) {
+        n = OH - oh0 < R ? OH - oh0 : R;
+        for (oh = oh0, r = rows + 4 * oh0; oh < oh0 + n; oh++, r += 4) {
+            const PK_RB_T* p[4] = {x + r[0] * W, x + r[1] * W, x + r[2] * W, x + r[3] * W};
+            if (next != NULL)
+                for (ptrdiff_t l = 0; l < per && ahead < H * W; l++, ahead += vals)
+                    pk_prefetch(next + ahead);
+            int check = oh == OH - 1 ? 4 : nchk;
+            if (kh == 4)
+                PK_RB_N(pk_rows_pass1)(p, 1, V + (oh - oh0) * ld + pw, W, check, &bad);
+            else
+                PK_RB_N(pk_rows_pass1)(p, 0, V + (oh - oh0) * ld + pw, W, check, &bad);
+        }
+        for (oh = oh0; oh < oh0 + n; oh++) {
+            const PK_RB_T* v = V + (oh - oh0) * ld;
+            if (sw == 4)
+                zero |= PK_RB_N(pk_rows_pass2)(v, y + oh * OW, OW, 4, 0, 0, 0);
+            else if (sw == 2)
+                zero |= PK_RB_N(pk_rows_pass2)(v, y + oh * OW, OW, 2, kw == 3, 0, 0);
+            else
+                zero |= PK_RB_N(pk_rows_pass2)(v, y + oh * OW, OW, 1, 0, kw > 1 ? dw : 0, (kw - 1) * dw);
+        }
+    }
+    if (PK_RB_F(bad)(bad, inf_bits))
+        return 1;
+#if PK_RB_ZEROS
+    if (PK_RB_F(any)(zero)) {
+        /* a zero result: which zero depends on the order unless the plane has no -0.0 */
+        uint32_t u, neg = 0;
+        for (ptrdiff_t i = 0; i < H * W; i++) {
+            memcpy(&u, x + i, sizeof u);
+            neg |= u == 0x80000000u;
+        }
+        return neg != 0;
+    }
+#else
+    (void)zero;
+#endif
+    return 0;
+}
