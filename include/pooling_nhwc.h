@@ -1,5 +1,5 @@
-/* Strategy NHWC_BLOCKS (src/kernels/maxpool_nhwc.pxi): float32 channels-last MaxPool without
- * Indices, channels in blocks of vectors held in registers.
+/* Strategy NHWC_BLOCKS (src/kernels/maxpool_nhwc.pxi): float32 and 16-bit float channels-last
+ * MaxPool without Indices, channels in blocks of vectors held in registers.
  *
  * An output pixel's window is the same taps for every channel, and the channels are contiguous:
  * so each block of up to four vectors of channels is loaded from the window's first tap, combined
@@ -15,88 +15,64 @@
  * the taps, once per column) by the first output row that reads it, which the caller then
  * computes with the exact loop, as it does every later output row reading that input row.
  *
- * The vector primitives are NARROW's (include/pooling_narrow.h): one lane where the build has no
- * vector extensions.  C must be at least one vector (PK_NARROW_L). */
+ * 16-bit floats run the same loops (pooling_nhwc_body.h) on ROWS_FIRST's int16 keys
+ * (include/pooling_rows.h), whose checks find -0.0 as well as NaN: keys tie -0.0 with +0.0.
+ *
+ * The float32 vector primitives are NARROW's (include/pooling_narrow.h): one lane where the build has
+ * no vector extensions.  C must be at least one vector (PK_NARROW_L; PK_NHWC_H16_L for 16 bits). */
 #ifndef POOLING_NHWC_H
 #define POOLING_NHWC_H
 
 #include "pooling_narrow.h"
 #include "pooling_prefetch.h"
+#include "pooling_rows.h"
 
 /* Vectors of channels per block: four accumulators and a load fit the 16 registers of SSE2/AVX2. */
 #define PK_NHWC_BLOCK 4
 
-/* One block of V vectors at offset off of each row: the first maximum over the taps of nrows
- * rows, ntaps taps step values apart in each, stored at y.  The values of the first ctaps taps
- * of the rows whose chk is set are checked for NaN, or-ed into *bad. */
-static PK_ALWAYS_INLINE void
-pk_nhwc_block(const float* const* rows, const unsigned char* chk, ptrdiff_t nrows, ptrdiff_t off,
-              ptrdiff_t step, ptrdiff_t ntaps, ptrdiff_t ctaps, float* y, pk_nw_m* bad, const int V)
+/* The float32 kind: NARROW's vectors, compared as they are, checked for NaN. */
+static inline pk_nw_v pk_nw_key(pk_nw_v v) { return v; }
+static inline void pk_nw_sty(float* p, pk_nw_v v) { pk_nw_st(p, v); }
+typedef pk_nw_m pk_nw_c;
+static inline pk_nw_c pk_nw_clean(void)
 {
-    pk_nw_v acc[PK_NHWC_BLOCK], v;
-    pk_nw_m b = *bad;
-    const float* p = rows[0] + off;
-    for (int i = 0; i < V; i++)
-        acc[i] = pk_nw_ld(p + i * PK_NARROW_L);
-    if (chk[0] && ctaps > 0)
-        for (int i = 0; i < V; i++)
-            b |= pk_nw_nan(acc[i], acc[i]);
-    for (ptrdiff_t r = 0; r < nrows; r++) {
-        ptrdiff_t t = r == 0;
-        p = rows[r] + off;
-        if (chk[r])
-            for (; t < ctaps; t++)
-                for (int i = 0; i < V; i++) {
-                    v = pk_nw_ld(p + t * step + i * PK_NARROW_L);
-                    b |= pk_nw_nan(v, v);
-                    acc[i] = pk_nw_max(acc[i], v);
-                }
-        for (; t < ntaps; t++)
-            for (int i = 0; i < V; i++)
-                acc[i] = pk_nw_max(acc[i], pk_nw_ld(p + t * step + i * PK_NARROW_L));
-    }
-    for (int i = 0; i < V; i++)
-        pk_nw_st(y + i * PK_NARROW_L, acc[i]);
-    *bad = b;
+    pk_nw_c c;
+    memset(&c, 0, sizeof c);
+    return c;
 }
+static inline void pk_nw_chk(pk_nw_c* c, pk_nw_v a, pk_nw_v b) { *c |= pk_nw_nan(a, b); }
+static inline int pk_nw_bad(pk_nw_c c, int inf_bits) { (void)inf_bits; return pk_nw_any(c); }
 
-/* One output row of OW pixels of C channels (C >= PK_NARROW_L) into y.  rows: the nrows >= 1
- * input rows its windows read, in window order; output column ow reads the taps [tw[2 ow],
- * tw[2 ow + 1]) (all valid, at least one), tap t at column ow * sw - pw + t * dw.  NaN is
- * looked for in the rows whose chk is set, among the taps t < own (from the first valid one) and
- * in every tap of the last column: with dw 1 and own = sw those are all the columns any window
- * reads (a column read at all is tap (c + pw) % sw of window (c + pw) / sw, or is read by the last
- * window), each once.  next: nlen values the caller reads next (the input rows its next output
- * row adds), prefetched a slice per column (pooling_prefetch.h); nlen 0 for none.  Returns 1 when one was found (y then holds no promised values; a NaN in a
- * row without chk is the caller's to know of). */
-static PK_ALWAYS_INLINE int
-pk_nhwc_row(const float* const* rows, const unsigned char* chk, ptrdiff_t nrows, float* y, ptrdiff_t OW,
-            ptrdiff_t C, ptrdiff_t sw, ptrdiff_t dw, ptrdiff_t pw, ptrdiff_t own, const ptrdiff_t* tw,
-            const float* next, ptrdiff_t nlen)
-{
-    const ptrdiff_t B = PK_NHWC_BLOCK * PK_NARROW_L;
-    const ptrdiff_t step = dw * C;
-    const ptrdiff_t per = ((nlen + 15) / 16 + OW - 1) / OW;   /* lines of next per column */
-    ptrdiff_t ahead = 0;                                        /* values of next prefetched so far */
-    pk_nw_m bad = {0};
-    ptrdiff_t c = 0;
-    for (ptrdiff_t ow = 0; ow < OW; ow++, y += C) {
-        if (nlen > 0)
-            for (ptrdiff_t l = 0; l < per && ahead < nlen; l++, ahead += 16)
-                pk_prefetch(next + ahead);
-        ptrdiff_t t0 = tw[2 * ow], n = tw[2 * ow + 1] - t0;
-        ptrdiff_t off = (ow * sw - pw + t0 * dw) * C;
-        ptrdiff_t m = ow == OW - 1 ? n : own - t0 > n ? n : own - t0;
-        for (c = 0; c + B <= C; c += B)
-            pk_nhwc_block(rows, chk, nrows, off + c, step, n, m, y + c, &bad, PK_NHWC_BLOCK);
-        for (; c + PK_NARROW_L <= C; c += PK_NARROW_L)
-            pk_nhwc_block(rows, chk, nrows, off + c, step, n, m, y + c, &bad, 1);
-        if (c < C)
-            pk_nhwc_block(rows, chk, nrows, off + C - PK_NARROW_L, step, n, m, y + C - PK_NARROW_L,
-                          &bad, 1);
-    }
-    return pk_nw_any(bad);
-}
+#define PK_NB_T float
+#define PK_NB_N(name) name##_f32_
+#define PK_NB_F(op) pk_nw_##op
+#define PK_NB_V pk_nw_v
+#define PK_NB_C pk_nw_c
+#define PK_NB_L PK_NARROW_L
+#include "pooling_nhwc_body.h"
+#undef PK_NB_T
+#undef PK_NB_N
+#undef PK_NB_F
+#undef PK_NB_V
+#undef PK_NB_C
+#undef PK_NB_L
+
+/* 16-bit floats: ROWS_FIRST's int16 keys and checks (pooling_rows.h), vectors of up to 32 bytes;
+ * C must be at least one of them (PK_NHWC_H16_L). */
+#define PK_NHWC_H16_L PK_RH_L
+#define PK_NB_T int16_t
+#define PK_NB_N(name) name##_h16_
+#define PK_NB_F(op) pk_rh_##op
+#define PK_NB_V pk_rh_v
+#define PK_NB_C pk_rh_c
+#define PK_NB_L PK_RH_L
+#include "pooling_nhwc_body.h"
+#undef PK_NB_T
+#undef PK_NB_N
+#undef PK_NB_F
+#undef PK_NB_V
+#undef PK_NB_C
+#undef PK_NB_L
 
 static int pk_nhwc_row_f32(const float* const* rows, const unsigned char* chk, ptrdiff_t nrows,
                            float* y, ptrdiff_t OW, ptrdiff_t C, ptrdiff_t sw, ptrdiff_t dw,
@@ -106,8 +82,19 @@ static int pk_nhwc_row_f32(const float* const* rows, const unsigned char* chk, p
     /* the loop without prefetches its own copy: sharing it slowed the batch-1 stem
      * (docs/tuning.md#nhwc-kernel-loops) */
     if (nlen > 0)
-        return pk_nhwc_row(rows, chk, nrows, y, OW, C, sw, dw, pw, own, tw, next, nlen);
-    return pk_nhwc_row(rows, chk, nrows, y, OW, C, sw, dw, pw, own, tw, rows[0], 0);
+        return pk_nhwc_row_f32_(rows, chk, nrows, y, OW, C, sw, dw, pw, own, tw, next, nlen, 0);
+    return pk_nhwc_row_f32_(rows, chk, nrows, y, OW, C, sw, dw, pw, own, tw, rows[0], 0, 0);
+}
+
+/* The same for 16-bit floats' bits (inf_bits: the format's +inf pattern). */
+static int pk_nhwc_row_h16(const int16_t* const* rows, const unsigned char* chk, ptrdiff_t nrows,
+                           int16_t* y, ptrdiff_t OW, ptrdiff_t C, ptrdiff_t sw, ptrdiff_t dw,
+                           ptrdiff_t pw, ptrdiff_t own, const ptrdiff_t* tw, const int16_t* next,
+                           ptrdiff_t nlen, int inf_bits)
+{
+    if (nlen > 0)
+        return pk_nhwc_row_h16_(rows, chk, nrows, y, OW, C, sw, dw, pw, own, tw, next, nlen, inf_bits);
+    return pk_nhwc_row_h16_(rows, chk, nrows, y, OW, C, sw, dw, pw, own, tw, rows[0], 0, inf_bits);
 }
 
 #endif

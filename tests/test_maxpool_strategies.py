@@ -104,8 +104,9 @@ def test_the_matrix_covers_every_strategy_and_what_it_promises():
     """Each unit of ORDER is in the matrix, with every dtype, layout, rank and Indices PROMISED."""
     assert {unit.strategy for unit in _maxpool_strategies.ORDER} == set(Strategy) == set(PROMISED)
     for strategy, (layouts, ranks, with_indices) in PROMISED.items():
-        kinds = (["float32"] if strategy in (S.NARROW, S.NHWC_BLOCKS)
-                 else ["float32", "float16", "bfloat16"] if strategy is S.ROWS_FIRST else list(POOL_DTYPES))
+        kinds = (["float32"] if strategy is S.NARROW
+                 else ["float32", "float16", "bfloat16"] if strategy in (S.ROWS_FIRST, S.NHWC_BLOCKS)
+                 else list(POOL_DTYPES))
         for kind in kinds:
             for layout in layouts:
                 for rank in ranks:
@@ -135,13 +136,15 @@ def test_every_strategy_against_the_twin(strategy, kind, layout, rank, indices, 
 
 
 CHOOSER_CASES = [
-    # NHWC: float32 without Indices on a vector of channels or more takes NHWC_BLOCKS
+    # NHWC: float32 (and 16-bit floats) without Indices on a vector of channels or more takes NHWC_BLOCKS
     (S.NHWC, _plan((1, 56, 56, 64), 3, 2, 1, "NHWC"), "float32", True),
     (S.NHWC, _plan((1, 56, 56, 64), 3, 2, 1, "NHWC"), "float64", False),
     (S.NHWC, _plan((1, 56, 56, 3), 3, 2, 1, "NHWC"), "float32", False),
     (S.NHWC_BLOCKS, _plan((1, 56, 56, 64), 3, 2, 1, "NHWC"), "float32", False),
     (S.NHWC_BLOCKS, _plan((8, 40, 40, 256), 5, 1, 2, "NHWC"), "float32", False),
     (S.NHWC_BLOCKS, _plan((2, 8, 28, 28, 16), 3, 2, 1, "NHWC"), "float32", False),
+    (S.NHWC_BLOCKS, _plan((1, 112, 112, 64), 3, 2, 1, "NHWC"), "float16", False),
+    (S.NHWC_BLOCKS, _plan((8, 40, 40, 256), 5, 1, 2, "NHWC"), "bfloat16", False),
     (S.NHWC_TRANSPOSED, _plan((1, 4, 4, 4, 4, 2), 2, layout="NHWC"), "float32", False),
     (S.FUSED, _plan((1, 64, 112, 112), 3, 2, 1), "float64", False),
     (S.PLANES, _plan((1, 256, 80, 80), 5, 1, 2), "float32", False),
@@ -708,6 +711,29 @@ def test_own_window_cases_against_the_twin(strategy, shape, attrs, kind, data, r
         assert_same(pooling.max_pool(x, n_threads=nt, _strategy=strategy, **attrs), want)
 
 
+@pytest.mark.parametrize("data", ["plain", "special", "zeros", "bits", "nan-plane"])
+@pytest.mark.parametrize("kind", ["float16", "bfloat16"])
+@pytest.mark.parametrize("shape, attrs", NHWC_BLOCKS_CASES, ids=[f"{c[0]}-{c[1]}" for c in NHWC_BLOCKS_CASES])
+def test_nhwc_blocks_16_bit_cases_against_the_twin(shape, attrs, kind, data, rng):
+    """NHWC_BLOCKS on 16-bit floats' keys: "bits" (every pattern but NaN and -0.0) on the key path,
+    "special" and "zeros" on the exact loop row by row, "nan-plane" both."""
+    attrs = dict(attrs, layout="NHWC")
+    if data == "zeros":
+        x = _zeros_and_ties(rng, shape, kind)
+    elif data == "bits":
+        x = _half_keys_data(rng, shape, kind)
+    else:
+        x = make_array(rng, shape, kind, special=data == "special")
+        if data == "nan-plane":
+            x.reshape(-1)[x.size // 2] = np.nan
+    want = reference.max_pool(x, **attrs)
+    assert serves(S.NHWC_BLOCKS, _plan(x.shape, **attrs), kind, False)
+    before = x.copy()
+    for nt in (1, 2, 3):
+        assert_same(pooling.max_pool(x, n_threads=nt, _strategy=S.NHWC_BLOCKS, **attrs), want)
+    assert_same(x, before)
+
+
 def _narrow_builds():
     """The builds NARROW may run from here: the process's, and the AVX-512 one where the rules
     name it (pooling._maxpool_strategies._narrow_core)."""
@@ -750,7 +776,7 @@ def test_the_chooser_picks_each_strategy(expected, plan, kind, indices):
     from pooling import _maxpool_strategies
     got = choose_strategy(plan, kind, 2, indices)
     if _maxpool_strategies._core.NARROW_LANES == 1:
-        if expected is S.NHWC and kind == "float32" and not indices:
+        if expected is S.NHWC and kind in ("float32", "float16", "bfloat16") and not indices:
             expected = S.NHWC_BLOCKS
         if expected is S.NARROW and not serves(S.NARROW, plan, kind, indices):
             assert got is not S.NARROW and serves(got, plan, kind, indices)
@@ -849,15 +875,21 @@ def test_narrow_takes_rows_up_to_the_builds_lanes(shape, kernel, pads, wider):
     ((1, 9, 10, 16), dict(kernel_shape=(3, 2), dilations=(2, 2), pads=(1, 0, 0, 1))),
     ((1, 5, 6, 7, 16), dict(kernel_shape=(3, 2, 3), strides=(2, 2, 1), pads=(1, 0, 1, 1, 1, 1))),
 ])
-def test_nhwc_blocks_finds_a_nan_at_every_pixel(shape, attrs, rng):
-    """NHWC_BLOCKS looks for NaN only in each output row's own taps (the first stride's worth of
-    each window, and all of the last window's): a NaN put at each pixel in turn, in one channel,
-    must reach the output as the twin says."""
+@pytest.mark.parametrize("kind, special", [("float32", np.nan), ("float16", np.nan), ("bfloat16", np.nan),
+                                           ("float16", -0.0), ("bfloat16", -0.0)])
+def test_nhwc_blocks_finds_a_nan_at_every_pixel(shape, attrs, kind, special, rng):
+    """NHWC_BLOCKS looks for NaN (16-bit floats: and -0.0, which their keys tie with +0.0) only in
+    each output row's own taps (the first stride's worth of each window, and all of the last
+    window's): the value put at each pixel in turn, in one channel, must reach the output as the
+    twin says (-0.0 among +0.0 and -1, so the first zero decides the bits)."""
     attrs = dict(attrs, layout="NHWC")
-    base = rng.standard_normal(shape).astype(np.float32)
+    if special == 0:
+        base = to_dtype(rng.choice(np.array([-1.0, 0.0]), size=shape), kind)
+    else:
+        base = to_dtype(rng.standard_normal(shape), kind)
     for pixel in np.ndindex(*shape[1:-1]):
         x = base.copy()
-        x[(0,) + pixel + (int(rng.integers(shape[-1])),)] = np.nan
+        x[(0,) + pixel + (int(rng.integers(shape[-1])),)] = special
         assert_same(pooling.max_pool(x, n_threads=2, _strategy=S.NHWC_BLOCKS, **attrs),
                     reference.max_pool(x, **attrs))
 

@@ -99,6 +99,12 @@ cdef extern from "pooling_nhwc.h":
                         Py_ssize_t OW, Py_ssize_t C, Py_ssize_t sw, Py_ssize_t dw, Py_ssize_t pw,
                         Py_ssize_t own, const Py_ssize_t* tw, const float* next,
                         Py_ssize_t nlen) noexcept nogil
+    int pk_nhwc_row_h16(const int16_t** rows, const unsigned char* chk, Py_ssize_t nrows, int16_t* y,
+                        Py_ssize_t OW, Py_ssize_t C, Py_ssize_t sw, Py_ssize_t dw, Py_ssize_t pw,
+                        Py_ssize_t own, const Py_ssize_t* tw, const int16_t* next,
+                        Py_ssize_t nlen, int inf_bits) noexcept nogil
+    enum:
+        PK_NHWC_H16_L   # 16-bit floats' lanes of NHWC_BLOCKS' vectors: channels at least this many
 
 cdef extern from "pooling_unpool.h":
     int PK_UNPOOL_WINDOWS

@@ -194,7 +194,7 @@ cdef struct _UnitsJob:
     int32_t* hp
     Py_ssize_t nblk, rows, xplane, yplane, vs, ns, ms, ps
     Py_ssize_t C                    # MaxPoolNHWC: channels
-    bint blocks, holes              # MaxPoolNHWC: channels in registers (NHWC_BLOCKS); windows without taps
+    bint blocks, holes, half        # MaxPoolNHWC: channels in registers (NHWC_BLOCKS); windows without taps; 16-bit floats
     bint prefetch                   # prefetch the next work item's input (_Launch.prefetch)
     Py_ssize_t Hp, Wp, size         # MaxPoolPlanes: padded plane, elements per scratch buffer
     bint whole                      # MaxPoolPlanes: one window covers the whole plane

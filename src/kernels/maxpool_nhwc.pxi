@@ -26,7 +26,7 @@ cdef class MaxPoolNHWC(_Launch):
     memory; pixels per image must be fewer than 2**31).  Work items are output rows; `chunk` is
     the pool's smallest claim."""
     cdef Py_ssize_t C, wscratch, bscratch   # channels; int32 winners and NHWC_BLOCKS' bytes per thread
-    cdef bint blocks, holes                 # NHWC_BLOCKS; some window has no tap
+    cdef bint blocks, holes, half           # NHWC_BLOCKS; some window has no tap; 16-bit floats
 
     def __init__(self, str ctype, tuple x_shape, tuple y_shape, tuple kernel, tuple strides,
                  tuple dilations, tuple pads_begin, const Py_ssize_t[:, ::1] taps not None,
@@ -38,10 +38,12 @@ cdef class MaxPoolNHWC(_Launch):
         cdef Py_ssize_t N = x_shape[0]
         self.C = x_shape[4]
         self.blocks = blocks
+        self.half = ctype == "uint16_t" and inf_bits != 0
         if blocks:
-            if ctype != "float" or self.C < PK_NARROW_L:
+            if not ((ctype == "float" and self.C >= PK_NARROW_L) or (self.half and self.C >= PK_NHWC_H16_L)):
                 raise ValueError(f"MaxPoolNHWC: blocks of channels need float32 and at least {PK_NARROW_L} "
-                                 f"channels, got {ctype} and {self.C}")
+                                 f"channels, or a 16-bit float and at least {PK_NHWC_H16_L}, got {ctype} "
+                                 f"(inf_bits {inf_bits:#x}) and {self.C}")
             # per thread: the pointers to one output row's window rows, the image each input
             # row was found clean in, and whether each window row is to be checked
             self.bscratch = _padded(self.g.kd * self.g.kh * (sizeof(void*) + 1)
@@ -72,6 +74,7 @@ cdef class MaxPoolNHWC(_Launch):
         j.C, j.vs = self.C, self.bscratch if j.blocks else self.wscratch
         j.hv = s.block if ib != NULL or j.blocks else NULL
         j.holes = self.holes
+        j.half = self.half
         with nogil:
             pk_parallel(_nhwc_body, &j, self.units, self.chunk, self.n_threads)
 
@@ -79,7 +82,10 @@ cdef class MaxPoolNHWC(_Launch):
 cdef void _nhwc_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil:
     """pk_parallel's body for MaxPoolNHWC: output rows [begin, end) on thread tid."""
     if (<_UnitsJob*>job).blocks:
-        _nhwc_blocks(<_UnitsJob*>job, begin, end, tid)
+        if (<_UnitsJob*>job).half:
+            _nhwc_blocks(<uint16_t*>NULL, <_UnitsJob*>job, begin, end, tid)
+        else:
+            _nhwc_blocks(<float*>NULL, <_UnitsJob*>job, begin, end, tid)
     else:
         _nhwc_rows_body(job, begin, end, tid)  # (bodies.pxi.in)
 
@@ -200,29 +206,37 @@ cdef inline void _nhwc_unit(const pool_t* xb, pool_t* yb, int64_t* ib, Py_ssize_
               n * g.inbase, C, g, r // g.OH, r % g.OH, wpix, act, lo, hi)
 
 
-cdef void _nhwc_blocks(const _UnitsJob* j, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil:
-    """NHWC_BLOCKS: float32 output rows [begin, end) on thread tid, each from its window's input
-    rows in registers (pk_nhwc_row_f32), or by the exact loop where they hold a NaN or a window
-    has no tap.  Each input row is looked for NaN by the first output row of this thread that
-    reads it, in the columns its windows read (include/pooling_nhwc.h), and marked clean
-    (clean[row] is the image it was found clean in, plus one) if none was found."""
+ctypedef fused block_t:
+    float
+    uint16_t
+
+
+cdef void _nhwc_blocks(block_t* kind, const _UnitsJob* j, Py_ssize_t begin, Py_ssize_t end,
+                       int tid) noexcept nogil:
+    """NHWC_BLOCKS: output rows [begin, end) on thread tid, float32 or 16-bit floats (block_t), each
+    from its window's input rows in registers (pk_nhwc_row_f32, pk_nhwc_row_h16), or by the exact
+    loop where they hold a NaN (16-bit floats: or a -0.0) or a window has no tap.  Each input row is
+    looked for those by the first output row of this thread that reads it, in the columns its
+    windows read (include/pooling_nhwc.h), and marked clean (clean[row] is the image it was found
+    clean in, plus one) if none was found."""
     cdef Geom gc = j.g[0]
     cdef const Geom* g = &gc
-    cdef const float** rows = <const float**>(j.hv + tid * j.vs)
+    cdef const block_t** rows = <const block_t**>(j.hv + tid * j.vs)
     cdef Py_ssize_t* clean = <Py_ssize_t*>(rows + g.kd * g.kh)
     cdef unsigned char* chk = <unsigned char*>(clean + g.D * g.H)
     cdef Py_ssize_t C = j.C, plane = g.OD * g.OH, image = g.D * g.H * g.W * C, rowlen = g.W * C
     cdef Py_ssize_t u, n, r, od, oh, td, th, row = 0, nrows, i, nnext
     cdef Py_ssize_t own_w = g.sw if g.dw == 1 else g.kw
-    cdef const float* x
-    cdef float* y
-    cdef float lo = <float>j.lo, hi = <float>j.hi
+    cdef const block_t* x
+    cdef block_t* y
+    cdef block_t lo = <block_t>j.lo, hi = <block_t>j.hi
+    cdef bint redo
     memset(clean, 0, g.D * g.H * sizeof(Py_ssize_t))
     for u in range(begin, end):
         n = u // plane
         r = u - n * plane
         od, oh = r // g.OH, r % g.OH
-        x = <const float*>j.x + n * image
+        x = <const block_t*>j.x + n * image
         nrows = 0
         for td in range(g.tdr[2 * od], g.tdr[2 * od + 1]):
             for th in range(g.thr[2 * oh], g.thr[2 * oh + 1]):
@@ -230,16 +244,23 @@ cdef void _nhwc_blocks(const _UnitsJob* j, Py_ssize_t begin, Py_ssize_t end, int
                 rows[nrows] = x + row * rowlen
                 chk[nrows] = clean[row] != n + 1
                 nrows += 1
-        y = <float*>j.y + u * g.OW * C
+        y = <block_t*>j.y + u * g.OW * C
         # the rows after this window's last, as many as the H stride: what the next output row adds
         nnext = min(g.sh, g.D * g.H - row - 1) * rowlen if j.prefetch and nrows and u + 1 < end else 0
-        if (j.holes or nrows == 0
-                or pk_nhwc_row_f32(rows, chk, nrows, y, g.OW, C, g.sw, g.dw, g.pw, own_w, g.twr,
-                                   x + (row + 1) * rowlen, nnext)):
-            _nhwc_unit(<const float*>j.x, <float*>j.y, NULL, C, j.g, u, NULL, j.act, lo, hi)
+        redo = j.holes or nrows == 0
+        if not redo:
+            if block_t is float:
+                redo = pk_nhwc_row_f32(rows, chk, nrows, y, g.OW, C, g.sw, g.dw, g.pw, own_w, g.twr,
+                                       x + (row + 1) * rowlen, nnext)
+            else:
+                redo = pk_nhwc_row_h16(<const int16_t**>rows, chk, nrows, <int16_t*>y, g.OW, C, g.sw, g.dw,
+                                       g.pw, own_w, g.twr, <const int16_t*>(x + (row + 1) * rowlen), nnext,
+                                       g.inf_bits)
+        if redo:
+            _nhwc_unit(<const block_t*>j.x, <block_t*>j.y, NULL, C, j.g, u, NULL, j.act, lo, hi)
             continue
         for i in range(nrows):
             clean[(rows[i] - x) // rowlen] = n + 1
         if j.act:
             for i in range(g.OW * C):
-                y[i] = _clamp(y[i], lo, hi, j.act, 0)
+                y[i] = _clamp(y[i], lo, hi, j.act, g.inf_bits)

@@ -51,6 +51,7 @@ NARROW_WIDTH: int
 NARROW_LANES: int
 ROWS_MIN: int
 ROWS_MIN_H16: int
+NHWC_LANES_H16: int
 class MaxPoolNarrow:
     def __init__(
         self, ctype: str, x_shape: tuple[int, int, int, int], y_shape: tuple[int, int, int, int],

@@ -357,22 +357,30 @@ def _separable_peak(plan):
 # ---------------------------------------------------------------------------
 
 class NhwcBlocks(Unit):
-    """Channels-last, float32, no Indices, at least a vector of channels: each output pixel's
-    window a block of up to four channel vectors at a time, in registers, where NHWC reads and
-    writes its output on every tap (include/pooling_nhwc.h; docs/tuning.md#nhwc_blocks-strategy).
-    From the AVX-512 build where a rule of pooling._tuning names it and the channels fill one of
-    its vectors."""
+    """Channels-last, float32 or a 16-bit float, no Indices, at least a vector of channels: each
+    output pixel's window a block of up to four channel vectors at a time, in registers, where NHWC
+    reads and writes its output on every tap (include/pooling_nhwc.h;
+    docs/tuning.md#nhwc_blocks-strategy).  From the AVX-512 build where a rule of pooling._tuning
+    names it and the channels fill one of its vectors."""
     strategy = Strategy.NHWC_BLOCKS
 
     def serves(self, plan, kind, with_indices):
         return (UNITS[Strategy.NHWC].serves(plan, kind, with_indices) and not with_indices
-                and KINDS[kind].ctype == "float" and plan.out_shape[-1] >= _core.NARROW_LANES)
+                and plan.out_shape[-1] >= _blocks_lanes(_core, kind))
 
     def build(self, plan, kind, nt, act, inf_bits, with_indices):
         core = _tuning.kernels_for(Strategy.NHWC_BLOCKS, _geometry(plan).strides[2], KINDS[kind].itemsize)
-        if plan.out_shape[-1] < core.NARROW_LANES:
+        if plan.out_shape[-1] < _blocks_lanes(core, kind):
             core = _core
         return _nhwc_launch(plan, kind, nt, act, inf_bits, blocks=True, core=core)
+
+
+def _blocks_lanes(core, kind):
+    """The fewest channels NHWC_BLOCKS takes of `kind` from the build `core` (a vector), or a count
+    no call has where its kernel does not serve the kind."""
+    if KINDS[kind].ctype == "float":
+        return core.NARROW_LANES
+    return core.NHWC_LANES_H16 if KINDS[kind].inf_bits else math.inf
 
 
 class Nhwc(Unit):

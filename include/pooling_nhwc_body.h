@@ -1,0 +1,79 @@
+/* NHWC_BLOCKS' block and row loops, written once for float32 and for 16-bit floats' keys: included by
+ * pooling_nhwc.h once per kind with PK_NB_T (element type), PK_NB_N(name) (the kind's function name),
+ * PK_NB_F(op) (its vector operations: ld, key, max, sty, and the checks clean / chk / bad, as in
+ * pooling_rows_body.h), PK_NB_V, PK_NB_C (vector and check state types) and PK_NB_L (lanes) defined. */
+
+/* One block of V vectors at offset off of each row: the first maximum over the taps of nrows
+ * rows, ntaps taps step values apart in each, stored at y.  The values of the first ctaps taps
+ * of the rows whose chk is set are checked for NaN, or-ed into *bad. */
+static PK_ALWAYS_INLINE void
+PK_NB_N(pk_nhwc_block)(const PK_NB_T* const* rows, const unsigned char* chk, ptrdiff_t nrows, ptrdiff_t off,
+              ptrdiff_t step, ptrdiff_t ntaps, ptrdiff_t ctaps, PK_NB_T* y, PK_NB_C* bad, const int V)
+{
+    PK_NB_V acc[PK_NHWC_BLOCK], v;
+    PK_NB_C b = *bad;
+    const PK_NB_T* p = rows[0] + off;
+    for (int i = 0; i < V; i++) {
+        v = PK_NB_F(ld)(p + i * PK_NB_L);
+        if (chk[0] && ctaps > 0)
+            PK_NB_F(chk)(&b, v, v);
+        acc[i] = PK_NB_F(key)(v);
+    }
+    for (ptrdiff_t r = 0; r < nrows; r++) {
+        ptrdiff_t t = r == 0;
+        p = rows[r] + off;
+        if (chk[r])
+            for (; t < ctaps; t++)
+                for (int i = 0; i < V; i++) {
+                    v = PK_NB_F(ld)(p + t * step + i * PK_NB_L);
+                    PK_NB_F(chk)(&b, v, v);
+                    acc[i] = PK_NB_F(max)(acc[i], PK_NB_F(key)(v));
+                }
+        for (; t < ntaps; t++)
+            for (int i = 0; i < V; i++)
+                acc[i] = PK_NB_F(max)(acc[i], PK_NB_F(key)(PK_NB_F(ld)(p + t * step + i * PK_NB_L)));
+    }
+    for (int i = 0; i < V; i++)
+        PK_NB_F(sty)(y + i * PK_NB_L, acc[i]);
+    *bad = b;
+}
+
+/* One output row of OW pixels of C channels (C >= PK_NARROW_L) into y.  rows: the nrows >= 1
+ * input rows its windows read, in window order; output column ow reads the taps [tw[2 ow],
+ * tw[2 ow + 1]) (all valid, at least one), tap t at column ow * sw - pw + t * dw.  NaN is
+ * looked for in the rows whose chk is set, among the taps t < own (from the first valid one) and
+ * in every tap of the last column: with dw 1 and own = sw those are all the columns any window
+ * reads (a column read at all is tap (c + pw) % sw of window (c + pw) / sw, or is read by the last
+ * window), each once.  next: nlen values the caller reads next (the input rows its next output
+ * row adds), prefetched a slice per column (pooling_prefetch.h); nlen 0 for none.  Returns 1 when one was found (y then holds no promised values; a NaN in a
+ * row without chk is the caller's to know of). */
+static PK_ALWAYS_INLINE int
+PK_NB_N(pk_nhwc_row)(const PK_NB_T* const* rows, const unsigned char* chk, ptrdiff_t nrows, PK_NB_T* y,
+                     ptrdiff_t OW, ptrdiff_t C, ptrdiff_t sw, ptrdiff_t dw, ptrdiff_t pw, ptrdiff_t own,
+                     const ptrdiff_t* tw, const PK_NB_T* next, ptrdiff_t nlen, int inf_bits)
+{
+    const ptrdiff_t B = PK_NHWC_BLOCK * PK_NB_L;
+    const ptrdiff_t step = dw * C;
+    const ptrdiff_t vals = 64 / sizeof(PK_NB_T);                /* values per cache line */
+    const ptrdiff_t per = ((nlen + vals - 1) / vals + OW - 1) / OW;   /* lines of next per column */
+    ptrdiff_t ahead = 0;                                        /* values of next prefetched so far */
+    PK_NB_C bad = PK_NB_F(clean)();
+    ptrdiff_t c = 0;
+    for (ptrdiff_t ow = 0; ow < OW; ow++, y += C) {
+        if (nlen > 0)
+            for (ptrdiff_t l = 0; l < per && ahead < nlen; l++, ahead += vals)
+                pk_prefetch(next + ahead);
+        ptrdiff_t t0 = tw[2 * ow], n = tw[2 * ow + 1] - t0;
+        ptrdiff_t off = (ow * sw - pw + t0 * dw) * C;
+        ptrdiff_t m = ow == OW - 1 ? n : own - t0 > n ? n : own - t0;
+        for (c = 0; c + B <= C; c += B)
+            PK_NB_N(pk_nhwc_block)(rows, chk, nrows, off + c, step, n, m, y + c, &bad, PK_NHWC_BLOCK);
+        for (; c + PK_NB_L <= C; c += PK_NB_L)
+            PK_NB_N(pk_nhwc_block)(rows, chk, nrows, off + c, step, n, m, y + c, &bad, 1);
+        if (c < C)
+            PK_NB_N(pk_nhwc_block)(rows, chk, nrows, off + C - PK_NB_L, step, n, m, y + C - PK_NB_L,
+                                   &bad, 1);
+    }
+    return PK_NB_F(bad)(bad, inf_bits);
+}
+
