@@ -74,6 +74,130 @@ static inline int pk_nw_bad(pk_nw_c c, int inf_bits) { (void)inf_bits; return pk
 #undef PK_NB_C
 #undef PK_NB_L
 
+/* NHWC with Indices, float32 (the NHWC strategy's calls with Indices and at least a vector of
+ * channels): NHWC_BLOCKS' loops carrying each lane's winner beside its value, the pixel (within the
+ * image) of its first maximum, in an int32 vector: a tap's lanes that are strictly greater take its
+ * value and its pixel, so ties keep the first, as the contract says.  The winners are written as
+ * Indices in the kernels' NHWC encoding: base + pixel * imul + channel * icmul.  The same NaN
+ * checks as pk_nhwc_row (a row holding one is the caller's to compute exactly). */
+static inline pk_nw_m pk_nw_gt(pk_nw_v a, pk_nw_v b)   /* lanes where b > a, all ones */
+{
+#if PK_SIMD
+    return b > a;
+#else
+    return b > a ? -1 : 0;
+#endif
+}
+
+static inline pk_nw_m pk_nw_isplat(int32_t x)
+{
+#if PK_SIMD
+    pk_nw_m v = {0};
+    return v + x;
+#else
+    return x;
+#endif
+}
+
+/* w where m is set, else f: one blend of the lanes' bits (blendvps in the AVX2 build) */
+static inline pk_nw_m pk_nw_iblend(pk_nw_m w, pk_nw_m f, pk_nw_m m)
+{
+#if PK_SIMD
+    return (pk_nw_m)pk_nw_blend((pk_nw_v)w, (pk_nw_v)f, m);
+#else
+    return (w & m) | (f & ~m);
+#endif
+}
+
+/* One tap of a block: values p, pixel tp. */
+#define PK_NHWC_ITAP(CHECK)                                                                       \
+    for (int i = 0; i < V; i++) {                                                                 \
+        pk_nw_v v = pk_nw_ld(p + t * step + i * PK_NARROW_L);                                     \
+        pk_nw_m g = pk_nw_gt(acc[i], v);                                                          \
+        if (CHECK)                                                                                \
+            b |= pk_nw_nan(v, v);                                                                 \
+        acc[i] = pk_nw_max(acc[i], v);                                                            \
+        win[i] = pk_nw_iblend(tp, win[i], g);                                                     \
+    }
+
+static PK_ALWAYS_INLINE void
+pk_nhwc_iblock(const float* const* rows, const int32_t* rpix, const unsigned char* chk, ptrdiff_t nrows,
+               ptrdiff_t off, int32_t col, ptrdiff_t step, int32_t dw, ptrdiff_t ntaps, ptrdiff_t ctaps,
+               float* y, int64_t* ind, int64_t base, int64_t imul, int64_t icmul, ptrdiff_t c0,
+               pk_nw_m* bad, const int V)
+{
+    pk_nw_v acc[PK_NHWC_BLOCK];
+    pk_nw_m win[PK_NHWC_BLOCK], b = *bad;
+    int32_t w[PK_NARROW_L];
+    const int32_t imul32 = (int32_t)imul;   /* C or 1, under 2**31 (the caller checks): a 32x32-bit product */
+    const float* p = rows[0] + off;
+    for (int i = 0; i < V; i++) {
+        acc[i] = pk_nw_ld(p + i * PK_NARROW_L);
+        win[i] = pk_nw_isplat(rpix[0] + col);
+    }
+    if (chk[0] && ctaps > 0)
+        for (int i = 0; i < V; i++)
+            b |= pk_nw_nan(acc[i], acc[i]);
+    for (ptrdiff_t r = 0; r < nrows; r++) {
+        ptrdiff_t t = r == 0;
+        p = rows[r] + off;
+        if (chk[r])
+            for (; t < ctaps; t++) {
+                pk_nw_m tp = pk_nw_isplat(rpix[r] + col + (int32_t)t * dw);
+                PK_NHWC_ITAP(1)
+            }
+        for (; t < ntaps; t++) {
+            pk_nw_m tp = pk_nw_isplat(rpix[r] + col + (int32_t)t * dw);
+            PK_NHWC_ITAP(0)
+        }
+    }
+    for (int i = 0; i < V; i++) {
+        pk_nw_st(y + i * PK_NARROW_L, acc[i]);
+        memcpy(w, &win[i], sizeof w);
+        for (int l = 0; l < PK_NARROW_L; l++) {
+            ptrdiff_t c = c0 + i * PK_NARROW_L + l;
+            ind[c] = base + (int64_t)w[l] * imul32 + (int64_t)c * icmul;
+        }
+    }
+    *bad = b;
+}
+#undef PK_NHWC_ITAP
+
+/* As pk_nhwc_row_f32, with the Indices: rpix[r] is the first pixel of row r (its row number times W),
+ * ind the output row's Indices (OW * C), encoded from base, imul and icmul. */
+static int pk_nhwc_irow_f32(const float* const* rows, const int32_t* rpix, const unsigned char* chk,
+                            ptrdiff_t nrows, float* y, int64_t* ind, int64_t base, int64_t imul,
+                            int64_t icmul, ptrdiff_t OW, ptrdiff_t C, ptrdiff_t sw, ptrdiff_t dw,
+                            ptrdiff_t pw, ptrdiff_t own, const ptrdiff_t* tw, const float* next,
+                            ptrdiff_t nlen)
+{
+    const ptrdiff_t B = PK_NHWC_BLOCK * PK_NARROW_L;
+    const ptrdiff_t step = dw * C;
+    const ptrdiff_t per = ((nlen + 15) / 16 + OW - 1) / OW;   /* lines of next per column */
+    ptrdiff_t ahead = 0;
+    pk_nw_m bad = pk_nw_clean();
+    ptrdiff_t c = 0;
+    for (ptrdiff_t ow = 0; ow < OW; ow++, y += C, ind += C) {
+        if (nlen > 0)
+            for (ptrdiff_t l = 0; l < per && ahead < nlen; l++, ahead += 16)
+                pk_prefetch(next + ahead);
+        ptrdiff_t t0 = tw[2 * ow], n = tw[2 * ow + 1] - t0;
+        int32_t col = (int32_t)(ow * sw - pw + t0 * dw);
+        ptrdiff_t off = col * C;
+        ptrdiff_t m = ow == OW - 1 ? n : own - t0 > n ? n : own - t0;
+        for (c = 0; c + B <= C; c += B)
+            pk_nhwc_iblock(rows, rpix, chk, nrows, off + c, col, step, (int32_t)dw, n, m, y + c, ind, base,
+                           imul, icmul, c, &bad, PK_NHWC_BLOCK);
+        for (; c + PK_NARROW_L <= C; c += PK_NARROW_L)
+            pk_nhwc_iblock(rows, rpix, chk, nrows, off + c, col, step, (int32_t)dw, n, m, y + c, ind, base,
+                           imul, icmul, c, &bad, 1);
+        if (c < C)
+            pk_nhwc_iblock(rows, rpix, chk, nrows, off + C - PK_NARROW_L, col, step, (int32_t)dw, n, m,
+                           y + C - PK_NARROW_L, ind, base, imul, icmul, C - PK_NARROW_L, &bad, 1);
+    }
+    return pk_nw_any(bad);
+}
+
 static int pk_nhwc_row_f32(const float* const* rows, const unsigned char* chk, ptrdiff_t nrows,
                            float* y, ptrdiff_t OW, ptrdiff_t C, ptrdiff_t sw, ptrdiff_t dw,
                            ptrdiff_t pw, ptrdiff_t own, const ptrdiff_t* tw, const float* next,

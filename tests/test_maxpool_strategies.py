@@ -734,6 +734,46 @@ def test_nhwc_blocks_16_bit_cases_against_the_twin(shape, attrs, kind, data, rng
     assert_same(x, before)
 
 
+@pytest.mark.parametrize("data", ["plain", "special", "zeros", "nan-plane"])
+@pytest.mark.parametrize("shape, attrs", NHWC_BLOCKS_CASES, ids=[f"{c[0]}-{c[1]}" for c in NHWC_BLOCKS_CASES])
+def test_nhwc_with_indices_in_registers(shape, attrs, data, rng):
+    """NHWC with Indices, float32 on a vector of channels or more, carries each lane's winner in
+    registers (pk_nhwc_irow_f32; rows holding a NaN go to the exact loop): values and "onnx" Indices
+    as the twin's, the other formats as NHWC by transpose writes them, at 1-3 threads."""
+    attrs = dict(attrs, layout="NHWC")
+    if data == "zeros":
+        x = _zeros_and_ties(rng, shape, "float32")
+    else:
+        x = make_array(rng, shape, "float32", special=data == "special")
+        if data == "nan-plane":
+            x.reshape(-1)[x.size // 2] = np.nan
+    want, want_idx = reference.max_pool(x, return_indices=True, **attrs)
+    for fmt in ("onnx", "plane", "tf", "tf_batch"):
+        other = pooling.max_pool(x, return_indices=True, index_format=fmt, _strategy=S.NHWC_TRANSPOSED, **attrs)[1]
+        for nt in (1, 2, 3):
+            got, idx = pooling.max_pool(x, n_threads=nt, return_indices=True, index_format=fmt,
+                                        _strategy=S.NHWC, **attrs)
+            assert_same(got, want)
+            np.testing.assert_array_equal(idx, want_idx if fmt == "onnx" else other)
+
+
+@pytest.mark.parametrize("special", [np.nan, -0.0])
+@pytest.mark.parametrize("shape, attrs", [NHWC_BLOCKS_CASES[1], NHWC_BLOCKS_CASES[5], NHWC_BLOCKS_CASES[10]])
+def test_nhwc_with_indices_finds_the_first_winner_at_every_pixel(shape, attrs, special, rng):
+    """A NaN (sends its rows to the exact loop) or a -0.0 among +0.0 and -1 (the first zero in
+    window order wins, in the registers' compare) at each pixel in turn: the twin's Indices."""
+    attrs = dict(attrs, layout="NHWC", return_indices=True)
+    base = (rng.choice(np.array([-1.0, 0.0]), size=shape) if special == 0
+            else rng.standard_normal(shape)).astype(np.float32)
+    for pixel in np.ndindex(*shape[1:-1]):
+        x = base.copy()
+        x[(0,) + pixel + (int(rng.integers(shape[-1])),)] = special
+        want, want_idx = reference.max_pool(x, **attrs)
+        got, idx = pooling.max_pool(x, n_threads=2, _strategy=S.NHWC, **attrs)
+        assert_same(got, want)
+        np.testing.assert_array_equal(idx, want_idx)
+
+
 def _narrow_builds():
     """The builds NARROW may run from here: the process's, and the AVX-512 one where the rules
     name it (pooling._maxpool_strategies._narrow_core)."""

@@ -26,7 +26,9 @@ cdef class MaxPoolNHWC(_Launch):
     memory; pixels per image must be fewer than 2**31).  Work items are output rows; `chunk` is
     the pool's smallest claim."""
     cdef Py_ssize_t C, wscratch, bscratch   # channels; int32 winners and NHWC_BLOCKS' bytes per thread
+    cdef Py_ssize_t iscratch                # bytes per thread of the indexed blocks' rows and NaN states
     cdef bint blocks, holes, half           # NHWC_BLOCKS; some window has no tap; 16-bit floats
+    cdef bint iblocks                       # float32 with Indices in registers (pk_nhwc_irow_f32)
 
     def __init__(self, str ctype, tuple x_shape, tuple y_shape, tuple kernel, tuple strides,
                  tuple dilations, tuple pads_begin, const Py_ssize_t[:, ::1] taps not None,
@@ -51,6 +53,15 @@ cdef class MaxPoolNHWC(_Launch):
             self.holes = not (_all_taps(self.g.tdr, self.g.OD) and _all_taps(self.g.thr, self.g.OH)
                               and _all_taps(self.g.twr, self.g.OW))
         self.wscratch = _padded(self.C, 4)
+        # With Indices, float32 on a vector of channels or more is computed in registers too
+        # (pk_nhwc_irow_f32): NHWC_BLOCKS' scratch with each window row's first pixel, then the
+        # exact loop's winners for the rows it redoes.
+        self.iblocks = ctype == "float" and self.C >= PK_NARROW_L and self.g.imul <= 0x7fffffff
+        self.iscratch = _padded(self.g.kd * self.g.kh * (sizeof(void*) + 1 + sizeof(int32_t))
+                                + self.g.D * self.g.H * sizeof(Py_ssize_t), 1)
+        if self.iblocks and not self.holes:
+            self.holes = not (_all_taps(self.g.tdr, self.g.OD) and _all_taps(self.g.thr, self.g.OH)
+                              and _all_taps(self.g.twr, self.g.OW))
         self.units = N * self.g.OD * self.g.OH if self.g.OW * self.C else 0
         self.xsize = N * self.g.D * self.g.H * self.g.W * self.C
         self.ysize = N * self.g.OD * self.g.OH * self.g.OW * self.C
@@ -61,7 +72,8 @@ cdef class MaxPoolNHWC(_Launch):
         # The winners' pixels per thread, or NHWC_BLOCKS' window rows and their NaN states; a set
         # with positions also serves calls without (_take_scratch), so it holds either.
         if with_pos:
-            return self.n_threads * max(self.wscratch * 4, self.bscratch)
+            return self.n_threads * max(self.wscratch * 4, self.bscratch,
+                                        self.iscratch + self.wscratch * 4 if self.iblocks else 0)
         return self.n_threads * self.bscratch
 
     cdef void _run(self, const char* xb, char* yb, int64_t* ib, _Scratch s):
@@ -71,7 +83,10 @@ cdef class MaxPoolNHWC(_Launch):
         # has only windows without taps: the exact loop); its scratch, or the winners' pixels
         # with indices, or none
         j.blocks = self.blocks and ib == NULL and j.x != NULL
+        j.iblocks = self.iblocks and ib != NULL and j.x != NULL
         j.C, j.vs = self.C, self.bscratch if j.blocks else self.wscratch
+        if j.iblocks:
+            j.vs, j.ibytes = self.iscratch + self.wscratch * 4, self.iscratch
         j.hv = s.block if ib != NULL or j.blocks else NULL
         j.holes = self.holes
         j.half = self.half
@@ -81,7 +96,9 @@ cdef class MaxPoolNHWC(_Launch):
 
 cdef void _nhwc_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil:
     """pk_parallel's body for MaxPoolNHWC: output rows [begin, end) on thread tid."""
-    if (<_UnitsJob*>job).blocks:
+    if (<_UnitsJob*>job).iblocks:
+        _nhwc_iblocks(<_UnitsJob*>job, begin, end, tid)
+    elif (<_UnitsJob*>job).blocks:
         if (<_UnitsJob*>job).half:
             _nhwc_blocks(<uint16_t*>NULL, <_UnitsJob*>job, begin, end, tid)
         else:
@@ -264,3 +281,50 @@ cdef void _nhwc_blocks(block_t* kind, const _UnitsJob* j, Py_ssize_t begin, Py_s
         if j.act:
             for i in range(g.OW * C):
                 y[i] = _clamp(y[i], lo, hi, j.act, g.inf_bits)
+
+
+cdef void _nhwc_iblocks(const _UnitsJob* j, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil:
+    """NHWC with Indices, float32: output rows [begin, end) on thread tid in registers with each
+    lane's winner (pk_nhwc_irow_f32), or by the exact loop where the rows hold a NaN or a window has
+    no tap; the rows looked for NaN and marked clean as in _nhwc_blocks."""
+    cdef Geom gc = j.g[0]
+    cdef const Geom* g = &gc
+    cdef char* base = j.hv + tid * j.vs
+    cdef const float** rows = <const float**>base
+    cdef Py_ssize_t* clean = <Py_ssize_t*>(rows + g.kd * g.kh)
+    cdef int32_t* rpix = <int32_t*>(clean + g.D * g.H)
+    cdef unsigned char* chk = <unsigned char*>(rpix + g.kd * g.kh)
+    cdef int32_t* wpix = <int32_t*>(base + j.ibytes)
+    cdef Py_ssize_t C = j.C, plane = g.OD * g.OH, image = g.D * g.H * g.W * C, rowlen = g.W * C
+    cdef Py_ssize_t u, n, r, od, oh, td, th, row = 0, nrows, i, nnext
+    cdef Py_ssize_t own_w = g.sw if g.dw == 1 else g.kw
+    cdef const float* x
+    cdef float* y
+    cdef float lo = <float>j.lo, hi = <float>j.hi
+    memset(clean, 0, g.D * g.H * sizeof(Py_ssize_t))
+    for u in range(begin, end):
+        n = u // plane
+        r = u - n * plane
+        od, oh = r // g.OH, r % g.OH
+        x = <const float*>j.x + n * image
+        nrows = 0
+        for td in range(g.tdr[2 * od], g.tdr[2 * od + 1]):
+            for th in range(g.thr[2 * oh], g.thr[2 * oh + 1]):
+                row = (od * g.sd - g.pd + td * g.dd) * g.H + oh * g.sh - g.ph + th * g.dh
+                rows[nrows] = x + row * rowlen
+                rpix[nrows] = <int32_t>(row * g.W)
+                chk[nrows] = clean[row] != n + 1
+                nrows += 1
+        y = <float*>j.y + u * g.OW * C
+        nnext = min(g.sh, g.D * g.H - row - 1) * rowlen if j.prefetch and nrows and u + 1 < end else 0
+        if (j.holes or nrows == 0
+                or pk_nhwc_irow_f32(rows, rpix, chk, nrows, y, j.ib + u * g.OW * C, n * g.inbase, g.imul,
+                                    g.icmul, g.OW, C, g.sw, g.dw, g.pw, own_w, g.twr,
+                                    x + (row + 1) * rowlen, nnext)):
+            _nhwc_unit(<const float*>j.x, <float*>j.y, j.ib, C, j.g, u, wpix, j.act, lo, hi)
+            continue
+        for i in range(nrows):
+            clean[(rows[i] - x) // rowlen] = n + 1
+        if j.act:
+            for i in range(g.OW * C):
+                y[i] = _clamp(y[i], lo, hi, j.act, 0)
