@@ -355,6 +355,11 @@ def to_numpy(case, name, result):
         return np.ascontiguousarray(t.numpy())
     if isinstance(result, tuple):
         y, i = conv(result[0]), conv(result[1])
+        if case.layout == "NHWC":  # (n * pixels + pixel) * C + c: offsets into x's NHWC memory
+            shape = inputs(case)[0].shape
+            n = np.arange(shape[0]).reshape((-1,) + (1,) * (y.ndim - 1))
+            c = np.arange(shape[-1])
+            return y, (n * int(np.prod(shape[1:-1])) + i) * shape[-1] + c
         planes = np.arange(int(np.prod(y.shape[:2]))).reshape(y.shape[:2] + (1,) * (y.ndim - 2))
         return y, i + planes * int(np.prod(inputs(case)[0].shape[2:]))
     return conv(result)

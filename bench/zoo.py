@@ -97,6 +97,7 @@ ZOO = [
     # with Indices (for MaxUnpool)
     _pool("SegNet pool1 +Indices", (1, 64, 360, 480), 2, 2, indices=True),
     _pool("ENet initial +Indices", (1, 16, 256, 256), 2, 2, indices=True),
+    _pool("VGG-style NHWC +Indices b4", (4, 112, 112, 64), 2, 2, indices=True, layout="NHWC"),  # for MaxUnpool
     # MaxUnpool (X is the k2 s2 pool of an input twice its size) and Col2Im
     Case("MaxUnpool", (1, 64, 180, 240), "float32", (("kernel_shape", (2, 2)), ("strides", (2, 2))),
          family="SegNet unpool1"),
