@@ -120,20 +120,28 @@ static inline pk_nw_m pk_nw_iblend(pk_nw_m w, pk_nw_m f, pk_nw_m m)
         win[i] = pk_nw_iblend(tp, win[i], g);                                                     \
     }
 
+/* The lanes of a winners' vector as int64, for the Indices. */
+#if PK_SIMD
+typedef int64_t pk_nw_l __attribute__((vector_size(2 * sizeof(pk_nw_m))));
+#else
+typedef int64_t pk_nw_l;
+#endif
+
+/* The winners are held as pixel * imul (int32: the caller takes this path only where every pixel
+ * of an image times imul is below 2**31), so that an Index is base + winner + channel * icmul:
+ * a widening and an add, with icl the lanes' channel * icmul. */
 static PK_ALWAYS_INLINE void
 pk_nhwc_iblock(const float* const* rows, const int32_t* rpix, const unsigned char* chk, ptrdiff_t nrows,
                ptrdiff_t off, int32_t col, ptrdiff_t step, int32_t dw, ptrdiff_t ntaps, ptrdiff_t ctaps,
-               float* y, int64_t* ind, int64_t base, int64_t imul, int64_t icmul, ptrdiff_t c0,
+               float* y, int64_t* ind, int64_t base, int32_t imul, int64_t icmul, const pk_nw_l* icl, ptrdiff_t c0,
                pk_nw_m* bad, const int V)
 {
     pk_nw_v acc[PK_NHWC_BLOCK];
     pk_nw_m win[PK_NHWC_BLOCK], b = *bad;
-    int32_t w[PK_NARROW_L];
-    const int32_t imul32 = (int32_t)imul;   /* C or 1, under 2**31 (the caller checks): a 32x32-bit product */
     const float* p = rows[0] + off;
     for (int i = 0; i < V; i++) {
         acc[i] = pk_nw_ld(p + i * PK_NARROW_L);
-        win[i] = pk_nw_isplat(rpix[0] + col);
+        win[i] = pk_nw_isplat((rpix[0] + col) * imul);
     }
     if (chk[0] && ctaps > 0)
         for (int i = 0; i < V; i++)
@@ -143,28 +151,32 @@ pk_nhwc_iblock(const float* const* rows, const int32_t* rpix, const unsigned cha
         p = rows[r] + off;
         if (chk[r])
             for (; t < ctaps; t++) {
-                pk_nw_m tp = pk_nw_isplat(rpix[r] + col + (int32_t)t * dw);
+                pk_nw_m tp = pk_nw_isplat((rpix[r] + col + (int32_t)t * dw) * imul);
                 PK_NHWC_ITAP(1)
             }
         for (; t < ntaps; t++) {
-            pk_nw_m tp = pk_nw_isplat(rpix[r] + col + (int32_t)t * dw);
+            pk_nw_m tp = pk_nw_isplat((rpix[r] + col + (int32_t)t * dw) * imul);
             PK_NHWC_ITAP(0)
         }
     }
     for (int i = 0; i < V; i++) {
         pk_nw_st(y + i * PK_NARROW_L, acc[i]);
-        memcpy(w, &win[i], sizeof w);
-        for (int l = 0; l < PK_NARROW_L; l++) {
-            ptrdiff_t c = c0 + i * PK_NARROW_L + l;
-            ind[c] = base + (int64_t)w[l] * imul32 + (int64_t)c * icmul;
-        }
+        int64_t first = base + (c0 + i * PK_NARROW_L) * icmul;
+#if PK_SIMD
+        pk_nw_l wide = __builtin_convertvector(win[i], pk_nw_l) + *icl + first;
+        memcpy(ind + c0 + i * PK_NARROW_L, &wide, sizeof wide);
+#else
+        (void)icl;
+        ind[c0 + i] = first + win[i];
+#endif
     }
     *bad = b;
 }
 #undef PK_NHWC_ITAP
 
 /* As pk_nhwc_row_f32, with the Indices: rpix[r] is the first pixel of row r (its row number times W),
- * ind the output row's Indices (OW * C), encoded from base, imul and icmul. */
+ * ind the output row's Indices (OW * C), encoded from base, imul and icmul (an image's pixels times
+ * imul below 2**31: the caller's check). */
 static int pk_nhwc_irow_f32(const float* const* rows, const int32_t* rpix, const unsigned char* chk,
                             ptrdiff_t nrows, float* y, int64_t* ind, int64_t base, int64_t imul,
                             int64_t icmul, ptrdiff_t OW, ptrdiff_t C, ptrdiff_t sw, ptrdiff_t dw,
@@ -177,6 +189,14 @@ static int pk_nhwc_irow_f32(const float* const* rows, const int32_t* rpix, const
     ptrdiff_t ahead = 0;
     pk_nw_m bad = pk_nw_clean();
     ptrdiff_t c = 0;
+    const int32_t imul32 = (int32_t)imul;
+    pk_nw_l icl;
+#if PK_SIMD
+    for (int l = 0; l < PK_NARROW_L; l++)
+        icl[l] = l * icmul;
+#else
+    icl = 0;
+#endif
     for (ptrdiff_t ow = 0; ow < OW; ow++, y += C, ind += C) {
         if (nlen > 0)
             for (ptrdiff_t l = 0; l < per && ahead < nlen; l++, ahead += 16)
@@ -187,13 +207,13 @@ static int pk_nhwc_irow_f32(const float* const* rows, const int32_t* rpix, const
         ptrdiff_t m = ow == OW - 1 ? n : own - t0 > n ? n : own - t0;
         for (c = 0; c + B <= C; c += B)
             pk_nhwc_iblock(rows, rpix, chk, nrows, off + c, col, step, (int32_t)dw, n, m, y + c, ind, base,
-                           imul, icmul, c, &bad, PK_NHWC_BLOCK);
+                           imul32, icmul, &icl, c, &bad, PK_NHWC_BLOCK);
         for (; c + PK_NARROW_L <= C; c += PK_NARROW_L)
             pk_nhwc_iblock(rows, rpix, chk, nrows, off + c, col, step, (int32_t)dw, n, m, y + c, ind, base,
-                           imul, icmul, c, &bad, 1);
+                           imul32, icmul, &icl, c, &bad, 1);
         if (c < C)
             pk_nhwc_iblock(rows, rpix, chk, nrows, off + C - PK_NARROW_L, col, step, (int32_t)dw, n, m,
-                           y + C - PK_NARROW_L, ind, base, imul, icmul, C - PK_NARROW_L, &bad, 1);
+                           y + C - PK_NARROW_L, ind, base, imul32, icmul, &icl, C - PK_NARROW_L, &bad, 1);
     }
     return pk_nw_any(bad);
 }

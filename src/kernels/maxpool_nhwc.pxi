@@ -56,7 +56,8 @@ cdef class MaxPoolNHWC(_Launch):
         # With Indices, float32 on a vector of channels or more is computed in registers too
         # (pk_nhwc_irow_f32): NHWC_BLOCKS' scratch with each window row's first pixel, then the
         # exact loop's winners for the rows it redoes.
-        self.iblocks = ctype == "float" and self.C >= PK_NARROW_L and self.g.imul <= 0x7fffffff
+        self.iblocks = (ctype == "float" and self.C >= PK_NARROW_L
+                        and self.g.D * self.g.H * self.g.W * self.g.imul <= 0x7fffffff)
         self.iscratch = _padded(self.g.kd * self.g.kh * (sizeof(void*) + 1 + sizeof(int32_t))
                                 + self.g.D * self.g.H * sizeof(Py_ssize_t), 1)
         if self.iblocks and not self.holes:
