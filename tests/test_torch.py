@@ -441,6 +441,26 @@ def test_indices_have_no_gradient():
     assert y.requires_grad and not i.requires_grad and i.dtype == torch.int64
 
 
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_backward_fills_no_zeros_for_the_indices(channels_last):
+    """The engine hands backward no zeros for the non-differentiable Indices (set_materialize_grads):
+    it filled an int64 tensor of y's size on every pass, as long as the gradient kernel itself.  The
+    gradient is still torch's."""
+    x = torch.randn(2, 8, 12, 12)
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
+    x.requires_grad_()
+    g = torch.randn(2, 8, 6, 6)
+    with torch.profiler.profile() as prof:
+        y, _ = pt.max_pool2d(x, 3, 2, 1, return_indices=True)
+        y.backward(g)
+    names = {event.key for event in prof.key_averages()}
+    assert not names & {"aten::fill_", "aten::zeros", "aten::zero_"}, names
+    want = x.detach().clone().requires_grad_()
+    F.max_pool2d(want, 3, 2, 1).backward(g)
+    assert torch.equal(x.grad, want.grad)
+
+
 def test_no_grad_builds_no_graph():
     x = torch.randn(1, 1, 4, 4, requires_grad=True)
     with torch.no_grad():

@@ -401,11 +401,16 @@ class _MaxPool(torch.autograd.Function):
         ctx.save_for_backward(indices)
         ctx.x_shape, ctx.layout, ctx.fn = x.shape, layout, fn
         ctx.mark_non_differentiable(indices)
+        # No zeros for the indices' gradient (nor for y's when it is unused): the engine filled an int64
+        # tensor of y's size on every backward pass, as long as the gradient's own kernel on channels_last.
+        ctx.set_materialize_grads(False)
         return y, indices
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad_y, grad_indices):
+        if grad_y is None:
+            return None, None, None
         indices, = ctx.saved_tensors
         n = len(ctx.x_shape) - 2
         layout = ctx.layout
