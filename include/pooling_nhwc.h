@@ -30,18 +30,9 @@
 /* Vectors of channels per block: four accumulators and a load fit the 16 registers of SSE2/AVX2. */
 #define PK_NHWC_BLOCK 4
 
-/* The float32 kind: NARROW's vectors, compared as they are, checked for NaN. */
-static inline pk_nw_v pk_nw_key(pk_nw_v v) { return v; }
-static inline void pk_nw_sty(float* p, pk_nw_v v) { pk_nw_st(p, v); }
-typedef pk_nw_m pk_nw_c;
-static inline pk_nw_c pk_nw_clean(void)
-{
-    pk_nw_c c;
-    memset(&c, 0, sizeof c);
-    return c;
-}
-static inline void pk_nw_chk(pk_nw_c* c, pk_nw_v a, pk_nw_v b) { *c |= pk_nw_nan(a, b); }
-static inline int pk_nw_bad(pk_nw_c c, int inf_bits) { (void)inf_bits; return pk_nw_any(c); }
+/* The float32 kind: NARROW's vectors, compared as they are, checked for NaN.  (The body file
+ * undefines its parameters.) */
+PK_VEC_CHECKS(pk_nw, float)
 
 #define PK_NB_T float
 #define PK_NB_N(name) name##_f32_
@@ -50,12 +41,6 @@ static inline int pk_nw_bad(pk_nw_c c, int inf_bits) { (void)inf_bits; return pk
 #define PK_NB_C pk_nw_c
 #define PK_NB_L PK_NARROW_L
 #include "pooling_nhwc_body.h"
-#undef PK_NB_T
-#undef PK_NB_N
-#undef PK_NB_F
-#undef PK_NB_V
-#undef PK_NB_C
-#undef PK_NB_L
 
 /* 16-bit floats: ROWS_FIRST's int16 keys and checks (pooling_rows.h), vectors of up to 32 bytes;
  * C must be at least one of them (PK_NHWC_H16_L). */
@@ -67,12 +52,6 @@ static inline int pk_nw_bad(pk_nw_c c, int inf_bits) { (void)inf_bits; return pk
 #define PK_NB_C pk_rh_c
 #define PK_NB_L PK_RH_L
 #include "pooling_nhwc_body.h"
-#undef PK_NB_T
-#undef PK_NB_N
-#undef PK_NB_F
-#undef PK_NB_V
-#undef PK_NB_C
-#undef PK_NB_L
 
 /* NHWC with Indices, float32 (the NHWC strategy's calls with Indices and at least a vector of
  * channels): NHWC_BLOCKS' loops carrying each lane's winner beside its value, the pixel (within the

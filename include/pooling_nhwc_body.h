@@ -1,7 +1,8 @@
 /* NHWC_BLOCKS' block and row loops, written once for float32 and for 16-bit floats' keys: included by
  * pooling_nhwc.h once per kind with PK_NB_T (element type), PK_NB_N(name) (the kind's function name),
  * PK_NB_F(op) (its vector operations: ld, key, max, sty, and the checks clean / chk / bad, as in
- * pooling_rows_body.h), PK_NB_V, PK_NB_C (vector and check state types) and PK_NB_L (lanes) defined. */
+ * pooling_rows_body.h), PK_NB_V, PK_NB_C (vector and check state types) and PK_NB_L (lanes) defined,
+ * and undefines them at its end. */
 
 /* One block of V vectors at offset off of each row: the first maximum over the taps of nrows
  * rows, ntaps taps step values apart in each, stored at y.  The values of the first ctaps taps
@@ -77,3 +78,9 @@ PK_NB_N(pk_nhwc_row)(const PK_NB_T* const* rows, const unsigned char* chk, ptrdi
     return PK_NB_F(bad)(bad, inf_bits);
 }
 
+#undef PK_NB_T
+#undef PK_NB_N
+#undef PK_NB_F
+#undef PK_NB_V
+#undef PK_NB_C
+#undef PK_NB_L

@@ -304,17 +304,6 @@ static inline int pk_rh_bad(pk_rh_c c, int inf_bits)
 #endif
     return bad;
 }
-static inline int pk_rh_any(pk_rh_m m)
-{
-#if PK_SIMD
-    int r = 0;
-    for (int i = 0; i < PK_RH_L; i++)
-        r |= m[i] != 0;
-    return r;
-#else
-    return m != 0;
-#endif
-}
 
 #if PK_SIMD
 #if defined(__clang__)
@@ -372,20 +361,10 @@ static inline void pk_rows_pad_h16(int16_t* V, ptrdiff_t ld, ptrdiff_t R, ptrdif
 
 /* The float32 family compares values as they are and checks them for NaN (pass 2 finds the zero
  * results beside which a -0.0 would matter). */
-static inline pk_rows_v pk_rows_key(pk_rows_v v) { return v; }
-static inline void pk_rows_sty(float* p, pk_rows_v v) { pk_rows_st(p, v); }
-typedef pk_rows_m pk_rows_c;
-static inline pk_rows_c pk_rows_clean(void)
-{
-    pk_rows_c c;
-    memset(&c, 0, sizeof c);
-    return c;
-}
-static inline void pk_rows_chk(pk_rows_c* c, pk_rows_v a, pk_rows_v b) { *c |= pk_rows_nan(a, b); }
-static inline int pk_rows_bad(pk_rows_c c, int inf_bits) { (void)inf_bits; return pk_rows_any(c); }
+PK_VEC_CHECKS(pk_rows, float)
 
-/* The passes and the plane loop (pooling_rows_body.h): pk_rows_f32, and pk_rows_h16 for 16-bit
- * floats' bits (never returns 1: the caller checks the plane for NaN and -0.0 first). */
+/* The passes and the plane loop (pooling_rows_body.h, which undefines its parameters): pk_rows_f32,
+ * and pk_rows_h16 for 16-bit floats' bits. */
 #define PK_RB_T float
 #define PK_RB_N(name) name##_f32
 #define PK_RB_F(op) pk_rows_##op
@@ -395,14 +374,6 @@ static inline int pk_rows_bad(pk_rows_c c, int inf_bits) { (void)inf_bits; retur
 #define PK_RB_C pk_rows_c
 #define PK_RB_ZEROS 1
 #include "pooling_rows_body.h"
-#undef PK_RB_T
-#undef PK_RB_N
-#undef PK_RB_F
-#undef PK_RB_V
-#undef PK_RB_M
-#undef PK_RB_L
-#undef PK_RB_C
-#undef PK_RB_ZEROS
 
 #define PK_RB_T int16_t
 #define PK_RB_N(name) name##_h16
@@ -413,12 +384,4 @@ static inline int pk_rows_bad(pk_rows_c c, int inf_bits) { (void)inf_bits; retur
 #define PK_RB_C pk_rh_c
 #define PK_RB_ZEROS 0
 #include "pooling_rows_body.h"
-#undef PK_RB_T
-#undef PK_RB_N
-#undef PK_RB_F
-#undef PK_RB_V
-#undef PK_RB_M
-#undef PK_RB_L
-#undef PK_RB_C
-#undef PK_RB_ZEROS
 #endif

@@ -12,7 +12,8 @@
  *                  by clean(), fed loaded values by chk(&c, a, b), read by bad(c, inf_bits)
  *   PK_RB_V, PK_RB_M  its vector and mask types; PK_RB_L its lanes
  *   PK_RB_ZEROS    1 where a -0.0 in the plane matters only beside a zero result, which pass 2 looks
- *                  for (float32: the plane is then scanned for one); 0 where chk() finds -0.0 too */
+ *                  for (float32: the plane is then scanned for one); 0 where chk() finds -0.0 too
+ * and undefines them at its end. */
 
 /* Pass 1: V[w] = the maximum of rows r[0..2] (r[0..3] with `four`), w < W (W >= L); the
  * values of the first nchk rows go to the checks *b.  Each vector loop ends with a vector
@@ -167,3 +168,12 @@ static inline int PK_RB_N(pk_rows)(const PK_RB_T* x, PK_RB_T* y, ptrdiff_t H, pt
 #endif
     return 0;
 }
+
+#undef PK_RB_T
+#undef PK_RB_N
+#undef PK_RB_F
+#undef PK_RB_V
+#undef PK_RB_M
+#undef PK_RB_L
+#undef PK_RB_C
+#undef PK_RB_ZEROS

@@ -209,4 +209,21 @@ static inline T P##_hmax(P##_v v) { return v; }
 
 #endif
 
+/* The operations the template loops (pooling_rows_body.h, pooling_nhwc_body.h) need of a float family
+ * P of element type T beyond PK_VEC's: values compared as they are (P##_key), stored as they are
+ * (P##_sty), and checked for NaN (P##_c, the state, set up by P##_clean, fed by P##_chk, read by
+ * P##_bad).  The 16-bit keys' family defines its own (pooling_rows.h). */
+#define PK_VEC_CHECKS(P, T)                                                                 \
+static inline P##_v P##_key(P##_v v) { return v; }                                          \
+static inline void P##_sty(T* p, P##_v v) { P##_st(p, v); }                                 \
+typedef P##_m P##_c;                                                                        \
+static inline P##_c P##_clean(void)                                                         \
+{                                                                                           \
+    P##_c c;                                                                                \
+    memset(&c, 0, sizeof c);                                                                \
+    return c;                                                                               \
+}                                                                                           \
+static inline void P##_chk(P##_c* c, P##_v a, P##_v b) { *c |= P##_nan(a, b); }            \
+static inline int P##_bad(P##_c c, int inf_bits) { (void)inf_bits; return P##_any(c); }
+
 #endif

@@ -409,6 +409,20 @@ def _half_keys_data(rng, shape, kind):
     return (mag | (sign.astype(np.uint16) << 15)).view(to_dtype(np.zeros(1), kind).dtype)
 
 
+def _data(rng, shape, kind, data):
+    """The forced-strategy tests' inputs: "plain" (small integers, many ties), "special" (NaN, -0.0,
+    +-inf among them), "zeros" (-1, -0.0, +0.0), "bits" (16-bit floats: every pattern but NaN and
+    -0.0), "nan-plane" (plain with one NaN in a middle plane)."""
+    if data == "zeros":
+        return _zeros_and_ties(rng, shape, kind)
+    if data == "bits":
+        return _half_keys_data(rng, shape, kind)
+    x = make_array(rng, shape, kind, special=data == "special")
+    if data == "nan-plane":
+        x.reshape(-1)[x.size // 2] = np.nan
+    return x
+
+
 @pytest.mark.parametrize("kind, data", [(kind, data) for kind in ("float32", "float16", "bfloat16")
                                          for data in ("plain", "special", "zeros", "bits")[:3 + (kind != "float32")]])
 @pytest.mark.parametrize("shape, attrs", ROWS_CASES, ids=[f"{c[0]}-{c[1]}" for c in ROWS_CASES])
@@ -419,12 +433,7 @@ def test_rows_first_cases_against_the_twin(shape, attrs, kind, data, rng):
     if kind != "float32" and min(plan.spatial[-1], plan.out_shape[-1]) < 16:
         assert not serves(S.ROWS_FIRST, plan, kind, False)
         return
-    if data == "zeros":
-        x = _zeros_and_ties(rng, shape, kind)
-    elif data == "bits":
-        x = _half_keys_data(rng, shape, kind)
-    else:
-        x = make_array(rng, shape, kind, special=data == "special")
+    x = _data(rng, shape, kind, data)
     want = reference.max_pool(x, **attrs)
     assert serves(S.ROWS_FIRST, plan, kind, False)
     for nt in (1, 2):
@@ -471,8 +480,7 @@ def test_depth_split_pools_slices_as_their_2d_call(shape, attrs, data, rng):
     one depends on the build), with the activation left to the depth pass; with Indices it stays
     FUSED's."""
     from pooling._maxpool_strategies import _depth_slices, choose_strategy
-    x = _zeros_and_ties(rng, shape, "float32") if data == "zeros" else make_array(
-        rng, shape, "float32", special=data == "special")
+    x = _data(rng, shape, "float32", data)
     slices = _depth_slices(_plan(shape, **attrs), "float32")[0]
     chosen = choose_strategy(slices, "float32", 2, False)
     runners = {S.NARROW: "MaxPoolNarrow", S.ROWS_FIRST: "MaxPoolRows", S.PLANES: "MaxPoolPlanes"}
@@ -701,10 +709,7 @@ FLOAT32_CASES = ([(S.NARROW, *c) for c in NARROW_CASES]
 @pytest.mark.parametrize("strategy, shape, attrs", OWN_CASES,
                          ids=[f"{c[0].value}-{c[1]}-{c[2]}" for c in OWN_CASES])
 def test_own_window_cases_against_the_twin(strategy, shape, attrs, kind, data, rng):
-    if data == "zeros":
-        x = _zeros_and_ties(rng, shape, kind)
-    else:
-        x = make_array(rng, shape, kind, special=data == "special")
+    x = _data(rng, shape, kind, data)
     want = reference.max_pool(x, **attrs)
     assert serves(strategy, _plan(x.shape, **attrs), kind, False)
     for nt in (1, 2):
@@ -718,14 +723,7 @@ def test_nhwc_blocks_16_bit_cases_against_the_twin(shape, attrs, kind, data, rng
     """NHWC_BLOCKS on 16-bit floats' keys: "bits" (every pattern but NaN and -0.0) on the key path,
     "special" and "zeros" on the exact loop row by row, "nan-plane" both."""
     attrs = dict(attrs, layout="NHWC")
-    if data == "zeros":
-        x = _zeros_and_ties(rng, shape, kind)
-    elif data == "bits":
-        x = _half_keys_data(rng, shape, kind)
-    else:
-        x = make_array(rng, shape, kind, special=data == "special")
-        if data == "nan-plane":
-            x.reshape(-1)[x.size // 2] = np.nan
+    x = _data(rng, shape, kind, data)
     want = reference.max_pool(x, **attrs)
     assert serves(S.NHWC_BLOCKS, _plan(x.shape, **attrs), kind, False)
     before = x.copy()
@@ -741,12 +739,7 @@ def test_nhwc_with_indices_in_registers(shape, attrs, data, rng):
     registers (pk_nhwc_irow_f32; rows holding a NaN go to the exact loop): values and "onnx" Indices
     as the twin's, the other formats as NHWC by transpose writes them, at 1-3 threads."""
     attrs = dict(attrs, layout="NHWC")
-    if data == "zeros":
-        x = _zeros_and_ties(rng, shape, "float32")
-    else:
-        x = make_array(rng, shape, "float32", special=data == "special")
-        if data == "nan-plane":
-            x.reshape(-1)[x.size // 2] = np.nan
+    x = _data(rng, shape, "float32", data)
     want, want_idx = reference.max_pool(x, return_indices=True, **attrs)
     for fmt in ("onnx", "plane", "tf", "tf_batch"):
         other = pooling.max_pool(x, return_indices=True, index_format=fmt, _strategy=S.NHWC_TRANSPOSED, **attrs)[1]
@@ -788,12 +781,7 @@ def test_float32_window_cases_against_the_twin(strategy, shape, attrs, data, rng
     """The float32-only strategies on their own geometries ("nan-plane": one NaN, in a middle
     plane only, so the planes before and after it stay on the cheap compare), wherever this build
     serves them (NARROW: rows up to its float32 lanes)."""
-    if data == "zeros":
-        x = _zeros_and_ties(rng, shape, "float32")
-    else:
-        x = make_array(rng, shape, "float32", special=data == "special")
-        if data == "nan-plane":
-            x.reshape(-1)[x.size // 2] = np.nan
+    x = _data(rng, shape, "float32", data)
     want = reference.max_pool(x, **attrs)
     if strategy is S.NHWC_BLOCKS:
         assert serves(strategy, _plan(x.shape, **attrs), "float32", False)

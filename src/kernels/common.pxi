@@ -221,6 +221,12 @@ ctypedef fused pool_t:
     uint16_t
 
 
+# The kinds the register loops of ROWS_FIRST and NHWC_BLOCKS take: float32, and 16-bit floats' bits.
+ctypedef fused block_t:
+    float
+    uint16_t
+
+
 # The kinds of pool_t, in the order of _KINDS: the C type names the Python
 # layer passes (pooling._dtypes.C_TYPES) and max_pool_axis[ctype] accepts.
 cdef enum:

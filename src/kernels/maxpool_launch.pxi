@@ -194,9 +194,10 @@ cdef struct _UnitsJob:
     int32_t* hp
     Py_ssize_t nblk, rows, xplane, yplane, vs, ns, ms, ps
     Py_ssize_t C                    # MaxPoolNHWC: channels
-    bint blocks, holes, half        # MaxPoolNHWC: channels in registers (NHWC_BLOCKS); windows without taps; 16-bit floats
+    bint blocks, holes              # MaxPoolNHWC: channels in registers (NHWC_BLOCKS); windows without taps
+    bint half                       # MaxPoolNHWC and MaxPoolRows: 16-bit floats in the register loops
     bint iblocks                    # MaxPoolNHWC: float32 channels in registers with Indices
-    Py_ssize_t ibytes               # MaxPoolNHWC with iblocks: bytes per thread before the exact loop's winners
+    Py_ssize_t ibytes               # MaxPoolNHWC: bytes per thread before the exact loop's winners
     bint prefetch                   # prefetch the next work item's input (_Launch.prefetch)
     Py_ssize_t Hp, Wp, size         # MaxPoolPlanes: padded plane, elements per scratch buffer
     bint whole                      # MaxPoolPlanes: one window covers the whole plane

@@ -25,8 +25,7 @@ cdef class MaxPoolNHWC(_Launch):
     Indices are in the encoding `index` gives (Geom; "onnx": flat offsets into x's own NHWC
     memory; pixels per image must be fewer than 2**31).  Work items are output rows; `chunk` is
     the pool's smallest claim."""
-    cdef Py_ssize_t C, wscratch, bscratch   # channels; int32 winners and NHWC_BLOCKS' bytes per thread
-    cdef Py_ssize_t iscratch                # bytes per thread of the indexed blocks' rows and NaN states
+    cdef Py_ssize_t C, wscratch, bscratch   # channels; int32 winners; the register loops' bytes per thread
     cdef bint blocks, holes, half           # NHWC_BLOCKS; some window has no tap; 16-bit floats
     cdef bint iblocks                       # float32 with Indices in registers (pk_nhwc_irow_f32)
 
@@ -41,26 +40,20 @@ cdef class MaxPoolNHWC(_Launch):
         self.C = x_shape[4]
         self.blocks = blocks
         self.half = ctype == "uint16_t" and inf_bits != 0
-        if blocks:
-            if not ((ctype == "float" and self.C >= PK_NARROW_L) or (self.half and self.C >= PK_NHWC_H16_L)):
-                raise ValueError(f"MaxPoolNHWC: blocks of channels need float32 and at least {PK_NARROW_L} "
-                                 f"channels, or a 16-bit float and at least {PK_NHWC_H16_L}, got {ctype} "
-                                 f"(inf_bits {inf_bits:#x}) and {self.C}")
-            # per thread: the pointers to one output row's window rows, the image each input
-            # row was found clean in, and whether each window row is to be checked
-            self.bscratch = _padded(self.g.kd * self.g.kh * (sizeof(void*) + 1)
-                                    + self.g.D * self.g.H * sizeof(Py_ssize_t), 1)
-            self.holes = not (_all_taps(self.g.tdr, self.g.OD) and _all_taps(self.g.thr, self.g.OH)
-                              and _all_taps(self.g.twr, self.g.OW))
+        if blocks and not ((ctype == "float" and self.C >= PK_NARROW_L) or (self.half and self.C >= PK_NHWC_H16_L)):
+            raise ValueError(f"MaxPoolNHWC: blocks of channels need float32 and at least {PK_NARROW_L} "
+                             f"channels, or a 16-bit float and at least {PK_NHWC_H16_L}, got {ctype} "
+                             f"(inf_bits {inf_bits:#x}) and {self.C}")
         self.wscratch = _padded(self.C, 4)
         # With Indices, float32 on a vector of channels or more is computed in registers too
-        # (pk_nhwc_irow_f32): NHWC_BLOCKS' scratch with each window row's first pixel, then the
-        # exact loop's winners for the rows it redoes.
+        # (pk_nhwc_irow_f32), where an image's pixels times imul fit int32 (the winners' form).
         self.iblocks = (ctype == "float" and self.C >= PK_NARROW_L
                         and self.g.D * self.g.H * self.g.W * self.g.imul <= 0x7fffffff)
-        self.iscratch = _padded(self.g.kd * self.g.kh * (sizeof(void*) + 1 + sizeof(int32_t))
-                                + self.g.D * self.g.H * sizeof(Py_ssize_t), 1)
-        if self.iblocks and not self.holes:
+        if blocks or self.iblocks:
+            # per thread: the pointers to one output row's window rows, the image each input row
+            # was found clean in, each window row's first pixel, and whether it is to be checked
+            self.bscratch = _padded(self.g.kd * self.g.kh * (sizeof(void*) + sizeof(int32_t) + 1)
+                                    + self.g.D * self.g.H * sizeof(Py_ssize_t), 1)
             self.holes = not (_all_taps(self.g.tdr, self.g.OD) and _all_taps(self.g.thr, self.g.OH)
                               and _all_taps(self.g.twr, self.g.OW))
         self.units = N * self.g.OD * self.g.OH if self.g.OW * self.C else 0
@@ -70,11 +63,10 @@ cdef class MaxPoolNHWC(_Launch):
         self.chunk = max(1, chunk)
 
     cdef Py_ssize_t _scratch_bytes(self, bint with_pos):
-        # The winners' pixels per thread, or NHWC_BLOCKS' window rows and their NaN states; a set
-        # with positions also serves calls without (_take_scratch), so it holds either.
+        # The register loops' window rows and their NaN states, then (with positions) the exact loop's
+        # winners; a set with positions also serves calls without (_take_scratch).
         if with_pos:
-            return self.n_threads * max(self.wscratch * 4, self.bscratch,
-                                        self.iscratch + self.wscratch * 4 if self.iblocks else 0)
+            return self.n_threads * (self.bscratch + self.wscratch * 4)
         return self.n_threads * self.bscratch
 
     cdef void _run(self, const char* xb, char* yb, int64_t* ib, _Scratch s):
@@ -85,9 +77,11 @@ cdef class MaxPoolNHWC(_Launch):
         # with indices, or none
         j.blocks = self.blocks and ib == NULL and j.x != NULL
         j.iblocks = self.iblocks and ib != NULL and j.x != NULL
-        j.C, j.vs = self.C, self.bscratch if j.blocks else self.wscratch
-        if j.iblocks:
-            j.vs, j.ibytes = self.iscratch + self.wscratch * 4, self.iscratch
+        j.C = self.C
+        if j.blocks or j.iblocks:  # bytes per thread: the register loops' part, then the exact loop's winners
+            j.vs, j.ibytes = self.bscratch + (self.wscratch * 4 if ib != NULL else 0), self.bscratch
+        else:                      # the exact loop alone: its winners, in int32s per thread
+            j.vs = self.wscratch
         j.hv = s.block if ib != NULL or j.blocks else NULL
         j.holes = self.holes
         j.half = self.half
@@ -98,7 +92,7 @@ cdef class MaxPoolNHWC(_Launch):
 cdef void _nhwc_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil:
     """pk_parallel's body for MaxPoolNHWC: output rows [begin, end) on thread tid."""
     if (<_UnitsJob*>job).iblocks:
-        _nhwc_iblocks(<_UnitsJob*>job, begin, end, tid)
+        _nhwc_blocks(<float*>NULL, <_UnitsJob*>job, begin, end, tid)
     elif (<_UnitsJob*>job).blocks:
         if (<_UnitsJob*>job).half:
             _nhwc_blocks(<uint16_t*>NULL, <_UnitsJob*>job, begin, end, tid)
@@ -224,24 +218,24 @@ cdef inline void _nhwc_unit(const pool_t* xb, pool_t* yb, int64_t* ib, Py_ssize_
               n * g.inbase, C, g, r // g.OH, r % g.OH, wpix, act, lo, hi)
 
 
-ctypedef fused block_t:
-    float
-    uint16_t
-
-
 cdef void _nhwc_blocks(block_t* kind, const _UnitsJob* j, Py_ssize_t begin, Py_ssize_t end,
                        int tid) noexcept nogil:
-    """NHWC_BLOCKS: output rows [begin, end) on thread tid, float32 or 16-bit floats (block_t), each
-    from its window's input rows in registers (pk_nhwc_row_f32, pk_nhwc_row_h16), or by the exact
-    loop where they hold a NaN (16-bit floats: or a -0.0) or a window has no tap.  Each input row is
-    looked for those by the first output row of this thread that reads it, in the columns its
-    windows read (include/pooling_nhwc.h), and marked clean (clean[row] is the image it was found
-    clean in, plus one) if none was found."""
+    """NHWC_BLOCKS, and float32 NHWC with Indices (j.iblocks): output rows [begin, end) on thread tid,
+    float32 or 16-bit floats (block_t), each from its window's input rows in registers
+    (pk_nhwc_row_f32, pk_nhwc_row_h16; pk_nhwc_irow_f32 with the winners), or by the exact loop where
+    they hold a NaN (16-bit floats: or a -0.0) or a window has no tap.  Each input row is looked for
+    those by the first output row of this thread that reads it, in the columns its windows read
+    (include/pooling_nhwc.h), and marked clean (clean[row] is the image it was found clean in, plus
+    one) if none was found."""
     cdef Geom gc = j.g[0]
     cdef const Geom* g = &gc
-    cdef const block_t** rows = <const block_t**>(j.hv + tid * j.vs)
+    cdef char* base = j.hv + tid * j.vs
+    cdef const block_t** rows = <const block_t**>base
     cdef Py_ssize_t* clean = <Py_ssize_t*>(rows + g.kd * g.kh)
-    cdef unsigned char* chk = <unsigned char*>(clean + g.D * g.H)
+    cdef int32_t* rpix = <int32_t*>(clean + g.D * g.H)
+    cdef unsigned char* chk = <unsigned char*>(rpix + g.kd * g.kh)
+    cdef int32_t* wpix = <int32_t*>(base + j.ibytes) if j.iblocks else NULL
+    cdef int64_t* ib = j.ib if j.iblocks else NULL
     cdef Py_ssize_t C = j.C, plane = g.OD * g.OH, image = g.D * g.H * g.W * C, rowlen = g.W * C
     cdef Py_ssize_t u, n, r, od, oh, td, th, row = 0, nrows, i, nnext
     cdef Py_ssize_t own_w = g.sw if g.dw == 1 else g.kw
@@ -260,6 +254,7 @@ cdef void _nhwc_blocks(block_t* kind, const _UnitsJob* j, Py_ssize_t begin, Py_s
             for th in range(g.thr[2 * oh], g.thr[2 * oh + 1]):
                 row = (od * g.sd - g.pd + td * g.dd) * g.H + oh * g.sh - g.ph + th * g.dh
                 rows[nrows] = x + row * rowlen
+                rpix[nrows] = <int32_t>(row * g.W)
                 chk[nrows] = clean[row] != n + 1
                 nrows += 1
         y = <block_t*>j.y + u * g.OW * C
@@ -267,65 +262,22 @@ cdef void _nhwc_blocks(block_t* kind, const _UnitsJob* j, Py_ssize_t begin, Py_s
         nnext = min(g.sh, g.D * g.H - row - 1) * rowlen if j.prefetch and nrows and u + 1 < end else 0
         redo = j.holes or nrows == 0
         if not redo:
-            if block_t is float:
-                redo = pk_nhwc_row_f32(rows, chk, nrows, y, g.OW, C, g.sw, g.dw, g.pw, own_w, g.twr,
-                                       x + (row + 1) * rowlen, nnext)
-            else:
+            if block_t is uint16_t:
                 redo = pk_nhwc_row_h16(<const int16_t**>rows, chk, nrows, <int16_t*>y, g.OW, C, g.sw, g.dw,
                                        g.pw, own_w, g.twr, <const int16_t*>(x + (row + 1) * rowlen), nnext,
                                        g.inf_bits)
+            elif ib != NULL:
+                redo = pk_nhwc_irow_f32(rows, rpix, chk, nrows, y, ib + u * g.OW * C, n * g.inbase, g.imul,
+                                        g.icmul, g.OW, C, g.sw, g.dw, g.pw, own_w, g.twr,
+                                        x + (row + 1) * rowlen, nnext)
+            else:
+                redo = pk_nhwc_row_f32(rows, chk, nrows, y, g.OW, C, g.sw, g.dw, g.pw, own_w, g.twr,
+                                       x + (row + 1) * rowlen, nnext)
         if redo:
-            _nhwc_unit(<const block_t*>j.x, <block_t*>j.y, NULL, C, j.g, u, NULL, j.act, lo, hi)
+            _nhwc_unit(<const block_t*>j.x, <block_t*>j.y, ib, C, j.g, u, wpix, j.act, lo, hi)
             continue
         for i in range(nrows):
             clean[(rows[i] - x) // rowlen] = n + 1
         if j.act:
             for i in range(g.OW * C):
                 y[i] = _clamp(y[i], lo, hi, j.act, g.inf_bits)
-
-
-cdef void _nhwc_iblocks(const _UnitsJob* j, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil:
-    """NHWC with Indices, float32: output rows [begin, end) on thread tid in registers with each
-    lane's winner (pk_nhwc_irow_f32), or by the exact loop where the rows hold a NaN or a window has
-    no tap; the rows looked for NaN and marked clean as in _nhwc_blocks."""
-    cdef Geom gc = j.g[0]
-    cdef const Geom* g = &gc
-    cdef char* base = j.hv + tid * j.vs
-    cdef const float** rows = <const float**>base
-    cdef Py_ssize_t* clean = <Py_ssize_t*>(rows + g.kd * g.kh)
-    cdef int32_t* rpix = <int32_t*>(clean + g.D * g.H)
-    cdef unsigned char* chk = <unsigned char*>(rpix + g.kd * g.kh)
-    cdef int32_t* wpix = <int32_t*>(base + j.ibytes)
-    cdef Py_ssize_t C = j.C, plane = g.OD * g.OH, image = g.D * g.H * g.W * C, rowlen = g.W * C
-    cdef Py_ssize_t u, n, r, od, oh, td, th, row = 0, nrows, i, nnext
-    cdef Py_ssize_t own_w = g.sw if g.dw == 1 else g.kw
-    cdef const float* x
-    cdef float* y
-    cdef float lo = <float>j.lo, hi = <float>j.hi
-    memset(clean, 0, g.D * g.H * sizeof(Py_ssize_t))
-    for u in range(begin, end):
-        n = u // plane
-        r = u - n * plane
-        od, oh = r // g.OH, r % g.OH
-        x = <const float*>j.x + n * image
-        nrows = 0
-        for td in range(g.tdr[2 * od], g.tdr[2 * od + 1]):
-            for th in range(g.thr[2 * oh], g.thr[2 * oh + 1]):
-                row = (od * g.sd - g.pd + td * g.dd) * g.H + oh * g.sh - g.ph + th * g.dh
-                rows[nrows] = x + row * rowlen
-                rpix[nrows] = <int32_t>(row * g.W)
-                chk[nrows] = clean[row] != n + 1
-                nrows += 1
-        y = <float*>j.y + u * g.OW * C
-        nnext = min(g.sh, g.D * g.H - row - 1) * rowlen if j.prefetch and nrows and u + 1 < end else 0
-        if (j.holes or nrows == 0
-                or pk_nhwc_irow_f32(rows, rpix, chk, nrows, y, j.ib + u * g.OW * C, n * g.inbase, g.imul,
-                                    g.icmul, g.OW, C, g.sw, g.dw, g.pw, own_w, g.twr,
-                                    x + (row + 1) * rowlen, nnext)):
-            _nhwc_unit(<const float*>j.x, <float*>j.y, j.ib, C, j.g, u, wpix, j.act, lo, hi)
-            continue
-        for i in range(nrows):
-            clean[(rows[i] - x) // rowlen] = n + 1
-        if j.act:
-            for i in range(g.OW * C):
-                y[i] = _clamp(y[i], lo, hi, j.act, 0)

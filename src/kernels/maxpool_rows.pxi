@@ -101,51 +101,48 @@ cdef class MaxPoolRows(_Launch):
         j.vs = self.per_thread
         j.ld, j.rows, j.nchk, j.in_rows = self.ld, self.R, self.nchk, &self.rows[0, 0]
         j.xplane, j.yplane = self.g.H * self.g.W, self.g.OH * self.g.OW
+        j.half = self.half
         with nogil:
-            pk_parallel(_rows_body_h16 if self.half else _rows_body, &j, self.units, self.chunk,
-                        self.n_threads)
+            pk_parallel(_rows_body, &j, self.units, self.chunk, self.n_threads)
 
 
 cdef void _rows_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil:
     """pk_parallel's body for MaxPoolRows: planes [begin, end) on thread tid."""
-    cdef _UnitsJob* j = <_UnitsJob*>job
+    if (<_UnitsJob*>job).half:
+        _rows_planes(<uint16_t*>NULL, <_UnitsJob*>job, begin, end, tid)
+    else:
+        _rows_planes(<float*>NULL, <_UnitsJob*>job, begin, end, tid)
+
+
+cdef void _rows_planes(block_t* kind, const _UnitsJob* j, Py_ssize_t begin, Py_ssize_t end,
+                       int tid) noexcept nogil:
+    """Planes [begin, end) on thread tid, float32 or 16-bit floats' bits (block_t): each by the passes
+    (pk_rows_f32, pk_rows_h16 on keys), or by the exact loop where they report a plane that needs it."""
     cdef Geom gc = j.g[0]  # a copy the compiler can keep in registers
     cdef const Geom* g = &gc
-    cdef float* V = <float*>j.hv + tid * j.vs
-    cdef const float* x
-    cdef float* y
+    cdef block_t* V = <block_t*>j.hv + tid * j.vs
+    cdef const block_t* x
+    cdef block_t* y
+    cdef const block_t* nxt
     cdef Py_ssize_t p, i
-    cdef float lo = <float>j.lo, hi = <float>j.hi
-    pk_rows_pad(V, j.ld, j.rows, g.W, g.pw)
+    cdef bint redo
+    cdef block_t lo = <block_t>j.lo, hi = <block_t>j.hi
+    if block_t is float:
+        pk_rows_pad(V, j.ld, j.rows, g.W, g.pw)
+    else:
+        pk_rows_pad_h16(<int16_t*>V, j.ld, j.rows, g.W, g.pw)
     for p in range(begin, end):
-        x = <const float*>j.x + p * j.xplane
-        y = <float*>j.y + p * j.yplane
-        if pk_rows_f32(x, y, g.H, g.W, g.OH, g.OW, j.in_rows, g.kh, j.nchk, g.kw, g.sw, g.dw, g.pw, V,
-                       j.ld, j.rows, x + j.xplane if j.prefetch and p + 1 < end else NULL, 0):
-            _rows_exact(x, y, g)
-        if j.act:
-            for i in range(j.yplane):
-                y[i] = _clamp(y[i], lo, hi, j.act, 0)
-
-
-cdef void _rows_body_h16(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil:
-    """pk_parallel's body for MaxPoolRows on 16-bit floats: planes [begin, end) on thread tid, as
-    keys (pk_rows_h16), or by the exact loop where a plane holds a NaN or -0.0 in a row it reads."""
-    cdef _UnitsJob* j = <_UnitsJob*>job
-    cdef Geom gc = j.g[0]
-    cdef const Geom* g = &gc
-    cdef int16_t* V = <int16_t*>j.hv + tid * j.vs
-    cdef const uint16_t* x
-    cdef uint16_t* y
-    cdef Py_ssize_t p, i
-    cdef uint16_t lo = <uint16_t>j.lo, hi = <uint16_t>j.hi
-    pk_rows_pad_h16(V, j.ld, j.rows, g.W, g.pw)
-    for p in range(begin, end):
-        x = <const uint16_t*>j.x + p * j.xplane
-        y = <uint16_t*>j.y + p * j.yplane
-        if pk_rows_h16(<const int16_t*>x, <int16_t*>y, g.H, g.W, g.OH, g.OW, j.in_rows, g.kh, j.nchk,
-                       g.kw, g.sw, g.dw, g.pw, V, j.ld, j.rows,
-                       <const int16_t*>x + j.xplane if j.prefetch and p + 1 < end else NULL, g.inf_bits):
+        x = <const block_t*>j.x + p * j.xplane
+        y = <block_t*>j.y + p * j.yplane
+        nxt = x + j.xplane if j.prefetch and p + 1 < end else NULL
+        if block_t is float:
+            redo = pk_rows_f32(x, y, g.H, g.W, g.OH, g.OW, j.in_rows, g.kh, j.nchk, g.kw, g.sw, g.dw, g.pw,
+                               V, j.ld, j.rows, nxt, 0)
+        else:
+            redo = pk_rows_h16(<const int16_t*>x, <int16_t*>y, g.H, g.W, g.OH, g.OW, j.in_rows, g.kh, j.nchk,
+                               g.kw, g.sw, g.dw, g.pw, <int16_t*>V, j.ld, j.rows, <const int16_t*>nxt,
+                               g.inf_bits)
+        if redo:
             _rows_exact(x, y, g)
         if j.act:
             for i in range(j.yplane):

@@ -564,9 +564,9 @@ def _narrow_core(plan):
 
 
 class RowsFirst(Unit):
-    """float32 and 16-bit float NCHW ranks 1-2 without Indices: a plane per work item, each output row's window rows
-    reduced into one padded row, then read off it in registers (include/pooling_rows.h,
-    maxpool_rows.pxi).  Chosen for 2-D rows up to _tuning.rows_chosen() long
+    """float32 and 16-bit float NCHW ranks 1-2 without Indices: a plane per work item, each output
+    row's window rows reduced into one padded row, then read off it in registers
+    (include/pooling_rows.h, maxpool_rows.pxi).  Chosen for 2-D rows up to _tuning.rows_chosen() long
     (docs/tuning.md#rows_first-strategy); DEPTH_SPLIT uses it for its 2-D stage where it serves."""
     strategy = Strategy.ROWS_FIRST
 
