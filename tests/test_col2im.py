@@ -123,6 +123,16 @@ FORMS = [
     ((300,), dict(block_shape=(7,), strides=(3,), pads=(2, 2)), "1-D: one row, cut into items"),
     ((3000,), dict(block_shape=(64,), strides=(40,), pads=(5, 9)), "1-D overlap-add: phases in groups"),
     ((9, 10), dict(block_shape=(2, 2), strides=(40, 50)), "strides past the image: one position a phase"),
+    # The stores: a row's interior interleaves all its phases at once (strides 2, 3 and 4 each a
+    # loop of their own, others one loop), its ends go value by value; a grid whose phase rows are
+    # shorter than a vector (1- and 2-byte kinds here) stores its rows as one run, then copies them.
+    ((10000, 4), dict(block_shape=(2, 2), strides=(2, 2)), "grid, short rows stored as one run, in parts"),
+    ((21, 24), dict(block_shape=(3, 3), strides=(3, 3)), "grid, stride 3 without pads: rows whole"),
+    ((16, 20), dict(block_shape=(4, 4), strides=(4, 4)), "grid, stride 4 without pads: rows whole"),
+    ((10, 25), dict(block_shape=(5, 5), strides=(5, 5)), "grid, stride 5 without pads: rows whole"),
+    ((18, 23), dict(block_shape=(4, 4), strides=(4, 4), pads=(1, 3, 1, 3)), "grid, stride 4, ends by value"),
+    ((4001,), dict(block_shape=(8,), strides=(4,), pads=(3, 2)), "1-D stride 4: interior and ends"),
+    ((2, 331), dict(block_shape=(1, 7), strides=(1, 3), pads=(0, 2, 0, 3)), "rows, stride 3: interior and ends"),
 ]
 
 
