@@ -108,8 +108,13 @@ ZOO = [
     # VOLO-D1's outlooker folds at stride 2 (14x14 blocks of 3x3 into 28x28), at batch 1 and 16
     Case("Col2Im", (1, 1728, 196), "float32", (("strides", (2, 2)), ("pads", (1, 1, 1, 1))), image=(28, 28),
          block=(3, 3), family="VOLO-D1 fold k3 s2"),
+    Case("Col2Im", (4, 1728, 196), "float32", (("strides", (2, 2)), ("pads", (1, 1, 1, 1))), image=(28, 28),
+         block=(3, 3), family="VOLO-D1 fold k3 s2 b4"),
     Case("Col2Im", (16, 1728, 196), "float32", (("strides", (2, 2)), ("pads", (1, 1, 1, 1))), image=(28, 28),
          block=(3, 3), family="VOLO-D1 fold k3 s2 b16"),
+    # MAE's unpatchify (16x16 patches of 3 channels back into 224x224 images): blocks that do not overlap
+    Case("Col2Im", (8, 768, 196), "float32", (("strides", (16, 16)),), image=(224, 224), block=(16, 16),
+         family="MAE unpatchify k16 s16 b8"),
     Case("Col2Im", (4, 512, 250), "float32", (("strides", (1, 128)),), image=(1, 32384), block=(1, 512),
          family="overlap-add 1-D"),
 ]

@@ -55,6 +55,7 @@ typedef struct {
     /* Grids (the last two axes summed as one flat run per source, docs/tuning.md#col2im-gather):
      * whether they serve this call, and the axis before the last as phases, like the last. */
     int grid;
+    int tiled;                      /* blocks tile the grid: pk_col_tiles */
     ptrdiff_t hstep, nbh;
     ptrdiff_t lph, hph;             /* phases with positions in the image: min(stride, size) */
     const ptrdiff_t* hoff;          /* hph + 1 entries */
@@ -73,12 +74,15 @@ typedef void (*pk_col_store_fn)(void* y, const void* acc, ptrdiff_t r0, ptrdiff_
 typedef void (*pk_col_pair_fn)(void* y, const void* a, const void* b, ptrdiff_t n0, ptrdiff_t n1);
 /* acc[t*step] += src[t*step], t < n (accumulator units): a column of a grid. */
 typedef void (*pk_col_column_fn)(void* acc, const void* src, ptrdiff_t n, ptrdiff_t step);
+/* y[s*t + r] = x[r*ld + t] as a sum of that one term (0 + x: -0.0 gives +0.0), t < n, r < s. */
+typedef void (*pk_col_copy_fn)(void* y, const void* x, ptrdiff_t ld, ptrdiff_t s, ptrdiff_t n);
 
 typedef struct {
     pk_col_gather_fn gather;
     pk_col_store_fn store;
     pk_col_pair_fn pair;
     pk_col_column_fn column;
+    pk_col_copy_fn copy;
     int size;               /* bytes of an element */
     int acc_size;           /* bytes of its accumulator (a complex value: two of them) */
     int width;              /* accumulator units per element: 2 for complex, else 1 */
@@ -306,6 +310,55 @@ PK_COL_STORE(pk_col_store_u16, uint16_t, uint16_t, pk_col_id)
 PK_COL_STORE(pk_col_store_u32, uint32_t, uint32_t, pk_col_id)
 PK_COL_STORE(pk_col_store_u64, uint64_t, uint64_t, pk_col_id)
 
+/* The copies of a tiled fold (pk_col_tiles): the phases of x interleaved, as pk_col_store's
+ * interior, each value the sum of its one term (`one`). */
+#define PK_COL_COPY(name, T, one)                                                                   \
+    static inline void name##_il(T* PK_RESTRICT y, const T* PK_RESTRICT x, ptrdiff_t ld,            \
+                                 ptrdiff_t n, const ptrdiff_t S)                                    \
+    {                                                                                               \
+        for (ptrdiff_t t = 0; t < n; t++)                                                           \
+            for (ptrdiff_t r = 0; r < S; r++)                                                       \
+                y[S * t + r] = one(x[r * ld + t]);                                                  \
+    }                                                                                               \
+    static PK_NOINLINE void name(void* yv, const void* xv, ptrdiff_t ld, ptrdiff_t s, ptrdiff_t n)  \
+    {                                                                                               \
+        T* y = (T*)yv;                                                                              \
+        const T* x = (const T*)xv;                                                                  \
+        switch (s) {                                                                                \
+        case 2: name##_il(y, x, ld, n, 2); break;                                                   \
+        case 3: name##_il(y, x, ld, n, 3); break;                                                   \
+        case 4: name##_il(y, x, ld, n, 4); break;                                                   \
+        default: name##_il(y, x, ld, n, s); break;                                                  \
+        }                                                                                           \
+    }
+
+static inline float pk_col_one_f32(float v) { return pk_sum_keep_nan(0.0f, v); }
+static inline double pk_col_one_f64(double v) { return pk_sum_keep_nan_f64(0.0, v); }
+static inline pk_col_c64 pk_col_one_c64(pk_col_c64 v)
+{
+    v.v[0] = pk_col_one_f32(v.v[0]);
+    v.v[1] = pk_col_one_f32(v.v[1]);
+    return v;
+}
+static inline pk_col_c128 pk_col_one_c128(pk_col_c128 v)
+{
+    v.v[0] = pk_col_one_f64(v.v[0]);
+    v.v[1] = pk_col_one_f64(v.v[1]);
+    return v;
+}
+static inline uint16_t pk_col_one_f16(uint16_t v) { return pk_f32_to_f16(pk_col_one_f32(pk_f16_to_f32(v))); }
+static inline uint16_t pk_col_one_bf16(uint16_t v) { return pk_f32_to_bf16(pk_col_one_f32(pk_bf16_to_f32(v))); }
+PK_COL_COPY(pk_col_copy_f32, float, pk_col_one_f32)
+PK_COL_COPY(pk_col_copy_f64, double, pk_col_one_f64)
+PK_COL_COPY(pk_col_copy_c64, pk_col_c64, pk_col_one_c64)
+PK_COL_COPY(pk_col_copy_c128, pk_col_c128, pk_col_one_c128)
+PK_COL_COPY(pk_col_copy_f16, uint16_t, pk_col_one_f16)
+PK_COL_COPY(pk_col_copy_bf16, uint16_t, pk_col_one_bf16)
+PK_COL_COPY(pk_col_copy_u8, uint8_t, pk_col_id)  /* bool too: 0 | v is v */
+PK_COL_COPY(pk_col_copy_u16, uint16_t, pk_col_id)
+PK_COL_COPY(pk_col_copy_u32, uint32_t, pk_col_id)
+PK_COL_COPY(pk_col_copy_u64, uint64_t, pk_col_id)
+
 /* The kinds (col2im.pxi's _col_kind): one per storage type of col_t, in its order, then the two
  * 16-bit floats, which the scatter runs as PK_COL_UINT16 with their inf_bits. */
 enum {
@@ -314,17 +367,17 @@ enum {
 };
 
 static const pk_col_ops pk_col_kinds[PK_COL_KINDS] = {
-    {pk_col_gather_f32, pk_col_store_f32, pk_col_store_f32_pair, pk_col_gather_f32_column, 4, 4, 1},
-    {pk_col_gather_f64, pk_col_store_f64, pk_col_store_f64_pair, pk_col_gather_f64_column, 8, 8, 1},
-    {pk_col_gather_f32, pk_col_store_c64, pk_col_store_c64_pair, pk_col_gather_f32_column, 8, 4, 2},
-    {pk_col_gather_f64, pk_col_store_c128, pk_col_store_c128_pair, pk_col_gather_f64_column, 16, 8, 2},
-    {pk_col_gather_bool, pk_col_store_u8, pk_col_store_u8_pair, pk_col_gather_bool_column, 1, 1, 1},
-    {pk_col_gather_u8, pk_col_store_u8, pk_col_store_u8_pair, pk_col_gather_u8_column, 1, 1, 1},
-    {pk_col_gather_u16, pk_col_store_u16, pk_col_store_u16_pair, pk_col_gather_u16_column, 2, 2, 1},
-    {pk_col_gather_u32, pk_col_store_u32, pk_col_store_u32_pair, pk_col_gather_u32_column, 4, 4, 1},
-    {pk_col_gather_u64, pk_col_store_u64, pk_col_store_u64_pair, pk_col_gather_u64_column, 8, 8, 1},
-    {pk_col_gather_f16, pk_col_store_f16, pk_col_store_f16_pair, pk_col_gather_f16_column, 2, 4, 1},
-    {pk_col_gather_bf16, pk_col_store_bf16, pk_col_store_bf16_pair, pk_col_gather_bf16_column, 2, 4, 1},
+    {pk_col_gather_f32, pk_col_store_f32, pk_col_store_f32_pair, pk_col_gather_f32_column, pk_col_copy_f32, 4, 4, 1},
+    {pk_col_gather_f64, pk_col_store_f64, pk_col_store_f64_pair, pk_col_gather_f64_column, pk_col_copy_f64, 8, 8, 1},
+    {pk_col_gather_f32, pk_col_store_c64, pk_col_store_c64_pair, pk_col_gather_f32_column, pk_col_copy_c64, 8, 4, 2},
+    {pk_col_gather_f64, pk_col_store_c128, pk_col_store_c128_pair, pk_col_gather_f64_column, pk_col_copy_c128, 16, 8, 2},
+    {pk_col_gather_bool, pk_col_store_u8, pk_col_store_u8_pair, pk_col_gather_bool_column, pk_col_copy_u8, 1, 1, 1},
+    {pk_col_gather_u8, pk_col_store_u8, pk_col_store_u8_pair, pk_col_gather_u8_column, pk_col_copy_u8, 1, 1, 1},
+    {pk_col_gather_u16, pk_col_store_u16, pk_col_store_u16_pair, pk_col_gather_u16_column, pk_col_copy_u16, 2, 2, 1},
+    {pk_col_gather_u32, pk_col_store_u32, pk_col_store_u32_pair, pk_col_gather_u32_column, pk_col_copy_u32, 4, 4, 1},
+    {pk_col_gather_u64, pk_col_store_u64, pk_col_store_u64_pair, pk_col_gather_u64_column, pk_col_copy_u64, 8, 8, 1},
+    {pk_col_gather_f16, pk_col_store_f16, pk_col_store_f16_pair, pk_col_gather_f16_column, pk_col_copy_f16, 2, 4, 1},
+    {pk_col_gather_bf16, pk_col_store_bf16, pk_col_store_bf16_pair, pk_col_gather_bf16_column, pk_col_copy_bf16, 2, 4, 1},
 };
 
 /* Accumulator bytes per element of a kind (the grid chunk must hold a row of them). */
@@ -489,6 +542,24 @@ static void pk_col_fix(pk_col_part* g, const char* const* kx, ptrdiff_t ncomb, p
     }
 }
 
+/* A grid whose blocks tile it (p->tiled: on the last two axes block = stride, no dilation, no begin
+ * pad, and the last axis whole blocks): each pixel is one term, so row h of the grid is the phases
+ * of kernel row h mod s of block row h / s interleaved, straight from x, without the accumulator's
+ * zeroing and pass (MAE's unpatchify, k16 s16).  Rows past the blocks are zero. */
+static void pk_col_tiles(const pk_col_ops* ops, const pk_col_plan* p, const char* x, char* y,
+                         ptrdiff_t h0, ptrdiff_t h1)
+{
+    ptrdiff_t sh = p->hstep, sw = p->step, W = p->image[p->n - 1], nbw = p->nbl, size = ops->size;
+    for (ptrdiff_t h = h0; h < h1; h++) {
+        ptrdiff_t c = h / sh, ki = h - c * sh;
+        char* yr = y + h * W * size;
+        if (c < p->nbh)
+            ops->copy(yr, x + (ki * sw * p->L + c * nbw) * size, p->L, sw, nbw);
+        else
+            memset(yr, 0, (size_t)(W * size));
+    }
+}
+
 /* One grid (the last two axes) of the plane, rows [h0, h1) of its first axis, written at y (the
  * grid's row 0); kx: the prefixes of the axes before the grid landing on it. */
 static void pk_col_grid(const pk_col_ops* ops, const pk_col_plan* p, const char* const* kx,
@@ -508,6 +579,10 @@ static void pk_col_grid(const pk_col_ops* ops, const pk_col_plan* p, const char*
     g.p = p;
     if (ncomb == 0) {
         memset(y + h0 * W * size, 0, (size_t)((h1 - h0) * W * size));
+        return;
+    }
+    if (p->tiled && ncomb == 1) {
+        pk_col_tiles(ops, p, kx[0], y, h0, h1);
         return;
     }
     for (ptrdiff_t rh = 0; rh < p->hph; rh++) {

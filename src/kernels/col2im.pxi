@@ -503,7 +503,7 @@ def col2im(const col_t[:, :, ::1] x not None, col_t[:, ::1] y not None, float[:,
     at = lpairs + 2 * block[last]
     cdef Py_ssize_t* hoff = at
     cdef Py_ssize_t* hpairs = at + hph + 1
-    p.grid = 0
+    p.grid, p.tiled = 0, 0
     p.lph, p.hph = lph, hph
     if n > 1:
         _col_phases(block[last - 1], strides[last - 1], dilations[last - 1], pads[last - 1], block[last],
@@ -513,6 +513,13 @@ def col2im(const col_t[:, :, ::1] x not None, col_t[:, ::1] y not None, float[:,
         # blocks, and a row of blocks in the chunk.
         p.grid = ((image[last] + strides[last] - 1) // strides[last] <= nblocks[last]
                   and lph * nblocks[last] * pk_col_unit(_col_kind(<col_t*>NULL, inf_bits)) <= PK_COL_GRID_CHUNK)
+        # Blocks that tile the grid: each pixel one term, copied (pk_col_tiles; rows of whole blocks),
+        # and at most one prefix a grid (then the grid's buffer, which may not fit, is never used).
+        p.tiled = (p.maxcomb == 1 and image[last] == strides[last] * nblocks[last]
+                   and block[last] == strides[last] and block[last - 1] == strides[last - 1]
+                   and dilations[last] == 1 and dilations[last - 1] == 1 and pads[last] == 0
+                   and pads[last - 1] == 0)
+        p.grid = p.grid or p.tiled
     p.n, p.L, p.image, p.step, p.nbl = n, x.shape[2], image, strides[last], nblocks[last]
     p.off, p.pre, p.loff, p.last = offs, pres, loff, lpairs
     j.kx = <const char**>malloc(n_threads * p.maxcomb * sizeof(char*))
