@@ -15,48 +15,55 @@
  *                  for (float32: the plane is then scanned for one); 0 where chk() finds -0.0 too
  * and undefines them at its end. */
 
-/* Pass 1: V[w] = the maximum of rows r[0..2] (r[0..3] with `four`), w < W (W >= L); the
- * values of the first nchk rows go to the checks *b.  Each vector loop ends with a vector
- * that overlaps the one before it. */
-static inline void PK_RB_N(pk_rows_pass1_at)(const PK_RB_T* const* r, int four, PK_RB_T* V, ptrdiff_t w,
+/* Pass 1: V[w] = the maximum of rows r[0 .. taps - 1], w < W (W >= L); taps (a literal at the
+ * call sites) is 2, 3 or 4, the window's rows (2 for a window of one row: rows past it repeat
+ * one, so a window of two rows reads no third); the values of the first nchk rows go to the
+ * checks *b.  Each vector loop ends with a vector that overlaps the one before it. */
+static inline void PK_RB_N(pk_rows_pass1_at)(const PK_RB_T* const* r, int taps, PK_RB_T* V, ptrdiff_t w,
                                              int nchk, PK_RB_C* b)
 {
-    PK_RB_V x0 = PK_RB_F(ld)(r[0] + w), x1 = PK_RB_F(ld)(r[1] + w), x2 = PK_RB_F(ld)(r[2] + w);
-    PK_RB_V x3 = four ? PK_RB_F(ld)(r[3] + w) : x2;
+    PK_RB_V x0 = PK_RB_F(ld)(r[0] + w), x1 = PK_RB_F(ld)(r[1] + w);
+    PK_RB_V x2 = taps >= 3 ? PK_RB_F(ld)(r[2] + w) : x1;
+    PK_RB_V x3 = taps == 4 ? PK_RB_F(ld)(r[3] + w) : x2;
     if (nchk == 1)
         PK_RB_F(chk)(b, x0, x0);
     else
         PK_RB_F(chk)(b, x0, x1);
-    if (nchk >= 3)
-        PK_RB_F(chk)(b, x2, four && nchk == 4 ? x3 : x2);
-    PK_RB_V m = PK_RB_F(max)(PK_RB_F(max)(PK_RB_F(key)(x0), PK_RB_F(key)(x1)), PK_RB_F(key)(x2));
-    if (four)
+    if (taps >= 3 && nchk >= 3)
+        PK_RB_F(chk)(b, x2, taps == 4 && nchk == 4 ? x3 : x2);
+    PK_RB_V m = PK_RB_F(max)(PK_RB_F(key)(x0), PK_RB_F(key)(x1));
+    if (taps >= 3)
+        m = PK_RB_F(max)(m, PK_RB_F(key)(x2));
+    if (taps == 4)
         m = PK_RB_F(max)(m, PK_RB_F(key)(x3));
     PK_RB_F(st)(V + w, m);
 }
 
-static inline void PK_RB_N(pk_rows_pass1)(const PK_RB_T* const* r, int four, PK_RB_T* V, ptrdiff_t W,
+static inline void PK_RB_N(pk_rows_pass1)(const PK_RB_T* const* r, int taps, PK_RB_T* V, ptrdiff_t W,
                                           int nchk, PK_RB_C* bad)
 {
     ptrdiff_t w;
     PK_RB_C b = *bad;
     PK_ROWS_UNROLL(4)
     for (w = 0; w <= W - PK_RB_L; w += PK_RB_L)
-        PK_RB_N(pk_rows_pass1_at)(r, four, V, w, nchk, &b);
+        PK_RB_N(pk_rows_pass1_at)(r, taps, V, w, nchk, &b);
     if (w < W)
-        PK_RB_N(pk_rows_pass1_at)(r, four, V, W - PK_RB_L, nchk, &b);
+        PK_RB_N(pk_rows_pass1_at)(r, taps, V, W - PK_RB_L, nchk, &b);
     *bad = b;
 }
 
-/* Pass 2: y[o] for o < OW (OW >= L) off the padded row V, by the W form sw (a literal at the
- * call sites): 1: max(V[o], V[o + d1], V[o + d2]); 2: max(V[2o], V[2o + 1], V[2o + 2]) with
- * `three`, else without the last; 4: the maximum of V[4o .. 4o + 3]. */
+/* Pass 2: y[o] for o < OW (OW >= L) off the padded row V, by the W form sw and `three` (literals
+ * at the call sites): 1: max(V[o], V[o + d1], V[o + d2]) with `three`, else max(V[o], V[o + d2]);
+ * 2: max(V[2o], V[2o + 1], V[2o + 2]) with `three`, else without the last; 4: the maximum of
+ * V[4o .. 4o + 3]. */
 static inline PK_RB_V PK_RB_N(pk_rows_pass2_at)(const PK_RB_T* V, ptrdiff_t o, int sw, int three,
                                                 ptrdiff_t d1, ptrdiff_t d2)
 {
     PK_RB_V m, a, b, c, d;
     if (sw == 1) {
-        m = PK_RB_F(max)(PK_RB_F(max)(PK_RB_F(ld)(V + o), PK_RB_F(ld)(V + o + d1)), PK_RB_F(ld)(V + o + d2));
+        m = PK_RB_F(max)(PK_RB_F(ld)(V + o), PK_RB_F(ld)(V + o + (three ? d1 : d2)));
+        if (three)
+            m = PK_RB_F(max)(m, PK_RB_F(ld)(V + o + d2));
     } else if (sw == 2) {
         a = PK_RB_F(ld)(V + 2 * o);
         b = PK_RB_F(ld)(V + 2 * o + PK_RB_L);
@@ -137,9 +144,11 @@ static inline int PK_RB_N(pk_rows)(const PK_RB_T* x, PK_RB_T* y, ptrdiff_t H, pt
                     pk_prefetch(next + ahead);
             int check = oh == OH - 1 ? 4 : nchk;
             if (kh == 4)
-                PK_RB_N(pk_rows_pass1)(p, 1, V + (oh - oh0) * ld + pw, W, check, &bad);
+                PK_RB_N(pk_rows_pass1)(p, 4, V + (oh - oh0) * ld + pw, W, check, &bad);
+            else if (kh == 3)
+                PK_RB_N(pk_rows_pass1)(p, 3, V + (oh - oh0) * ld + pw, W, check, &bad);
             else
-                PK_RB_N(pk_rows_pass1)(p, 0, V + (oh - oh0) * ld + pw, W, check, &bad);
+                PK_RB_N(pk_rows_pass1)(p, 2, V + (oh - oh0) * ld + pw, W, check, &bad);
         }
         for (oh = oh0; oh < oh0 + n; oh++) {
             const PK_RB_T* v = V + (oh - oh0) * ld;
@@ -147,8 +156,10 @@ static inline int PK_RB_N(pk_rows)(const PK_RB_T* x, PK_RB_T* y, ptrdiff_t H, pt
                 zero |= PK_RB_N(pk_rows_pass2)(v, y + oh * OW, OW, 4, 0, 0, 0);
             else if (sw == 2)
                 zero |= PK_RB_N(pk_rows_pass2)(v, y + oh * OW, OW, 2, kw == 3, 0, 0);
+            else if (kw == 3)
+                zero |= PK_RB_N(pk_rows_pass2)(v, y + oh * OW, OW, 1, 1, dw, 2 * dw);
             else
-                zero |= PK_RB_N(pk_rows_pass2)(v, y + oh * OW, OW, 1, 0, kw > 1 ? dw : 0, (kw - 1) * dw);
+                zero |= PK_RB_N(pk_rows_pass2)(v, y + oh * OW, OW, 1, 0, 0, (kw - 1) * dw);
         }
     }
     if (PK_RB_F(bad)(bad, inf_bits))
