@@ -310,7 +310,7 @@ PK_COL_STORE(pk_col_store_u16, uint16_t, uint16_t, pk_col_id)
 PK_COL_STORE(pk_col_store_u32, uint32_t, uint32_t, pk_col_id)
 PK_COL_STORE(pk_col_store_u64, uint64_t, uint64_t, pk_col_id)
 
-/* The copies of a tiled fold (pk_col_tiles): the phases of x interleaved, as pk_col_store's
+/* The copies of a tiled fold (pk_col_tiles): the phases of x interleaved, as a store's
  * interior, each value the sum of its one term (`one`). */
 #define PK_COL_COPY(name, T, one)                                                                   \
     static inline void name##_il(T* PK_RESTRICT y, const T* PK_RESTRICT x, ptrdiff_t ld,            \
