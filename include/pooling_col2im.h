@@ -56,6 +56,7 @@ typedef struct {
      * whether they serve this call, and the axis before the last as phases, like the last. */
     int grid;
     int tiled;                      /* blocks tile the grid: pk_col_tiles */
+    ptrdiff_t tph, tpw;             /* ... and its two axes' begin pads */
     ptrdiff_t hstep, nbh;
     ptrdiff_t lph, hph;             /* phases with positions in the image: min(stride, size) */
     const ptrdiff_t* hoff;          /* hph + 1 entries */
@@ -542,21 +543,34 @@ static void pk_col_fix(pk_col_part* g, const char* const* kx, ptrdiff_t ncomb, p
     }
 }
 
-/* A grid whose blocks tile it (p->tiled: on the last two axes block = stride, no dilation, no begin
- * pad, and the last axis whole blocks): each pixel is one term, so row h of the grid is the phases
- * of kernel row h mod s of block row h / s interleaved, straight from x, without the accumulator's
- * zeroing and pass (MAE's unpatchify, k16 s16).  Rows past the blocks are zero. */
+/* A grid whose blocks tile it (p->tiled: on the last two axes block = stride, no dilation): each
+ * pixel is one term, so row u of the blocks' own grid (u = h + the begin pad) is the phases of
+ * kernel row u mod s of block row u / s interleaved, straight from x, without the accumulator's
+ * zeroing and pass (MAE's unpatchify, k16 s16).  With a begin pad on the last axis, or a last axis
+ * that is not whole blocks, that row goes through a stack buffer (col2im.pxi checks it fits) and
+ * the image's window of it is copied; positions past the blocks are zero. */
 static void pk_col_tiles(const pk_col_ops* ops, const pk_col_plan* p, const char* x, char* y,
                          ptrdiff_t h0, ptrdiff_t h1)
 {
+    double tmp[PK_COL_GRID_CHUNK / sizeof(double)];
     ptrdiff_t sh = p->hstep, sw = p->step, W = p->image[p->n - 1], nbw = p->nbl, size = ops->size;
+    ptrdiff_t Z = sw * nbw, direct = p->tpw == 0 && W == Z;
+    ptrdiff_t n = Z - p->tpw < W ? Z - p->tpw : W;  /* the window's positions that have a block */
+    n = n < 0 ? 0 : n;
     for (ptrdiff_t h = h0; h < h1; h++) {
-        ptrdiff_t c = h / sh, ki = h - c * sh;
+        ptrdiff_t u = h + p->tph, c = u / sh, ki = u - c * sh;
         char* yr = y + h * W * size;
-        if (c < p->nbh)
-            ops->copy(yr, x + (ki * sw * p->L + c * nbw) * size, p->L, sw, nbw);
-        else
+        const char* src = x + (ki * sw * p->L + c * nbw) * size;
+        if (c >= p->nbh) {
             memset(yr, 0, (size_t)(W * size));
+        } else if (direct) {
+            ops->copy(yr, src, p->L, sw, nbw);
+        } else {
+            ops->copy(tmp, src, p->L, sw, nbw);
+            if (n > 0)
+                memcpy(yr, (const char*)tmp + p->tpw * size, (size_t)(n * size));
+            memset(yr + n * size, 0, (size_t)((W - n) * size));
+        }
     }
 }
 

@@ -127,10 +127,10 @@ FORMS = [
     # loop of their own, others one loop), its ends go value by value; a grid whose phase rows are
     # shorter than a vector (1- and 2-byte kinds here) stores its rows as one run, then copies them.
     ((10000, 4), dict(block_shape=(2, 2), strides=(2, 2)), "grid, short rows stored as one run, in parts"),
-    ((21, 24), dict(block_shape=(3, 3), strides=(3, 3), pads=(1, 1, 1, 1)), "grid, stride 3: rows whole"),
-    ((16, 20), dict(block_shape=(4, 4), strides=(4, 4), pads=(1, 1, 1, 1)), "grid, stride 4: rows whole"),
-    ((10, 25), dict(block_shape=(5, 5), strides=(5, 5), pads=(2, 2, 2, 2)), "grid, stride 5: rows whole"),
-    ((18, 23), dict(block_shape=(4, 4), strides=(4, 4), pads=(1, 3, 1, 3)), "grid, stride 4, ends by value"),
+    ((21, 24), dict(block_shape=(3, 5), strides=(3, 3), pads=(1, 1, 1, 1)), "grid, stride 3: rows whole"),
+    ((16, 20), dict(block_shape=(4, 6), strides=(4, 4), pads=(1, 1, 1, 1)), "grid, stride 4: rows whole"),
+    ((10, 25), dict(block_shape=(5, 7), strides=(5, 5), pads=(2, 1, 2, 1)), "grid, stride 5: rows whole"),
+    ((18, 23), dict(block_shape=(4, 5), strides=(4, 4), pads=(1, 3, 1, 3)), "grid, stride 4, ends by value"),
     ((4001,), dict(block_shape=(8,), strides=(4,), pads=(3, 2)), "1-D stride 4: interior and ends"),
     # Blocks that tile the grid (block = stride, no dilation or begin pads, rows of whole blocks):
     # each pixel copied from its one term, no accumulator.
@@ -139,6 +139,11 @@ FORMS = [
     ((32, 48), dict(block_shape=(16, 16), strides=(16, 16)), "tiled grid, stride 16"),
     ((4, 9000), dict(block_shape=(2, 2), strides=(2, 2)), "tiled grid, rows wider than the grid buffer"),
     ((5, 6, 8), dict(block_shape=(2, 2, 2), strides=(2, 2, 2)), "tiled 3-D grids"),
+    ((30, 30), dict(block_shape=(3, 3), strides=(3, 3), pads=(1, 1, 1, 1)), "tiled grid, begin pads: a window"),
+    ((17, 19), dict(block_shape=(4, 4), strides=(4, 4), pads=(3, 2, 0, 1)), "tiled grid, pads, uncovered ends"),
+    ((9, 10), dict(block_shape=(2, 2), strides=(2, 2), pads=(5, 6, 0, 0)), "tiled grid, pads past the blocks"),
+    ((5, 2000), dict(block_shape=(3, 3), strides=(3, 3), pads=(1, 1, 1, 1)),
+     "tiled grid, a row of blocks near the buffer's size (past it for complex128)"),
     ((5, 6, 8), dict(block_shape=(2, 2, 2), strides=(1, 2, 2)), "3-D grids tiled but two prefixes a grid"),
     ((2, 331), dict(block_shape=(1, 7), strides=(1, 3), pads=(0, 2, 0, 3)), "rows, stride 3: interior and ends"),
 ]

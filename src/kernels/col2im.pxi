@@ -513,12 +513,14 @@ def col2im(const col_t[:, :, ::1] x not None, col_t[:, ::1] y not None, float[:,
         # blocks, and a row of blocks in the chunk.
         p.grid = ((image[last] + strides[last] - 1) // strides[last] <= nblocks[last]
                   and lph * nblocks[last] * pk_col_unit(_col_kind(<col_t*>NULL, inf_bits)) <= PK_COL_GRID_CHUNK)
-        # Blocks that tile the grid: each pixel one term, copied (pk_col_tiles; rows of whole blocks),
-        # and at most one prefix a grid (then the grid's buffer, which may not fit, is never used).
-        p.tiled = (p.maxcomb == 1 and image[last] == strides[last] * nblocks[last]
-                   and block[last] == strides[last] and block[last - 1] == strides[last - 1]
-                   and dilations[last] == 1 and dilations[last - 1] == 1 and pads[last] == 0
-                   and pads[last - 1] == 0)
+        # Blocks that tile the grid: each pixel one term, copied (pk_col_tiles; a row of blocks through
+        # its stack buffer unless the image's rows are whole blocks), and at most one prefix a grid
+        # (then the grid's buffer, which may not fit, is never used).
+        p.tiled = (p.maxcomb == 1 and block[last] == strides[last] and block[last - 1] == strides[last - 1]
+                   and dilations[last] == 1 and dilations[last - 1] == 1
+                   and ((pads[last] == 0 and image[last] == strides[last] * nblocks[last])
+                        or strides[last] * nblocks[last] * <Py_ssize_t>sizeof(col_t) <= PK_COL_GRID_CHUNK))
+        p.tph, p.tpw = pads[last - 1], pads[last]
         p.grid = p.grid or p.tiled
     p.n, p.L, p.image, p.step, p.nbl = n, x.shape[2], image, strides[last], nblocks[last]
     p.off, p.pre, p.loff, p.last = offs, pres, loff, lpairs
