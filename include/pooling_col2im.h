@@ -574,6 +574,36 @@ static void pk_col_tiles(const pk_col_ops* ops, const pk_col_plan* p, const char
     }
 }
 
+/* A 1-D fold whose blocks tile the axis (p->tiled, block = stride, no dilation): positions [w0, w1)
+ * written at y, position w the term of block (w + pad) / s, kernel offset (w + pad) mod s, as
+ * pk_col_tiles; whole blocks straight from x, a block cut by the item's ends through a buffer of
+ * one block (col2im.pxi checks it fits), positions past the blocks zero. */
+static void pk_col_tiles_row(const pk_col_ops* ops, const pk_col_plan* p, const char* x, char* y,
+                             ptrdiff_t w0, ptrdiff_t w1)
+{
+    double tmp[PK_COL_GRID_CHUNK / sizeof(double)];
+    ptrdiff_t s = p->step, nb = p->nbl, size = ops->size, u = w0 + p->tpw, u1 = w1 + p->tpw;
+    while (u < u1) {
+        ptrdiff_t b = u / s, r = u - b * s;
+        if (b >= nb) {  /* past the blocks */
+            memset(y, 0, (size_t)((u1 - u) * size));
+            return;
+        }
+        ptrdiff_t whole = (u1 / s < nb ? u1 / s : nb) - b;  /* blocks from b wholly inside */
+        if (r == 0 && whole > 0) {
+            ops->copy(y, x + b * size, p->L, s, whole);
+            y += whole * s * size;
+            u += whole * s;
+        } else {  /* a block the item's ends cut */
+            ptrdiff_t take = s - r < u1 - u ? s - r : u1 - u;
+            ops->copy(tmp, x + b * size, p->L, s, 1);
+            memcpy(y, (const char*)tmp + r * size, (size_t)(take * size));
+            y += take * size;
+            u += take;
+        }
+    }
+}
+
 /* One grid (the last two axes) of the plane, rows [h0, h1) of its first axis, written at y (the
  * grid's row 0); kx: the prefixes of the axes before the grid landing on it. */
 static void pk_col_grid(const pk_col_ops* ops, const pk_col_plan* p, const char* const* kx,
@@ -650,7 +680,10 @@ static PK_NOINLINE void pk_col2im_item(int kind, const pk_col_plan* p, const cha
     const pk_col_ops* ops = &pk_col_kinds[kind];
     ptrdiff_t n = p->n, W = p->image[n - 1], size = ops->size;
     if (n == 1) {
-        pk_col_row(ops, p, &x, 1, y + o0 * size, o0, o1, ahead);
+        if (p->tiled)
+            pk_col_tiles_row(ops, p, x, y + o0 * size, o0, o1);
+        else
+            pk_col_row(ops, p, &x, 1, y + o0 * size, o0, o1, ahead);
         return;
     }
     if (p->grid && n == 2) {

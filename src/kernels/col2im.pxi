@@ -522,6 +522,10 @@ def col2im(const col_t[:, :, ::1] x not None, col_t[:, ::1] y not None, float[:,
                         or strides[last] * nblocks[last] * <Py_ssize_t>sizeof(col_t) <= PK_COL_GRID_CHUNK))
         p.tph, p.tpw = pads[last - 1], pads[last]
         p.grid = p.grid or p.tiled
+    else:  # 1-D: blocks that tile the axis, a block through pk_col_tiles_row's buffer where an item cuts it
+        p.tiled = (block[0] == strides[0] and dilations[0] == 1
+                   and strides[0] * <Py_ssize_t>sizeof(col_t) <= PK_COL_GRID_CHUNK)
+        p.tph, p.tpw = 0, pads[0]
     p.n, p.L, p.image, p.step, p.nbl = n, x.shape[2], image, strides[last], nblocks[last]
     p.off, p.pre, p.loff, p.last = offs, pres, loff, lpairs
     j.kx = <const char**>malloc(n_threads * p.maxcomb * sizeof(char*))
