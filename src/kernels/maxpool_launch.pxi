@@ -13,7 +13,9 @@
 
 cdef enum:
     KEEP_SCRATCH = 16384    # bytes of scratch a MaxPool launch keeps for its next call (allocating it
-                            # costs small calls: docs/tuning.md#call-overhead); larger is freed after each
+                            # costs small calls: docs/tuning.md#call-overhead), besides its threads'
+                            # page padding (_padded); larger is freed after each
+    SCRATCH_PAGE = 4096     # bytes between two threads' scratch (_padded)
 
 
 cdef struct Geom:
@@ -114,7 +116,7 @@ cdef class _Launch:
                 try:
                     s = self._take_scratch(indices is not None)
                     self._run(<const char*>xb.buf, <char*>yb.buf, <int64_t*>ib.buf, s)
-                    if s.nbytes <= KEEP_SCRATCH:
+                    if s.nbytes <= KEEP_SCRATCH + self.n_threads * SCRATCH_PAGE:
                         self.spare.append(s)
                 finally:
                     if ib.buf != NULL:
@@ -144,10 +146,17 @@ cdef class _Launch:
 
 cdef Py_ssize_t _padded(Py_ssize_t n, Py_ssize_t itemsize):
     """Elements per thread for per-thread scratch rows of n elements: a multiple
-    of 64 bytes with at least 64 spare, so no two threads write to one cache line.
-    Without the padding the NaN flags of both threads (16 bytes each) shared a
-    line, written on every row."""
-    return (n * itemsize + 64 + 63) // 64 * 64 // itemsize
+    of 64 bytes with at least 64 spare, so no two threads write to one cache line,
+    and a page more, so that no two threads' scratch share a 4 KB page.  Without
+    the line padding the NaN flags of both threads (16 bytes each) shared a line,
+    written on every row.  Without the page ROWS_FIRST's row buffers (1-8 KB a
+    thread) lay side by side, and a core streaming through its own buffer had the
+    hardware prefetcher (which runs ahead within a page) take the next thread's
+    lines from the other core: two threads ran 1x192x28x24 slower than one
+    (docs/tuning.md#per-thread-scratch-a-page-apart).  Whole pages, each thread's
+    on a page boundary, gained the same on ROWS_FIRST and measured no better
+    elsewhere."""
+    return ((n * itemsize + 64 + 63) // 64 * 64 + SCRATCH_PAGE) // itemsize
 
 
 cdef int _acquire(Py_buffer* b, object a, Py_ssize_t size, Py_ssize_t itemsize, bint writable,
