@@ -65,7 +65,8 @@ cdef struct _ColJob:
     const pk_col_plan* p
     const char* x
     char* y
-    const char** kx                 # per thread: p.maxcomb pointers
+    const char** kx                 # per thread: p.maxcomb pointers, kxs apart
+    Py_ssize_t kxs
     Py_ssize_t xplane, yplane       # bytes of a plane's columns and of its image
     Py_ssize_t rows, nblk, S0, planes
     bint prefetch                   # the next plane's columns, while one is summed
@@ -81,7 +82,7 @@ cdef void _col2im_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noe
         plane = u // j.nblk
         o0 = (u - plane * j.nblk) * j.rows
         pk_col2im_item(j.kind, j.p, j.x + plane * j.xplane, j.y + plane * j.yplane, o0,
-                       min(o0 + j.rows, j.S0), j.kx + tid * j.p.maxcomb,
+                       min(o0 + j.rows, j.S0), j.kx + tid * j.kxs,
                        j.xplane if j.prefetch and plane + 1 < j.planes else 0)
 
 
@@ -528,7 +529,9 @@ def col2im(const col_t[:, :, ::1] x not None, col_t[:, ::1] y not None, float[:,
         p.tph, p.tpw = 0, pads[0]
     p.n, p.L, p.image, p.step, p.nbl = n, x.shape[2], image, strides[last], nblocks[last]
     p.off, p.pre, p.loff, p.last = offs, pres, loff, lpairs
-    j.kx = <const char**>malloc(n_threads * p.maxcomb * sizeof(char*))
+    # (a page between threads' pointers, as MaxPool's scratch: maxpool_launch.pxi's _padded)
+    j.kxs = p.maxcomb + 4096 // sizeof(char*)
+    j.kx = <const char**>malloc(n_threads * j.kxs * sizeof(char*))
     if j.kx == NULL:
         free(tab)
         raise MemoryError()
