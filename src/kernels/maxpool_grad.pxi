@@ -48,6 +48,7 @@ cdef struct _GradJob:
     const int64_t* idx
     char* y
     float* acc                      # 16-bit floats: float32 sums, one part per thread; else NULL
+    Py_ssize_t acc_stride           # floats from one thread's part to the next (acc's rows)
     Py_ssize_t in_block, out_block, C
     Py_ssize_t groups               # parts per image (NHWC: ranges of channels), else 1
     uint64_t mod_m                  # groups > 1: pk_fastmod's multiplier for C
@@ -165,7 +166,7 @@ cdef void _grad_parts(grad_t* kind, _GradJob* j, Py_ssize_t begin, Py_ssize_t en
         return
     for b in range(begin, end):
         if grad_t is uint16_t:
-            acc = j.acc + tid * ob
+            acc = j.acc + tid * j.acc_stride
             memset(acc, 0, ob * sizeof(float))
         elif not j.zeroed:
             memset(y + b * ob, 0, ob * sizeof(grad_t))
@@ -210,9 +211,9 @@ def max_pool_grad(const grad_t[::1] g not None, const int64_t[::1] indices not N
         return -2
     cdef _GradJob j
     j.g, j.idx, j.y = <const char*>&g[0] if n else NULL, &indices[0] if n else NULL, <char*>&y[0]
-    j.acc = NULL
+    j.acc, j.acc_stride = NULL, 0
     if grad_t is uint16_t:
-        j.acc = &acc[0, 0]
+        j.acc, j.acc_stride = &acc[0, 0], acc.shape[1]
         j.kind = GRAD_HALF
     elif grad_t is float:
         j.kind = GRAD_FLOAT

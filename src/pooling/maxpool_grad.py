@@ -175,7 +175,9 @@ def _channel_groups(layout, images, channels, part, nt, inf_bits=0):
 
 def _run(gk, ik, yk, blocks, channels, limit, a, cc, base, inf_bits, zeroed, nt, groups=1):
     """The kernel's status (0 written, 1 a target outside its part, 2 an index out of range)."""
-    acc = np.empty((nt, yk.size // blocks), np.float32) if inf_bits else None
+    # 16-bit floats' float32 sums, a row per thread, a page (1024 floats) longer than a part, so
+    # that no two threads' parts share a page (docs/tuning.md#per-thread-scratch-a-page-apart)
+    acc = np.empty((nt, yk.size // blocks + 1024), np.float32) if inf_bits else None
     status = _core.max_pool_grad[C_TYPES[gk.dtype]](gk.reshape(-1), ik.reshape(-1), yk.reshape(-1), acc,
                                                     blocks, channels, limit, a, cc, base, inf_bits, zeroed,
                                                     nt, groups)
