@@ -240,7 +240,7 @@ PK_COL_GATHER(pk_col_gather_u64, uint64_t, uint64_t, pk_col_id, pk_col_add_uint6
  * position's values written in order, had been scalar: 0.56 -> 0.27 ms on a 1-D fold of stride 2,
  * docs/tuning.md#col2im-gather).  The row's ends, and a store of some of the phases only, go value
  * by value. */
-#define PK_COL_STORE(name, T, A, conv)                                                              \
+#define PK_COL_INTERLEAVE(name, T, A, conv)                                                         \
     static inline void name##_il(T* PK_RESTRICT y, const A* PK_RESTRICT a, ptrdiff_t ld,            \
                                  ptrdiff_t n, const ptrdiff_t S)                                    \
     {                                                                                               \
@@ -248,6 +248,19 @@ PK_COL_GATHER(pk_col_gather_u64, uint64_t, uint64_t, pk_col_id, pk_col_add_uint6
             for (ptrdiff_t r = 0; r < S; r++)                                                       \
                 y[S * t + r] = conv(a[r * ld + t]);                                                 \
     }                                                                                               \
+    /* y[s*t + r] = conv(a[r*ld + t]), t < n, r < s: the strides 2, 3 and 4 each their own loop */  \
+    static inline void name##_phases(T* PK_RESTRICT y, const A* PK_RESTRICT a, ptrdiff_t ld,        \
+                                     ptrdiff_t s, ptrdiff_t n)                                      \
+    {                                                                                               \
+        switch (s) {                                                                                \
+        case 2: name##_il(y, a, ld, n, 2); break;                                                   \
+        case 3: name##_il(y, a, ld, n, 3); break;                                                   \
+        case 4: name##_il(y, a, ld, n, 4); break;                                                   \
+        default: name##_il(y, a, ld, n, s); break;                                                  \
+        }                                                                                           \
+    }
+#define PK_COL_STORE(name, T, A, conv)                                                              \
+    PK_COL_INTERLEAVE(name, T, A, conv)                                                             \
     /* positions [t0, t1) of phases [r0, r1), value by value, the image in order */                \
     static PK_NOINLINE void name##_values(T* PK_RESTRICT y, const A* PK_RESTRICT acc, ptrdiff_t r0, \
                                      ptrdiff_t r1, ptrdiff_t ld, ptrdiff_t s, ptrdiff_t c0,         \
@@ -277,14 +290,7 @@ PK_COL_GATHER(pk_col_gather_u64, uint64_t, uint64_t, pk_col_id, pk_col_add_uint6
             return;                                                                                 \
         }                                                                                           \
         name##_values(y, acc, r0, r1, ld, s, c0, c0, ta, w0, w1);                                   \
-        T* yi = y + s * ta + r0 - w0;                                                               \
-        const A* ai = acc + ta - c0;                                                                \
-        switch (s) {                                                                                \
-        case 2: name##_il(yi, ai, ld, tb - ta, 2); break;                                           \
-        case 3: name##_il(yi, ai, ld, tb - ta, 3); break;                                           \
-        case 4: name##_il(yi, ai, ld, tb - ta, 4); break;                                           \
-        default: name##_il(yi, ai, ld, tb - ta, s); break;                                          \
-        }                                                                                           \
+        name##_phases(y + s * ta + r0 - w0, acc + ta - c0, ld, s, tb - ta);                         \
         name##_values(y, acc, r0, r1, ld, s, c0, tb, c1, w0, w1);                                   \
     }                                                                                               \
     /* stride 2: the two phases a (n0 values) and b (n1 = n0 or n0 - 1) interleaved */             \
@@ -314,23 +320,10 @@ PK_COL_STORE(pk_col_store_u64, uint64_t, uint64_t, pk_col_id)
 /* The copies of a tiled fold (pk_col_tiles): the phases of x interleaved, as a store's
  * interior, each value the sum of its one term (`one`). */
 #define PK_COL_COPY(name, T, one)                                                                   \
-    static inline void name##_il(T* PK_RESTRICT y, const T* PK_RESTRICT x, ptrdiff_t ld,            \
-                                 ptrdiff_t n, const ptrdiff_t S)                                    \
+    PK_COL_INTERLEAVE(name, T, T, one)                                                              \
+    static PK_NOINLINE void name(void* y, const void* x, ptrdiff_t ld, ptrdiff_t s, ptrdiff_t n)    \
     {                                                                                               \
-        for (ptrdiff_t t = 0; t < n; t++)                                                           \
-            for (ptrdiff_t r = 0; r < S; r++)                                                       \
-                y[S * t + r] = one(x[r * ld + t]);                                                  \
-    }                                                                                               \
-    static PK_NOINLINE void name(void* yv, const void* xv, ptrdiff_t ld, ptrdiff_t s, ptrdiff_t n)  \
-    {                                                                                               \
-        T* y = (T*)yv;                                                                              \
-        const T* x = (const T*)xv;                                                                  \
-        switch (s) {                                                                                \
-        case 2: name##_il(y, x, ld, n, 2); break;                                                   \
-        case 3: name##_il(y, x, ld, n, 3); break;                                                   \
-        case 4: name##_il(y, x, ld, n, 4); break;                                                   \
-        default: name##_il(y, x, ld, n, s); break;                                                  \
-        }                                                                                           \
+        name##_phases((T*)y, (const T*)x, ld, s, n);                                                \
     }
 
 static inline float pk_col_one_f32(float v) { return pk_sum_keep_nan(0.0f, v); }
