@@ -111,85 +111,9 @@ static inline pk_rows_v pk_rows_order(pk_rows_v m, int rounds) { (void)rounds; r
 #define PK_ROWS_UNROLL(n)
 #endif
 
-/* The first maxima of the pairs of p[2o .. 2o + 2L) in pk_rows_even's lane order (pk_rows_order
- * puts them right), NaN lanes or-ed into *bad. */
-static inline pk_rows_v pk_tiles_pair(const float* p, ptrdiff_t o, pk_rows_m* bad)
-{
-    pk_rows_v a = pk_rows_ld(p + 2 * o), b = pk_rows_ld(p + 2 * o + PK_ROWS_L);
-    *bad |= pk_rows_nan(a, b);
-    return pk_rows_max(pk_rows_even(a, b), pk_rows_odd(a, b));
-}
-
-/* TILES' W pass for float32 windows 2 wide (src/kernels/maxpool_tiles.pxi): dst[i] = the first
- * maximum of src[2i], src[2i + 1] by the cheap compare, i < n; returns whether src held a NaN (dst is
- * then to be redone exactly).  pass 2's even/odd split, whole vectors then a scalar remainder: the
- * compiler's own vectorisation of the pair loop split every operand across lanes (vpermd), and the
- * AVX2 build ran slower than the baseline one (docs/tuning.md#tiles-strategy). */
-static inline int pk_tiles_w2_f32(const float* src, float* dst, ptrdiff_t n)
-{
-    pk_rows_m bad = {0};
-    ptrdiff_t i = 0;
-    int odd = 0;
-    for (; i + PK_ROWS_L <= n; i += PK_ROWS_L)
-        pk_rows_st(dst + i, pk_rows_order(pk_tiles_pair(src, i, &bad), 1));
-    for (; i < n; i++) {
-        float a = src[2 * i], b = src[2 * i + 1];
-        odd |= (a != a) | (b != b);
-        dst[i] = b > a ? b : a;
-    }
-    return odd | pk_rows_any(bad);
-}
-
-/* TILES' 2x2 (2-D) and 2x2x2 (3-D) stride-2 windows for float32 in one pass over the input
- * (src/kernels/maxpool_tiles.pxi): output row q < n of y (OW >= PK_ROWS_L values) from rows
- * x0 + 4q * OW and the one after it (2 * OW values each), then in 3-D the same rows of x1, the
- * second depth tap (NULL in 2-D).  Each row's pairs, then the two rows, then the two depth taps:
- * the contract's order, each combine keeping its earlier operand on ties.  Returns whether the
- * rows held a NaN (y then holds no promised values).  A row's last vector overlaps the one before
- * it.  The batch form (W pass into scratch, then H, then D) ran at half a read loop's speed from
- * memory: docs/tuning.md#tiles-strategy.  The input rows PK_TILES_AHEAD bytes ahead are prefetched
- * (prefetches never fault, so past the input too): without, the two rows read side by side missed
- * to memory in the baseline build (VGG's 224-wide pool1 1.5x slower than the batch form).  Out of
- * line: inlined into TILES' batch loop it changed that loop's code, and the rows narrower than a
- * vector, which stay there (VGG's pool5), ran 1.1x slower. */
+/* TILES' 2x2 (2-D) and 2x2x2 (3-D) stride-2 windows in one pass over the input: pk_tiles_k2_f32,
+ * pk_tiles_k2_h16 (pooling_rows_body.h).  The input rows PK_TILES_AHEAD bytes ahead are prefetched. */
 #define PK_TILES_AHEAD 4096
-static inline void pk_tiles_k2_at(const float* a, const float* c, float* y, ptrdiff_t OW, ptrdiff_t o,
-                                  int depth, pk_rows_m* bad)
-{
-    pk_rows_v m = pk_rows_max(pk_tiles_pair(a, o, bad), pk_tiles_pair(a + 2 * OW, o, bad));
-    if (depth)
-        m = pk_rows_max(m, pk_rows_max(pk_tiles_pair(c, o, bad), pk_tiles_pair(c + 2 * OW, o, bad)));
-    pk_rows_st(y + o, pk_rows_order(m, 1));
-}
-
-static inline void pk_tiles_k2_row(const float* a, const float* c, float* y, ptrdiff_t OW, int depth,
-                                   pk_rows_m* bad)
-{
-    ptrdiff_t o;
-    PK_ROWS_UNROLL(2)
-    for (o = 0; o <= OW - PK_ROWS_L; o += PK_ROWS_L)
-        pk_tiles_k2_at(a, c, y, OW, o, depth, bad);
-    if (o < OW)
-        pk_tiles_k2_at(a, c, y, OW, OW - PK_ROWS_L, depth, bad);
-}
-
-static PK_NOINLINE int pk_tiles_k2_f32(const float* x0, const float* x1, float* y, ptrdiff_t n, ptrdiff_t OW)
-{
-    pk_rows_m bad = {0};
-    const ptrdiff_t ahead = 4 * OW * (PK_TILES_AHEAD / (16 * OW) + 1);   /* floats: whole output rows */
-    for (ptrdiff_t q = 0; q < n; q++) {
-        for (ptrdiff_t b = 0; b < 4 * OW; b += 16) {   /* a line at a time, past the batch too */
-            pk_prefetch(x0 + 4 * q * OW + ahead + b);
-            if (x1 != NULL)
-                pk_prefetch(x1 + 4 * q * OW + ahead + b);
-        }
-        if (x1 != NULL)
-            pk_tiles_k2_row(x0 + 4 * q * OW, x1 + 4 * q * OW, y + q * OW, OW, 1, &bad);
-        else
-            pk_tiles_k2_row(x0 + 4 * q * OW, NULL, y + q * OW, OW, 0, &bad);
-    }
-    return pk_rows_any(bad);
-}
 
 /* Values of one thread's row buffer: the padded row V that the windows read, plus spare
  * vectors' worth (`lanes`: the kind's widest) for the overlapping loads. */
@@ -384,4 +308,25 @@ PK_VEC_CHECKS(pk_rows, float)
 #define PK_RB_C pk_rh_c
 #define PK_RB_ZEROS 0
 #include "pooling_rows_body.h"
+
+/* TILES' W pass for float32 windows 2 wide (src/kernels/maxpool_tiles.pxi): dst[i] = the first
+ * maximum of src[2i], src[2i + 1] by the cheap compare, i < n; returns whether src held a NaN (dst is
+ * then to be redone exactly).  pass 2's even/odd split, whole vectors then a scalar remainder: the
+ * compiler's own vectorisation of the pair loop split every operand across lanes (vpermd), and the
+ * AVX2 build ran slower than the baseline one (docs/tuning.md#tiles-strategy). */
+static inline int pk_tiles_w2_f32(const float* src, float* dst, ptrdiff_t n)
+{
+    pk_rows_m bad = {0};
+    ptrdiff_t i = 0;
+    int odd = 0;
+    for (; i + PK_ROWS_L <= n; i += PK_ROWS_L)
+        pk_rows_st(dst + i, pk_rows_order(pk_tiles_pair_f32(src, i, &bad), 1));
+    for (; i < n; i++) {
+        float a = src[2 * i], b = src[2 * i + 1];
+        odd |= (a != a) | (b != b);
+        dst[i] = b > a ? b : a;
+    }
+    return odd | pk_rows_any(bad);
+}
+
 #endif

@@ -1,4 +1,5 @@
-/* ROWS_FIRST's passes and plane loop, written once for both of its element kinds: included by
+/* ROWS_FIRST's passes and plane loop, and TILES' one-pass 2x2 windows, written once for both of their
+ * element kinds: included by
  * pooling_rows.h once per kind, with these defined (and undefined after):
  *
  *   PK_RB_T        the element type of x, y and the row buffers: float, or int16_t for 16-bit
@@ -178,6 +179,72 @@ static inline int PK_RB_N(pk_rows)(const PK_RB_T* x, PK_RB_T* y, ptrdiff_t H, pt
     (void)zero;
 #endif
     return 0;
+}
+
+/* TILES' 2x2 (2-D) and 2x2x2 (3-D) stride-2 windows in one pass over the input
+ * (src/kernels/maxpool_tiles.pxi).  pk_tiles_pair: the first maxima of the pairs of
+ * p[2o .. 2o + 2L) in the kind's even lane order (order() puts them right), their values fed to
+ * the checks. */
+static inline PK_RB_V PK_RB_N(pk_tiles_pair)(const PK_RB_T* p, ptrdiff_t o, PK_RB_C* bad)
+{
+    PK_RB_V a = PK_RB_F(ld)(p + 2 * o), b = PK_RB_F(ld)(p + 2 * o + PK_RB_L);
+    PK_RB_F(chk)(bad, a, b);
+    a = PK_RB_F(key)(a);
+    b = PK_RB_F(key)(b);
+    return PK_RB_F(max)(PK_RB_F(even)(a, b), PK_RB_F(odd)(a, b));
+}
+
+static inline void PK_RB_N(pk_tiles_k2_at)(const PK_RB_T* a, const PK_RB_T* c, PK_RB_T* y, ptrdiff_t OW,
+                                           ptrdiff_t o, int depth, PK_RB_C* bad)
+{
+    PK_RB_V m = PK_RB_F(max)(PK_RB_N(pk_tiles_pair)(a, o, bad), PK_RB_N(pk_tiles_pair)(a + 2 * OW, o, bad));
+    if (depth)
+        m = PK_RB_F(max)(m, PK_RB_F(max)(PK_RB_N(pk_tiles_pair)(c, o, bad),
+                                         PK_RB_N(pk_tiles_pair)(c + 2 * OW, o, bad)));
+    PK_RB_F(sty)(y + o, PK_RB_F(order)(m, 1));
+}
+
+static inline void PK_RB_N(pk_tiles_k2_row)(const PK_RB_T* a, const PK_RB_T* c, PK_RB_T* y, ptrdiff_t OW,
+                                            int depth, PK_RB_C* bad)
+{
+    ptrdiff_t o;
+    PK_ROWS_UNROLL(2)
+    for (o = 0; o <= OW - PK_RB_L; o += PK_RB_L)
+        PK_RB_N(pk_tiles_k2_at)(a, c, y, OW, o, depth, bad);
+    if (o < OW)
+        PK_RB_N(pk_tiles_k2_at)(a, c, y, OW, OW - PK_RB_L, depth, bad);
+}
+
+/* Output row q < n of y (OW >= L values) from input rows x0 + 4q * OW and the one after it (2 * OW
+ * values each), then in 3-D the same rows of x1, the second depth tap (NULL in 2-D).  Each row's
+ * pairs, then the two rows, then the two depth taps: the contract's order, each combine keeping its
+ * earlier operand on ties.  Returns 1 when the rows held a value the cheap compare gets wrong (NaN;
+ * -0.0 for 16-bit floats, whose keys tie it with +0.0): y then holds no promised values.  A row's last
+ * vector overlaps the one before it.  The batch form (W pass into scratch, then H, then D) ran at half
+ * a read loop's speed from memory: docs/tuning.md#tiles-strategy.  The input rows PK_TILES_AHEAD
+ * bytes ahead are prefetched (prefetches never fault, so past the input too): without, the two rows
+ * read side by side missed to memory in the baseline build.  Out of line: inlined into TILES' batch
+ * loop it changed that loop's code, and the rows narrower than a vector, which stay there (VGG's
+ * pool5), ran 1.1x slower. */
+static PK_NOINLINE int PK_RB_N(pk_tiles_k2)(const PK_RB_T* x0, const PK_RB_T* x1, PK_RB_T* y, ptrdiff_t n,
+                                            ptrdiff_t OW, int inf_bits)
+{
+    PK_RB_C bad = PK_RB_F(clean)();
+    const ptrdiff_t per = 4 * OW;   /* input values per output row and depth tap */
+    const ptrdiff_t ahead = per * (PK_TILES_AHEAD / (per * (ptrdiff_t)sizeof(PK_RB_T)) + 1);
+    const ptrdiff_t line = 64 / sizeof(PK_RB_T);
+    for (ptrdiff_t q = 0; q < n; q++) {
+        for (ptrdiff_t b = 0; b < per; b += line) {   /* a line at a time, past the batch too */
+            pk_prefetch(x0 + q * per + ahead + b);
+            if (x1 != NULL)
+                pk_prefetch(x1 + q * per + ahead + b);
+        }
+        if (x1 != NULL)
+            PK_RB_N(pk_tiles_k2_row)(x0 + q * per, x1 + q * per, y + q * OW, OW, 1, &bad);
+        else
+            PK_RB_N(pk_tiles_k2_row)(x0 + q * per, NULL, y + q * OW, OW, 0, &bad);
+    }
+    return PK_RB_F(bad)(bad, inf_bits);
 }
 
 #undef PK_RB_T

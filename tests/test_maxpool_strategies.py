@@ -235,6 +235,12 @@ TILES_CASES = [
     ((1, 3, 10, 16), dict(kernel_shape=(2, 2), strides=(2, 2))),
     ((2, 3, 4, 6, 26), dict(kernel_shape=(2, 2, 2), strides=(2, 2, 2))),
     ((1, 2, 6, 4, 30), dict(kernel_shape=(2, 2, 2), strides=(2, 2, 2), activation="Relu")),
+    # the same for 16-bit floats (16 lanes): rows of exactly one vector, a last vector overlapping
+    # (OW 17, 25), whole vectors and a remainder
+    ((1, 3, 4, 32), dict(kernel_shape=(2, 2), strides=(2, 2))),
+    ((1, 3, 6, 34), dict(kernel_shape=(2, 2), strides=(2, 2))),
+    ((2, 2, 4, 6, 50), dict(kernel_shape=(2, 2, 2), strides=(2, 2, 2), activation="Relu")),
+    ((1, 2, 8, 72), dict(kernel_shape=(2, 2), strides=(2, 2), activation="Clip", activation_params=(-0.5, 1.0))),
 ]
 
 
@@ -274,6 +280,8 @@ ODD_CASES = [
     (S.TILES, (1, 2, 6, 4, 6), dict(kernel_shape=(3, 2, 2), strides=(3, 2, 2))),
     (S.TILES, (1, 2, 4, 4, 18), dict(kernel_shape=(2, 2, 2), strides=(2, 2, 2))),
     (S.TILES, (2, 2, 6, 20), dict(kernel_shape=(2, 2), strides=(2, 2))),
+    (S.TILES, (2, 2, 6, 40), dict(kernel_shape=(2, 2), strides=(2, 2))),     # 16-bit floats' one pass too
+    (S.TILES, (1, 2, 4, 4, 36), dict(kernel_shape=(2, 2, 2), strides=(2, 2, 2))),
     (S.INTERLEAVED, (1, 37, 6, 7), dict(kernel_shape=(3, 3), strides=(1, 2), pads=(1, 1, 1, 1))),
     (S.PLANES, (1, 3, 7, 9), dict(kernel_shape=(7, 9))),
 ]
@@ -292,11 +300,14 @@ def test_one_odd_value_redoes_its_piece_exactly(strategy, shape, attrs, kind, sp
             assert_same(pooling.max_pool(x, n_threads=nt, _strategy=strategy, **attrs), want)
 
 
-@pytest.mark.parametrize("shape, kernel", [((2, 3, 6, 20), (2, 2)), ((1, 2, 4, 6, 18), (2, 2, 2))])
-def test_tiles_one_pass_keeps_the_first_of_equal_zeros(shape, kernel, rng):
-    """TILES' one-pass float32 2x2 and 2x2x2 windows combine W, then H, then depth, each keeping
-    the earlier of equal values: windows of -0.0 and +0.0 give the contract's zero, bit for bit."""
-    x = rng.choice(np.array([-0.0, 0.0, -1.0], np.float32), size=shape)
+@pytest.mark.parametrize("kind", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("shape, kernel", [((2, 3, 6, 20), (2, 2)), ((1, 2, 4, 6, 18), (2, 2, 2)),
+                                           ((2, 3, 6, 40), (2, 2)), ((1, 2, 4, 6, 34), (2, 2, 2))])
+def test_tiles_one_pass_keeps_the_first_of_equal_zeros(shape, kernel, kind, rng):
+    """TILES' one-pass 2x2 and 2x2x2 windows combine W, then H, then depth, each keeping the
+    earlier of equal values (float32), or send a batch holding -0.0 to the exact compare (16-bit
+    floats' keys tie it with +0.0): windows of -0.0 and +0.0 give the contract's zero, bit for bit."""
+    x = to_dtype(rng.choice(np.array([-0.0, 0.0, -1.0], np.float32), size=shape), kind)
     want = reference.max_pool(x, kernel_shape=kernel, strides=kernel)
     for nt in (1, 2):
         assert_same(pooling.max_pool(x, kernel_shape=kernel, strides=kernel, n_threads=nt,

@@ -165,10 +165,13 @@ cdef extern from "pooling_reduce.h":
 cdef extern from "pooling_rows.h":
     int pk_tiles_w2_f32(const float* src, float* dst, Py_ssize_t n) noexcept nogil
     int pk_tiles_k2_f32(const float* x0, const float* x1, float* y, Py_ssize_t n,
-                        Py_ssize_t OW) noexcept nogil
+                        Py_ssize_t OW, int inf_bits) noexcept nogil
+    int pk_tiles_k2_h16(const int16_t* x0, const int16_t* x1, int16_t* y, Py_ssize_t n,
+                        Py_ssize_t OW, int inf_bits) noexcept nogil
     enum:
         PK_ROWS_MAX_LANES   # rows at least this long (strategy ROWS_FIRST)
         PK_ROWS_L           # float32 lanes of this build's row vectors (TILES' one-pass 2x2 windows)
+        PK_RH_L             # int16 lanes of the same (16-bit floats' keys)
         PK_ROWS_H16_MAX_LANES   # 16-bit rows at least this long
     Py_ssize_t pk_rows_len(Py_ssize_t W, Py_ssize_t OW, Py_ssize_t kw, Py_ssize_t sw, Py_ssize_t dw,
                            Py_ssize_t pw, Py_ssize_t lanes) noexcept nogil

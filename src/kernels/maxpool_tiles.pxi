@@ -15,6 +15,10 @@
 # fused kernel's per-plane and per-row set-up dominated small planes
 # (docs/tuning.md#tiles-strategy).
 #
+# 2x2 and 2x2x2 windows of float32 and 16-bit floats on rows of at least a
+# vector skip the batch form: one pass over the input in registers
+# (pk_tiles_k2_f32 / _h16, include/pooling_rows_body.h).
+#
 # A batch holding an odd value (NaN; -0.0 too for 16-bit floats) is redone
 # with the exact compare; otherwise 16-bit floats travel as fast keys.
 # ===========================================================================
@@ -48,6 +52,28 @@ cdef inline bint _tiles_w(const pool_t* src, pool_t* dst, Py_ssize_t n, Py_ssize
     return odd
 
 
+cdef inline bint _tiles_k2(const pool_t* x, pool_t* y, const Geom* g, Py_ssize_t r, Py_ssize_t n,
+                           bint* one_pass) noexcept nogil:
+    """Output rows [r, r + n) of 2x2 and 2x2x2 windows of float32 or a 16-bit float in one pass
+    (include/pooling_rows_body.h), results as values, where the rows are at least a vector
+    long: sets *one_pass and returns whether the input held an _odd() value (y is then to be
+    recomputed with `exact`).  Otherwise leaves *one_pass false and returns False."""
+    cdef const pool_t* x1 = x + _tiles_src(g, r, 1) if g.kd == 2 else NULL
+    one_pass[0] = g.kw == 2 and g.kh == 2 and g.kd <= 2
+    if pool_t is float:
+        one_pass[0] &= g.OW >= PK_ROWS_L
+        if one_pass[0]:
+            return pk_tiles_k2_f32(x + _tiles_src(g, r, 0), x1, y + r * g.OW, n, g.OW, g.inf_bits)
+    elif pool_t is uint16_t:
+        one_pass[0] &= g.OW >= PK_RH_L
+        if one_pass[0]:
+            return pk_tiles_k2_h16(<const int16_t*>x + _tiles_src(g, r, 0), <const int16_t*>x1,
+                                   <int16_t*>y + r * g.OW, n, g.OW, g.inf_bits)
+    else:
+        one_pass[0] = False
+    return False
+
+
 cdef inline Py_ssize_t _tiles_src(const Geom* g, Py_ssize_t r, Py_ssize_t td) noexcept nogil:
     """Offset in x of the first input row of output row r at depth tap td: row (r % OH) * kh
     of depth slice p * D + od * kd + td, where r // OH = p * OD + od."""
@@ -66,10 +92,6 @@ cdef inline bint _tiles_batch(const pool_t* x, pool_t* y, const Geom* g, Py_ssiz
     cdef pool_t* d
     cdef pool_t* yb = y + r * OW
     cdef bint odd = False
-    if pool_t is float and not exact and g.kw == 2 and kh == 2 and g.kd <= 2 and OW >= PK_ROWS_L:
-        # 2x2 and 2x2x2 float32 windows in one pass (include/pooling_rows.h)
-        return pk_tiles_k2_f32(x + _tiles_src(g, r, 0), x + _tiles_src(g, r, 1) if g.kd == 2 else NULL,
-                               yb, n, OW)
     for td in range(g.kd):
         if g.kw == 2:
             odd |= _tiles_w(x + _tiles_src(g, r, td), buf, m, 2, g.inf_bits, exact)
@@ -162,17 +184,19 @@ cdef void _tiles(pool_t* kind, const _UnitsJob* j, Py_ssize_t begin, Py_ssize_t 
     cdef pool_t* y = <pool_t*>j.y
     cdef pool_t* buf = <pool_t*>j.hv + tid * j.vs
     cdef pool_t* yb
-    cdef bint odd
+    cdef bint odd, one_pass
     while r < end:
         n = min(end - r, j.rows)
         if gc.kd > 1:
             n = min(n, gc.OH - r % gc.OH)
         # (literal arguments: the compiler specialises the loops for each)
-        odd = _tiles_batch(x, y, &gc, r, n, buf, False)
+        odd = _tiles_k2(x, y, &gc, r, n, &one_pass)
+        if not one_pass:
+            odd = _tiles_batch(x, y, &gc, r, n, buf, False)
         if odd:
             _tiles_batch(x, y, &gc, r, n, buf, True)
         yb = y + r * OW
-        if pool_t is uint16_t and not odd:
+        if pool_t is uint16_t and not odd and not one_pass:  # keys back to values
             for i in range(n * OW):
                 yb[i] = _ring(yb[i])
         if j.act:
