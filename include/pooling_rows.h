@@ -101,6 +101,19 @@ static inline pk_rows_v pk_rows_order(pk_rows_v m, int rounds) { (void)rounds; r
 
 #endif
 
+/* The first maxima of the pairs of a then b, in pk_rows_even's lane order (pk_rows_order puts
+ * them right); and of the triples p[2j], p[2j + 1], p[2j + 2], j < L, the same way (a 3-wide
+ * window with stride 2). */
+static inline pk_rows_v pk_rows_pairs(pk_rows_v a, pk_rows_v b)
+{
+    return pk_rows_max(pk_rows_even(a, b), pk_rows_odd(a, b));
+}
+static inline pk_rows_v pk_rows_trios(const float* p)
+{
+    pk_rows_v m = pk_rows_pairs(pk_rows_ld(p), pk_rows_ld(p + PK_ROWS_L));
+    return pk_rows_max(m, pk_rows_even(pk_rows_ld(p + 2), pk_rows_ld(p + 2 + PK_ROWS_L)));
+}
+
 /* The whole-vector loops of both passes unrolled, by 4 and by 2 (GCC and Clang): rolled, each
  * iteration's loop overhead rivalled its 4-6 loads and one store (docs/tuning.md#rows_first-passes).
  * Pass 2 unrolled by 4 was no faster than by 2. */
@@ -271,6 +284,46 @@ static inline pk_rh_v pk_rh_even(pk_rh_v a, pk_rh_v b) { (void)b; return a; }
 static inline pk_rh_v pk_rh_odd(pk_rh_v a, pk_rh_v b) { (void)a; return b; }
 static inline pk_rh_v pk_rh_order(pk_rh_v m, int rounds) { (void)rounds; return m; }
 #endif
+
+/* As pk_rows_pairs and pk_rows_trios, for int16 keys.  On x86 without shuffles of 16-bit lanes
+ * (pk_rh_even and pk_rh_odd are three byte shuffles each, port 5's alone): each 32-bit lane's
+ * high half takes the maximum of its pair (a shift up and a max; for a triple also the load one
+ * value on, whose high halves are the third values), and a signed pack of the high halves shifted
+ * down gives pk_rh_even's lane order, exactly (int16 values in int32 lanes do not saturate). */
+#if PK_SIMD && PK_SIMD_BYTES >= 32
+static inline pk_rh_v pk_rh_high(pk_rh_v m) { return (pk_rh_v)_mm256_srai_epi32((__m256i)m, 16); }
+static inline pk_rh_v pk_rh_up(pk_rh_v a) { return (pk_rh_v)_mm256_slli_epi32((__m256i)a, 16); }
+static inline pk_rh_v pk_rh_pack(pk_rh_v a, pk_rh_v b) { return (pk_rh_v)_mm256_packs_epi32((__m256i)a, (__m256i)b); }
+#define PK_RH_PACKED 1
+#elif PK_SIMD && defined(__SSE2__)
+static inline pk_rh_v pk_rh_high(pk_rh_v m) { return (pk_rh_v)_mm_srai_epi32((__m128i)m, 16); }
+static inline pk_rh_v pk_rh_up(pk_rh_v a) { return (pk_rh_v)_mm_slli_epi32((__m128i)a, 16); }
+static inline pk_rh_v pk_rh_pack(pk_rh_v a, pk_rh_v b) { return (pk_rh_v)_mm_packs_epi32((__m128i)a, (__m128i)b); }
+#define PK_RH_PACKED 1
+#else
+#define PK_RH_PACKED 0
+#endif
+
+static inline pk_rh_v pk_rh_pairs(pk_rh_v a, pk_rh_v b)
+{
+#if PK_RH_PACKED
+    return pk_rh_pack(pk_rh_high(pk_rh_max(a, pk_rh_up(a))), pk_rh_high(pk_rh_max(b, pk_rh_up(b))));
+#else
+    return pk_rh_max(pk_rh_even(a, b), pk_rh_odd(a, b));
+#endif
+}
+static inline pk_rh_v pk_rh_trios(const int16_t* p)
+{
+    pk_rh_v a = pk_rh_ld(p), b = pk_rh_ld(p + PK_RH_L);
+#if PK_RH_PACKED
+    a = pk_rh_max(pk_rh_max(a, pk_rh_up(a)), pk_rh_ld(p + 1));
+    b = pk_rh_max(pk_rh_max(b, pk_rh_up(b)), pk_rh_ld(p + 1 + PK_RH_L));
+    return pk_rh_pack(pk_rh_high(a), pk_rh_high(b));
+#else
+    return pk_rh_max(pk_rh_pairs(a, b), pk_rh_even(pk_rh_ld(p + 2), pk_rh_ld(p + 2 + PK_RH_L)));
+#endif
+}
+#undef PK_RH_PACKED
 
 /* The padding of R 16-bit row buffers of ld keys each (see pk_rows_pad). */
 static inline void pk_rows_pad_h16(int16_t* V, ptrdiff_t ld, ptrdiff_t R, ptrdiff_t W, ptrdiff_t pw)

@@ -5,8 +5,8 @@
  *   PK_RB_T        the element type of x, y and the row buffers: float, or int16_t for 16-bit
  *                  floats (their bits; the buffers hold their keys)
  *   PK_RB_N(name)  the kind's name of a function: name##_f32, name##_h16
- *   PK_RB_F(op)    the kind's vector operation (pk_rows_##op, pk_rh_##op): ld / st / max / even /
- *                  odd / order as in pooling_simd.h and pooling_rows.h; key, what a loaded input
+ *   PK_RB_F(op)    the kind's vector operation (pk_rows_##op, pk_rh_##op): ld / st / max / pairs /
+ *                  trios / order as in pooling_simd.h and pooling_rows.h; key, what a loaded input
  *                  value is compared as (float32: itself; 16-bit floats: its key, pooling_rows.h),
  *                  and sty, the store of an output row (16-bit floats: the keys' bits); and the
  *                  checks of the values the cheap compare could get wrong: a state PK_RB_C, set up
@@ -66,23 +66,18 @@ static inline PK_RB_V PK_RB_N(pk_rows_pass2_at)(const PK_RB_T* V, ptrdiff_t o, i
         if (three)
             m = PK_RB_F(max)(m, PK_RB_F(ld)(V + o + d2));
     } else if (sw == 2) {
-        a = PK_RB_F(ld)(V + 2 * o);
-        b = PK_RB_F(ld)(V + 2 * o + PK_RB_L);
-        m = PK_RB_F(max)(PK_RB_F(even)(a, b), PK_RB_F(odd)(a, b));
-        if (three) {
-            c = PK_RB_F(ld)(V + 2 * o + 2);
-            d = PK_RB_F(ld)(V + 2 * o + 2 + PK_RB_L);
-            m = PK_RB_F(max)(m, PK_RB_F(even)(c, d));
-        }
+        if (three)
+            m = PK_RB_F(trios)(V + 2 * o);
+        else
+            m = PK_RB_F(pairs)(PK_RB_F(ld)(V + 2 * o), PK_RB_F(ld)(V + 2 * o + PK_RB_L));
         m = PK_RB_F(order)(m, 1);
     } else {
         a = PK_RB_F(ld)(V + 4 * o);
         b = PK_RB_F(ld)(V + 4 * o + PK_RB_L);
         c = PK_RB_F(ld)(V + 4 * o + 2 * PK_RB_L);
         d = PK_RB_F(ld)(V + 4 * o + 3 * PK_RB_L);
-        a = PK_RB_F(max)(PK_RB_F(even)(a, b), PK_RB_F(odd)(a, b));   /* pairs */
-        c = PK_RB_F(max)(PK_RB_F(even)(c, d), PK_RB_F(odd)(c, d));
-        m = PK_RB_F(order)(PK_RB_F(max)(PK_RB_F(even)(a, c), PK_RB_F(odd)(a, c)), 2);
+        /* pairs, then pairs of the pairs (both in the even lane order) */
+        m = PK_RB_F(order)(PK_RB_F(pairs)(PK_RB_F(pairs)(a, b), PK_RB_F(pairs)(c, d)), 2);
     }
     return m;
 }
@@ -189,9 +184,7 @@ static inline PK_RB_V PK_RB_N(pk_tiles_pair)(const PK_RB_T* p, ptrdiff_t o, PK_R
 {
     PK_RB_V a = PK_RB_F(ld)(p + 2 * o), b = PK_RB_F(ld)(p + 2 * o + PK_RB_L);
     PK_RB_F(chk)(bad, a, b);
-    a = PK_RB_F(key)(a);
-    b = PK_RB_F(key)(b);
-    return PK_RB_F(max)(PK_RB_F(even)(a, b), PK_RB_F(odd)(a, b));
+    return PK_RB_F(pairs)(PK_RB_F(key)(a), PK_RB_F(key)(b));
 }
 
 static inline void PK_RB_N(pk_tiles_k2_at)(const PK_RB_T* a, const PK_RB_T* c, PK_RB_T* y, ptrdiff_t OW,
