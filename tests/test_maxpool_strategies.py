@@ -152,7 +152,11 @@ CHOOSER_CASES = [
     (S.PLANES, _plan((1, 2048, 7, 7), 7, 7), "float16", False),
     (S.FUSED, _plan((2, 32, 32, 56, 56), 3, 2, 1, return_indices=True), "float32", True),
     (S.DEPTH_FIRST, _plan((2, 32, 32, 56, 56), 3, 2, 1), "uint8", False),
-    (S.DEPTH_FIRST, _plan((2, 32, 32, 56, 56), 3, 2, 1), "float16", False),
+    # 16-bit floats: DEPTH_FIRST only where ROWS_FIRST cannot pool the depth slices (rows under 16)
+    (S.DEPTH_SPLIT, _plan((2, 32, 32, 56, 56), 3, 2, 1), "float16", False),
+    (S.DEPTH_FIRST, _plan((2, 32, 32, 14, 14), 3, 2, 1), "bfloat16", False),
+    (S.TILES, _plan((2, 16, 32, 48, 48), 2, 2), "float16", False),
+    (S.DEPTH_FIRST, _plan((2, 16, 32, 24, 24), 2, 2), "float16", False),
     (S.DEPTH_SPLIT, _plan((2, 32, 32, 56, 56), 3, 2, 1), "float32", False),
     (S.DEPTH_SPLIT, _plan((2, 32, 32, 56, 56), 3, 2, 1, return_indices=True), "uint8", True),
     (S.SEPARABLE, _plan((1, 2, 4, 4, 4, 4), 2), "float32", False),

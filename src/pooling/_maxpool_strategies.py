@@ -449,7 +449,8 @@ class DepthFirst(Unit):
     """NCHW 3-D with a depth kernel above 1, no Indices: each output depth slice pooled in 2-D
     from the maximum of the depth slices it reads (one H*W slice of scratch per thread, no
     intermediate array; maxpool_fused.pxi).  Pays for 1- and 2-byte types, whose 2-D passes are
-    compute bound, with at least 4 output depth slices per thread
+    compute bound, with at least 4 output depth slices per thread; not for 16-bit floats whose
+    depth slices ROWS_FIRST computes, which DEPTH_SPLIT (or TILES' one pass) then does faster
     (docs/tuning.md#depth_first-strategy)."""
     strategy = Strategy.DEPTH_FIRST
 
@@ -458,8 +459,10 @@ class DepthFirst(Unit):
                 and _buffer_rows(*_promote(plan)[:5], KINDS[kind].itemsize) is not None)
 
     def pays(self, plan, kind, nt, with_indices):
-        return (_depth(plan) and not with_indices and KINDS[kind].itemsize <= 2
-                and plan.out_shape[0] * plan.out_shape[1] * plan.out_shape[2] >= 4 * nt)
+        if not (_depth(plan) and not with_indices and KINDS[kind].itemsize <= 2
+                and plan.out_shape[0] * plan.out_shape[1] * plan.out_shape[2] >= 4 * nt):
+            return False
+        return not (KINDS[kind].inf_bits and _rows_first(_slices_plan(plan, (1, 1)), kind))
 
     def build(self, plan, kind, nt, act, inf_bits, with_indices):
         brows = _buffer_rows(*_promote(plan)[:5], KINDS[kind].itemsize)
