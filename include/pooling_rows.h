@@ -27,7 +27,8 @@
  * row and column.
  *
  * 16-bit floats run the same passes (pooling_rows_body.h) on int16 keys, their planes' odd values
- * found on load (pk_rh_key, pk_rh_chk below); rows at least PK_ROWS_H16_MAX_LANES long.
+ * found on load (the key and chk of pooling_rows_h16.h); rows at least PK_ROWS_H16_MIN_LANES long (those
+ * under the build's int16 lanes by 16-byte vectors).
  *
  * Vectors of the build's register width up to 32 bytes (include/pooling_simd.h); where there are
  * none (MSVC, or PK_SIMD_SCALAR defined) scalar loops. */
@@ -149,181 +150,35 @@ static inline void pk_rows_pad(float* V, ptrdiff_t ld, ptrdiff_t R, ptrdiff_t W,
     }
 }
 
-/* 16-bit floats (float16, bfloat16) travel as keys (pk_rh_key): int16s whose signed order is the
+/* 16-bit floats (float16, bfloat16) travel as keys (key in pooling_rows_h16.h): int16s whose signed order is the
  * value order for every value but NaN and -0.0, mapped back to the same bits on the way out.  The
- * loads of the rows pass 1 checks are looked for those two (pk_rh_chk), and a plane holding one is
+ * loads of the rows pass 1 checks are looked for those two (its chk), and a plane holding one is
  * the caller's to compute exactly.  Vectors of int16 keys of up to 32 bytes (vpmaxsw, SSE2's
  * pmaxsw) hold twice float32's lanes.  The padding is INT16_MIN, below every key. */
-#define PK_ROWS_H16_MAX_LANES 16   /* the widest build's int16 lanes: 16-bit rows at least this long */
+#define PK_ROWS_H16_MAX_LANES 16   /* the widest build's int16 lanes (the spare values row buffers keep) */
 
+/* The family of the build's widest vectors up to 32 bytes (pk_rh_*), and where those are wider,
+ * a 16-byte one (pk_rn_*) for rows of 8 to 15: pooling_rows_h16.h. */
+#define PK_RH(op) pk_rh_##op
 #if PK_SIMD && PK_SIMD_BYTES >= 32
-typedef int16_t pk_rh_v __attribute__((vector_size(32)));
+#define PK_RH_BYTES 32
 #elif PK_SIMD
-typedef int16_t pk_rh_v __attribute__((vector_size(16)));
+#define PK_RH_BYTES 16
 #else
-typedef int16_t pk_rh_v;
+#define PK_RH_BYTES 2
 #endif
-typedef pk_rh_v pk_rh_m;
-enum { PK_RH_L = sizeof(pk_rh_v) / sizeof(int16_t) };
+#include "pooling_rows_h16.h"
+#define PK_RH_L pk_rh_lanes
 
-static inline pk_rh_v pk_rh_ld(const int16_t* p)
-{
-    pk_rh_v v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-static inline void pk_rh_st(int16_t* p, pk_rh_v v) { memcpy(p, &v, sizeof v); }
-/* The key of a value's bits, and the bits of a key.  Where the build has SSSE3's psignw the key
- * is the magnitude with the value's sign (two operations, the magnitude shared with pk_rh_chk;
- * -0.0 then ties with +0.0, but such planes are not computed here), else the flip of
- * pk_half_fast_key, its own inverse. */
 #if PK_SIMD && PK_SIMD_BYTES >= 32
-static inline pk_rh_v pk_rh_key(pk_rh_v v) { return (pk_rh_v)_mm256_sign_epi16((__m256i)(v & 0x7fff), (__m256i)v); }
-static inline pk_rh_v pk_rh_bits(pk_rh_v k) { return (pk_rh_v)_mm256_abs_epi16((__m256i)k) | (k & (int16_t)0x8000); }
-#elif PK_SIMD && defined(__SSSE3__)
-static inline pk_rh_v pk_rh_key(pk_rh_v v) { return (pk_rh_v)_mm_sign_epi16((__m128i)(v & 0x7fff), (__m128i)v); }
-static inline pk_rh_v pk_rh_bits(pk_rh_v k) { return (pk_rh_v)_mm_abs_epi16((__m128i)k) | (k & (int16_t)0x8000); }
+#define PK_RH(op) pk_rn_##op
+#define PK_RH_BYTES 16
+#include "pooling_rows_h16.h"
+#define PK_RN_L pk_rn_lanes
 #else
-static inline pk_rh_v pk_rh_key(pk_rh_v v) { return v ^ ((v >> 15) & 0x7fff); }
-static inline pk_rh_v pk_rh_bits(pk_rh_v k) { return pk_rh_key(k); }
+#define PK_RN_L PK_RH_L
 #endif
-static inline void pk_rh_sty(int16_t* p, pk_rh_v v) { pk_rh_st(p, pk_rh_bits(v)); }
-static inline pk_rh_v pk_rh_max(pk_rh_v a, pk_rh_v b)
-{
-#if PK_SIMD && PK_SIMD_BYTES >= 32
-    return (pk_rh_v)_mm256_max_epi16((__m256i)a, (__m256i)b);
-#elif PK_SIMD && defined(__SSE2__)
-    return (pk_rh_v)_mm_max_epi16((__m128i)a, (__m128i)b);
-#elif PK_SIMD
-    pk_rh_m g = b > a;
-    return (b & g) | (a & ~g);
-#else
-    return b > a ? b : a;
-#endif
-}
-static inline pk_rh_v pk_rh_min(pk_rh_v a, pk_rh_v b)
-{
-#if PK_SIMD && PK_SIMD_BYTES >= 32
-    return (pk_rh_v)_mm256_min_epi16((__m256i)a, (__m256i)b);
-#elif PK_SIMD && defined(__SSE2__)
-    return (pk_rh_v)_mm_min_epi16((__m128i)a, (__m128i)b);
-#elif PK_SIMD
-    pk_rh_m g = b < a;
-    return (b & g) | (a & ~g);
-#else
-    return b < a ? b : a;
-#endif
-}
-
-/* The checks: the largest magnitude seen (above inf_bits: a NaN) and the smallest value as int16
- * (INT16_MIN only for -0.0's bits), two reductions of three operations a vector. */
-typedef struct { pk_rh_v top, low; } pk_rh_c;
-static inline pk_rh_c pk_rh_clean(void)
-{
-    pk_rh_c c;
-    memset(&c.top, 0, sizeof c.top);
-    memset(&c.low, 0x7f, sizeof c.low);
-    return c;
-}
-static inline void pk_rh_chk(pk_rh_c* c, pk_rh_v a, pk_rh_v b)
-{
-    c->top = pk_rh_max(c->top, pk_rh_max(a & 0x7fff, b & 0x7fff));
-    c->low = pk_rh_min(c->low, pk_rh_min(a, b));
-}
-static inline int pk_rh_bad(pk_rh_c c, int inf_bits)
-{
-    int bad = 0;
-#if PK_SIMD
-    for (int i = 0; i < PK_RH_L; i++)
-        bad |= (c.top[i] > inf_bits) | (c.low[i] == INT16_MIN);
-#else
-    bad = (c.top > inf_bits) | (c.low == INT16_MIN);
-#endif
-    return bad;
-}
-
-#if PK_SIMD
-#if defined(__clang__)
-#define PK_RH_SHUF(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
-#else
-#define PK_RH_SHUF(a, b, ...) __builtin_shuffle(a, b, (pk_rh_m){__VA_ARGS__})
-#endif
-
-/* As pk_rows_even and pk_rows_odd, for int16 lanes: within each 16-byte half with 32-byte vectors */
-static inline pk_rh_v pk_rh_even(pk_rh_v a, pk_rh_v b)
-{
-#if PK_SIMD_BYTES >= 32
-    return PK_RH_SHUF(a, b, 0, 2, 4, 6, 16, 18, 20, 22, 8, 10, 12, 14, 24, 26, 28, 30);
-#else
-    return PK_RH_SHUF(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
-#endif
-}
-
-static inline pk_rh_v pk_rh_odd(pk_rh_v a, pk_rh_v b)
-{
-#if PK_SIMD_BYTES >= 32
-    return PK_RH_SHUF(a, b, 1, 3, 5, 7, 17, 19, 21, 23, 9, 11, 13, 15, 25, 27, 29, 31);
-#else
-    return PK_RH_SHUF(a, b, 1, 3, 5, 7, 9, 11, 13, 15);
-#endif
-}
-
-static inline pk_rh_v pk_rh_order(pk_rh_v m, int rounds)
-{
-#if PK_SIMD_BYTES >= 32
-    if (rounds == 1)
-        return (pk_rh_v)_mm256_permute4x64_epi64((__m256i)m, 0xD8);
-    return (pk_rh_v)_mm256_permutevar8x32_epi32((__m256i)m, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-#else
-    (void)rounds;
-    return m;
-#endif
-}
-#else
-static inline pk_rh_v pk_rh_even(pk_rh_v a, pk_rh_v b) { (void)b; return a; }
-static inline pk_rh_v pk_rh_odd(pk_rh_v a, pk_rh_v b) { (void)a; return b; }
-static inline pk_rh_v pk_rh_order(pk_rh_v m, int rounds) { (void)rounds; return m; }
-#endif
-
-/* As pk_rows_pairs and pk_rows_trios, for int16 keys.  On x86 without shuffles of 16-bit lanes
- * (pk_rh_even and pk_rh_odd are three byte shuffles each, port 5's alone): each 32-bit lane's
- * high half takes the maximum of its pair (a shift up and a max; for a triple also the load one
- * value on, whose high halves are the third values), and a signed pack of the high halves shifted
- * down gives pk_rh_even's lane order, exactly (int16 values in int32 lanes do not saturate). */
-#if PK_SIMD && PK_SIMD_BYTES >= 32
-static inline pk_rh_v pk_rh_high(pk_rh_v m) { return (pk_rh_v)_mm256_srai_epi32((__m256i)m, 16); }
-static inline pk_rh_v pk_rh_up(pk_rh_v a) { return (pk_rh_v)_mm256_slli_epi32((__m256i)a, 16); }
-static inline pk_rh_v pk_rh_pack(pk_rh_v a, pk_rh_v b) { return (pk_rh_v)_mm256_packs_epi32((__m256i)a, (__m256i)b); }
-#define PK_RH_PACKED 1
-#elif PK_SIMD && defined(__SSE2__)
-static inline pk_rh_v pk_rh_high(pk_rh_v m) { return (pk_rh_v)_mm_srai_epi32((__m128i)m, 16); }
-static inline pk_rh_v pk_rh_up(pk_rh_v a) { return (pk_rh_v)_mm_slli_epi32((__m128i)a, 16); }
-static inline pk_rh_v pk_rh_pack(pk_rh_v a, pk_rh_v b) { return (pk_rh_v)_mm_packs_epi32((__m128i)a, (__m128i)b); }
-#define PK_RH_PACKED 1
-#else
-#define PK_RH_PACKED 0
-#endif
-
-static inline pk_rh_v pk_rh_pairs(pk_rh_v a, pk_rh_v b)
-{
-#if PK_RH_PACKED
-    return pk_rh_pack(pk_rh_high(pk_rh_max(a, pk_rh_up(a))), pk_rh_high(pk_rh_max(b, pk_rh_up(b))));
-#else
-    return pk_rh_max(pk_rh_even(a, b), pk_rh_odd(a, b));
-#endif
-}
-static inline pk_rh_v pk_rh_trios(const int16_t* p)
-{
-    pk_rh_v a = pk_rh_ld(p), b = pk_rh_ld(p + PK_RH_L);
-#if PK_RH_PACKED
-    a = pk_rh_max(pk_rh_max(a, pk_rh_up(a)), pk_rh_ld(p + 1));
-    b = pk_rh_max(pk_rh_max(b, pk_rh_up(b)), pk_rh_ld(p + 1 + PK_RH_L));
-    return pk_rh_pack(pk_rh_high(a), pk_rh_high(b));
-#else
-    return pk_rh_max(pk_rh_pairs(a, b), pk_rh_even(pk_rh_ld(p + 2), pk_rh_ld(p + 2 + PK_RH_L)));
-#endif
-}
-#undef PK_RH_PACKED
+#define PK_ROWS_H16_MIN_LANES 8   /* the 16-byte family's lanes: 16-bit rows at least this long */
 
 /* The padding of R 16-bit row buffers of ld keys each (see pk_rows_pad). */
 static inline void pk_rows_pad_h16(int16_t* V, ptrdiff_t ld, ptrdiff_t R, ptrdiff_t W, ptrdiff_t pw)
@@ -361,6 +216,23 @@ PK_VEC_CHECKS(pk_rows, float)
 #define PK_RB_C pk_rh_c
 #define PK_RB_ZEROS 0
 #include "pooling_rows_body.h"
+
+/* The same for rows of 8 to 15 (pk_rows_h16n, pk_tiles_k2_h16n): the 16-byte family, where the
+ * build's widest is wider; elsewhere those names are the widest family's. */
+#if PK_SIMD && PK_SIMD_BYTES >= 32
+#define PK_RB_T int16_t
+#define PK_RB_N(name) name##_h16n
+#define PK_RB_F(op) pk_rn_##op
+#define PK_RB_V pk_rn_v
+#define PK_RB_M pk_rn_m
+#define PK_RB_L PK_RN_L
+#define PK_RB_C pk_rn_c
+#define PK_RB_ZEROS 0
+#include "pooling_rows_body.h"
+#else
+#define pk_rows_h16n pk_rows_h16
+#define pk_tiles_k2_h16n pk_tiles_k2_h16
+#endif
 
 /* TILES' W pass for float32 windows 2 wide (src/kernels/maxpool_tiles.pxi): dst[i] = the first
  * maximum of src[2i], src[2i + 1] by the cheap compare, i < n; returns whether src held a NaN (dst is

@@ -168,11 +168,15 @@ cdef extern from "pooling_rows.h":
                         Py_ssize_t OW, int inf_bits) noexcept nogil
     int pk_tiles_k2_h16(const int16_t* x0, const int16_t* x1, int16_t* y, Py_ssize_t n,
                         Py_ssize_t OW, int inf_bits) noexcept nogil
+    int pk_tiles_k2_h16n(const int16_t* x0, const int16_t* x1, int16_t* y, Py_ssize_t n,
+                         Py_ssize_t OW, int inf_bits) noexcept nogil
     enum:
         PK_ROWS_MAX_LANES   # rows at least this long (strategy ROWS_FIRST)
         PK_ROWS_L           # float32 lanes of this build's row vectors (TILES' one-pass 2x2 windows)
         PK_RH_L             # int16 lanes of the same (16-bit floats' keys)
-        PK_ROWS_H16_MAX_LANES   # 16-bit rows at least this long
+        PK_RN_L             # int16 lanes of the 16-byte vectors of narrower rows (PK_RH_L in 16-byte builds)
+        PK_ROWS_H16_MAX_LANES   # the spare values of a 16-bit row buffer
+        PK_ROWS_H16_MIN_LANES   # 16-bit rows at least this long
     Py_ssize_t pk_rows_len(Py_ssize_t W, Py_ssize_t OW, Py_ssize_t kw, Py_ssize_t sw, Py_ssize_t dw,
                            Py_ssize_t pw, Py_ssize_t lanes) noexcept nogil
     void pk_rows_pad(float* V, Py_ssize_t ld, Py_ssize_t R, Py_ssize_t W, Py_ssize_t pw) noexcept nogil
@@ -185,6 +189,10 @@ cdef extern from "pooling_rows.h":
                     const Py_ssize_t* rows, Py_ssize_t kh, int nchk, Py_ssize_t kw, Py_ssize_t sw, Py_ssize_t dw,
                     Py_ssize_t pw, int16_t* V, Py_ssize_t ld, Py_ssize_t R, const int16_t* next,
                     int inf_bits) noexcept nogil
+    int pk_rows_h16n(const int16_t* x, int16_t* y, Py_ssize_t H, Py_ssize_t W, Py_ssize_t OH, Py_ssize_t OW,
+                     const Py_ssize_t* rows, Py_ssize_t kh, int nchk, Py_ssize_t kw, Py_ssize_t sw, Py_ssize_t dw,
+                     Py_ssize_t pw, int16_t* V, Py_ssize_t ld, Py_ssize_t R, const int16_t* next,
+                     int inf_bits) noexcept nogil
 
 cdef extern from "pooling_pool_api.h":
     ctypedef void (*pk_body)(void* ctx, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil

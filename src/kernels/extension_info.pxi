@@ -36,7 +36,7 @@ UNPOOL_WINDOWS = bool(PK_UNPOOL_WINDOWS)
 # The shortest rows (in and out) ROWS_FIRST takes of float32 and of 16-bit floats: the widest
 # build's lanes of each, so that which strategy serves a call does not depend on the build.
 ROWS_MIN = PK_ROWS_MAX_LANES
-ROWS_MIN_H16 = PK_ROWS_H16_MAX_LANES
+ROWS_MIN_H16 = PK_ROWS_H16_MIN_LANES
 
 # The fewest channels NHWC_BLOCKS takes of 16-bit floats in this build: a vector of their keys.
 NHWC_LANES_H16 = PK_NHWC_H16_L

@@ -70,7 +70,7 @@ cdef class MaxPoolRows(_Launch):
         self.rows = rows
         self.nchk = g.kh if g.dh > 1 else min(g.sh, g.kh)
         self.half = ctype == "uint16_t" and inf_bits != 0
-        cdef Py_ssize_t lanes = PK_ROWS_H16_MAX_LANES if self.half else PK_ROWS_MAX_LANES
+        cdef Py_ssize_t lanes = PK_ROWS_H16_MIN_LANES if self.half else PK_ROWS_MAX_LANES
         if ((ctype != "float" and not self.half) or g.D != 1 or g.OD != 1 or g.kh < 1 or g.kw < 1
                 or not ((g.kh <= 3 and g.kw <= 3 and (g.sw == 1 or (g.sw == 2 and g.kw >= 2 and g.dw == 1)))
                         or (g.kh <= 4 and g.kw == 4 and g.sw == 4 and g.dw == 1))
@@ -83,6 +83,7 @@ cdef class MaxPoolRows(_Launch):
         # Row buffers: R of them (output rows pass 1 runs ahead of pass 2, pooling_rows.h),
         # about 8 KB in all, each a whole number of cache lines.
         cdef Py_ssize_t line = 64 // self.itemsize
+        lanes = PK_ROWS_H16_MAX_LANES if self.half else PK_ROWS_MAX_LANES
         self.ld = (pk_rows_len(g.W, g.OW, g.kw, g.sw, g.dw, g.pw, lanes) + line - 1) // line * line
         self.R = max(1, min(8, 8192 // (self.ld * self.itemsize)))
         self.per_thread = _padded(self.R * self.ld, self.itemsize)
@@ -117,7 +118,7 @@ cdef void _rows_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noexc
 cdef void _rows_planes(block_t* kind, const _UnitsJob* j, Py_ssize_t begin, Py_ssize_t end,
                        int tid) noexcept nogil:
     """Planes [begin, end) on thread tid, float32 or 16-bit floats' bits (block_t): each by the passes
-    (pk_rows_f32, pk_rows_h16 on keys), or by the exact loop where they report a plane that needs it."""
+    (pk_rows_f32, pk_rows_h16 and pk_rows_h16n on keys), or by the exact loop where they report a plane that needs it."""
     cdef Geom gc = j.g[0]  # a copy the compiler can keep in registers
     cdef const Geom* g = &gc
     cdef block_t* V = <block_t*>j.hv + tid * j.vs
@@ -138,10 +139,14 @@ cdef void _rows_planes(block_t* kind, const _UnitsJob* j, Py_ssize_t begin, Py_s
         if block_t is float:
             redo = pk_rows_f32(x, y, g.H, g.W, g.OH, g.OW, j.in_rows, g.kh, j.nchk, g.kw, g.sw, g.dw, g.pw,
                                V, j.ld, j.rows, nxt, 0)
-        else:
+        elif g.W >= PK_RH_L and g.OW >= PK_RH_L:
             redo = pk_rows_h16(<const int16_t*>x, <int16_t*>y, g.H, g.W, g.OH, g.OW, j.in_rows, g.kh, j.nchk,
                                g.kw, g.sw, g.dw, g.pw, <int16_t*>V, j.ld, j.rows, <const int16_t*>nxt,
                                g.inf_bits)
+        else:  # rows under the build's int16 lanes: 16-byte vectors
+            redo = pk_rows_h16n(<const int16_t*>x, <int16_t*>y, g.H, g.W, g.OH, g.OW, j.in_rows, g.kh, j.nchk,
+                                g.kw, g.sw, g.dw, g.pw, <int16_t*>V, j.ld, j.rows, <const int16_t*>nxt,
+                                g.inf_bits)
         if redo:
             _rows_exact(x, y, g)
         if j.act:
