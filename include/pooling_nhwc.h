@@ -30,9 +30,8 @@
 /* Vectors of channels per block: four accumulators and a load fit the 16 registers of SSE2/AVX2. */
 #define PK_NHWC_BLOCK 4
 
-/* The float32 kind: NARROW's vectors, compared as they are, checked for NaN.  (The body file
- * undefines its parameters.) */
-PK_VEC_CHECKS(pk_nw, float)
+/* The float32 kind: NARROW's vectors, compared as they are, checked for NaN (PK_VEC_CHECKS in
+ * pooling_narrow.h).  (The body file undefines its parameters.) */
 
 #define PK_NB_T float
 #define PK_NB_N(name) name##_f32_

@@ -88,14 +88,42 @@ static inline void PK_RH(chk)(PK_RH(c)* c, PK_RH(v) a, PK_RH(v) b)
 }
 static inline int PK_RH(bad)(PK_RH(c) c, int inf_bits)
 {
+#if defined(PK_RH_X)
+    /* (a lane loop here stayed scalar where it was inlined into the kernels: 32 extracts) */
+    PK_RH(m) b = (c.top > (int16_t)inf_bits) | (c.low == INT16_MIN);
+    return PK_RH_X(movemask_epi8)((PK_RH_I)b) != 0;
+#elif PK_SIMD
     int bad = 0;
-#if PK_SIMD
     for (int i = 0; i < PK_RH(lanes); i++)
         bad |= (c.top[i] > inf_bits) | (c.low[i] == INT16_MIN);
-#else
-    bad = (c.top > inf_bits) | (c.low == INT16_MIN);
-#endif
     return bad;
+#else
+    return (c.top > inf_bits) | (c.low == INT16_MIN);
+#endif
+}
+
+/* The largest key of a vector. */
+static inline int16_t PK_RH(hmax)(PK_RH(v) a)
+{
+#if defined(PK_RH_X)
+    __m128i h;
+#if PK_RH_BYTES == 32
+    h = _mm_max_epi16(_mm256_castsi256_si128((__m256i)a), _mm256_extracti128_si256((__m256i)a, 1));
+#else
+    h = (__m128i)a;
+#endif
+    h = _mm_max_epi16(h, _mm_shuffle_epi32(h, 0x4E));
+    h = _mm_max_epi16(h, _mm_shuffle_epi32(h, 0xB1));
+    h = _mm_max_epi16(h, _mm_shufflelo_epi16(h, 0xB1));
+    return (int16_t)_mm_cvtsi128_si32(h);
+#elif PK_SIMD
+    int16_t top = a[0];
+    for (int i = 1; i < PK_RH(lanes); i++)
+        top = a[i] > top ? a[i] : top;
+    return top;
+#else
+    return a;
+#endif
 }
 
 /* pairs(a, b): the first maxima of the pairs of a then b, in the lane order of the float32

@@ -104,8 +104,7 @@ def test_the_matrix_covers_every_strategy_and_what_it_promises():
     """Each unit of ORDER is in the matrix, with every dtype, layout, rank and Indices PROMISED."""
     assert {unit.strategy for unit in _maxpool_strategies.ORDER} == set(Strategy) == set(PROMISED)
     for strategy, (layouts, ranks, with_indices) in PROMISED.items():
-        kinds = (["float32"] if strategy is S.NARROW
-                 else ["float32", "float16", "bfloat16"] if strategy in (S.ROWS_FIRST, S.NHWC_BLOCKS)
+        kinds = (["float32", "float16", "bfloat16"] if strategy in (S.NARROW, S.ROWS_FIRST, S.NHWC_BLOCKS)
                  else list(POOL_DTYPES))
         for kind in kinds:
             for layout in layouts:
@@ -177,7 +176,8 @@ CHOOSER_CASES = [
     (S.FUSED, _plan((1, 8, 12, 12), (2, 1), (2, 1)), "float64", False),   # W kernel 1: not measured
     # Planes of at most 64 values: INTERLEAVED, but not windows that tile them (TILES) nor
     # whole-plane windows (PLANES), nor with Indices, nor on larger planes.
-    (S.INTERLEAVED, _plan((1, 832, 7, 7), 3, 1, 1), "float16", False),
+    (S.INTERLEAVED, _plan((1, 832, 7, 7), 3, 1, 1), "float64", False),
+    (S.NARROW, _plan((1, 832, 7, 7), 3, 1, 1), "float16", False),
     (S.INTERLEAVED, _plan((1, 2048, 6, 6), 3, 1), "float32", False),
     (S.INTERLEAVED, _plan((4, 96, 8, 8), 3, 2, 1), "uint8", False),
     (S.INTERLEAVED, _plan((8, 64, 60), 3, 2), "float16", False),
@@ -195,7 +195,8 @@ CHOOSER_CASES = [
     (S.FUSED, _plan((1, 64, 112, 112), 3, 2, 1, return_indices=True), "float32", True),
     (S.ROWS_FIRST, _plan((1, 64, 112, 112), 3, 2, 1), "float16", False),
     (S.ROWS_FIRST, _plan((1, 96, 109, 109), 3, 2, ceil_mode=True), "bfloat16", False),
-    (S.PLANES, _plan((1, 256, 20, 20), 5, 1, 2), "float16", False),
+    (S.NARROW, _plan((1, 256, 16, 16), 5, 1, 2), "float16", False),   # (two vectors of every build)
+    (S.PLANES, _plan((1, 256, 40, 40), 5, 1, 2), "float16", False),
     (S.FUSED, _plan((1, 64, 112, 112), 3, 3, 1), "float32", False),
     (S.TILES, _plan((1, 64, 112, 112), 2, 2), "float32", False),
     # float32 planes of rows that fit one vector (4 values in every build), stride 1 and an
@@ -288,6 +289,8 @@ ODD_CASES = [
     (S.TILES, (1, 2, 4, 4, 36), dict(kernel_shape=(2, 2, 2), strides=(2, 2, 2))),
     (S.INTERLEAVED, (1, 37, 6, 7), dict(kernel_shape=(3, 3), strides=(1, 2), pads=(1, 1, 1, 1))),
     (S.PLANES, (1, 3, 7, 9), dict(kernel_shape=(7, 9))),
+    (S.PLANES, (1, 4, 4, 4), dict(kernel_shape=(4, 4))),
+    (S.PLANES, (1, 2, 5, 7), dict(kernel_shape=(5, 7))),
 ]
 
 
@@ -364,18 +367,17 @@ def test_stride_1_on_planes_up_to_36x36_take_planes_in_the_avx2_build(level, kin
 def test_16_bit_floats_take_rows_first_where_float32_does(level, kind, monkeypatch):
     """16-bit floats go where float32 goes on ROWS_FIRST's shapes (NARROW's float32 ones too) (docs/tuning.md#rows_first-strategy:
     1.3-2.3x faster than PLANES and FUSED, one exception within 1.15x), rows of 8 to 15 too (16-byte
-    vectors: 1.2-2.2x faster), but not planes of 64 values (INTERLEAVED's)."""
+    vectors: 1.2-2.2x faster), but not NARROW's (for 16-bit floats rows of up to two vectors)."""
     from pooling import _dispatch
     monkeypatch.setattr(_dispatch, "level", level)
-    for shape, k, s, p in [((1, 192, 28, 28), 3, 1, 1), ((1, 288, 36, 36), 2, 1, (0, 0, 1, 1)),
-                           ((1, 64, 56, 56), 3, 1, 1), ((8, 64, 112, 112), 3, 2, 1)]:
+    for shape, k, s, p in [((1, 288, 36, 36), 2, 1, (0, 0, 1, 1)), ((1, 64, 56, 56), 3, 1, 1),
+                           ((8, 64, 112, 112), 3, 2, 1), ((1, 288, 35, 35), 3, 1, 1)]:
         plan = _plan(shape, k, s, p)
         assert choose_strategy(plan, "float32", 2, False) in (S.ROWS_FIRST, S.NARROW)  # (NARROW: AVX-512)
         assert choose_strategy(plan, kind, 2, False) is S.ROWS_FIRST
-    for shape, k, s, p in [((1, 64, 28, 28), 3, 2, 1), ((8, 480, 28, 28), 3, 2, 0), ((1, 512, 14, 14), 3, 1, 1),
-                           ((1, 512, 13, 13), 2, 1, 0)]:   # OW 14, 13, 14, 12
+    for shape, k, s, p in [((1, 64, 28, 28), 3, 2, 1), ((8, 480, 28, 28), 3, 2, 0),
+                           ((1, 512, 13, 13), 2, 1, 0)]:   # OW 14, 13, 12
         assert choose_strategy(_plan(shape, k, s, p), kind, 2, False) is S.ROWS_FIRST
-    assert choose_strategy(_plan((1, 512, 8, 8), 3, 1, 1), kind, 2, False) is S.INTERLEAVED
 
 
 # ROWS_FIRST's paths (float32 and 16-bit floats): stride 2 with 3- and 2-wide windows (the shuffle loop) and
@@ -624,6 +626,9 @@ PLANES_CASES = [
     ((2, 5, 7, 7), dict(kernel_shape=(7, 7), strides=(7, 7))),
     ((2, 5, 5, 5), dict(kernel_shape=(5, 5))),
     ((1, 3, 9, 11), dict(kernel_shape=(9, 11), activation="Clip", activation_params=(-0.5, 2.0))),
+    # 16-bit floats' keyed whole-plane reduction: a vector exactly, under a vector (the loop in order)
+    ((2, 3, 4, 4), dict(kernel_shape=(4, 4))),
+    ((2, 3, 3, 5), dict(kernel_shape=(3, 5))),
     ((2, 3, 40), dict(kernel_shape=(5,), pads=(2, 2))),
     ((2, 3, 100), dict(kernel_shape=(100,))),
     # Outputs of the input's shape with few border taps: passes over x without the padded copy.
@@ -814,6 +819,25 @@ def test_float32_window_cases_against_the_twin(strategy, shape, attrs, data, rng
     assert_same(x, before)
 
 
+@pytest.mark.parametrize("data", ["plain", "special", "zeros", "bits", "nan-plane"])
+@pytest.mark.parametrize("kind", ["float16", "bfloat16"])
+@pytest.mark.parametrize("shape, attrs", NARROW_CASES, ids=[f"{c[0]}-{c[1]}" for c in NARROW_CASES])
+def test_narrow_16_bit_cases_against_the_twin(shape, attrs, kind, data, rng):
+    """NARROW on 16-bit floats' keys (rows of up to three vectors of them: 48 values in the AVX2 and
+    AVX-512 builds, 24 in the baseline one): "bits" (every pattern but NaN and -0.0) on the key path,
+    "special" and "zeros" on the exact loop plane by plane, "nan-plane" both."""
+    x = _data(rng, shape, kind, data)
+    want = reference.max_pool(x, **attrs)
+    if not serves(S.NARROW, _plan(x.shape, **attrs), kind, False):
+        width = max(core.NARROW_WIDTH_H16 for core in _narrow_builds())
+        assert max(shape[-1], want.shape[-1]) > width
+        pytest.skip(f"rows wider than the {width} values NARROW takes here")
+    before = x.copy()
+    for nt in (1, 2, 3):
+        assert_same(pooling.max_pool(x, n_threads=nt, _strategy=S.NARROW, **attrs), want)
+    assert_same(x, before)
+
+
 @pytest.mark.parametrize("expected, plan, kind, indices", CHOOSER_CASES,
                          ids=lambda v: v.value if isinstance(v, Strategy) else None)
 def test_the_chooser_picks_each_strategy(expected, plan, kind, indices):
@@ -845,14 +869,16 @@ def test_the_chooser_picks_each_strategy(expected, plan, kind, indices):
     ((1, 9, 1, 7), dict(kernel_shape=(2, 3), strides=(2, 1), dilations=(2, 1), pads=(1, 2, 0, 0),
                         ceil_mode=True), (3, 0, 4)),
 ])
-def test_narrow_geometries_the_fuzzing_found(shape, attrs, nan_at, rng):
+@pytest.mark.parametrize("kind", ["float32", "float16", "bfloat16"])
+def test_narrow_geometries_the_fuzzing_found(shape, attrs, nan_at, kind, rng):
     """NARROW against the twin on geometries a fuzz run (random windows, values from {-1, -0.0, 0,
     1, 2, +-inf} and NaN) found wrong, wherever a build here serves them."""
     x = rng.choice(np.array([-1.0, -0.0, 0.0, 1.0, 2.0, np.inf, -np.inf], np.float32), size=shape)
     if nan_at is not None:
         x[(0,) + nan_at] = np.nan
+    x = to_dtype(x, kind)
     want = reference.max_pool(x, **attrs)
-    if not serves(S.NARROW, _plan(x.shape, **attrs), "float32", False):
+    if not serves(S.NARROW, _plan(x.shape, **attrs), kind, False):
         pytest.skip("rows wider than NARROW takes here")
     for nt in (1, 2):
         assert_same(pooling.max_pool(x, n_threads=nt, _strategy=S.NARROW, **attrs), want)
@@ -861,8 +887,8 @@ def test_narrow_geometries_the_fuzzing_found(shape, attrs, nan_at, rng):
 def test_narrow_random_geometries(rng):
     """NARROW forced on random geometries it serves here (planes up to 49 wide and 19 tall, windows
     of 1-6 taps with pads, dilation, an H stride and ceil_mode, 1-D too) over values with ties of
-    -0.0/+0.0, infinities and a NaN in some, against the twin bit for bit (the fuzz run that found
-    the cases above, kept)."""
+    -0.0/+0.0, infinities and a NaN in some, in float32 and 16-bit floats, against the twin bit for
+    bit (the fuzz run that found the cases above, kept)."""
     values = np.array([-1.0, -0.0, 0.0, 1.0, 2.0, np.inf, -np.inf], np.float32)
     done = tries = 0
     while (tries < 1500 or done < 100) and tries < 20000:   # (one-lane builds: rows of up to 3 only)
@@ -880,11 +906,13 @@ def test_narrow_random_geometries(rng):
             plan = _plan(shape, **attrs)
         except ValueError:
             continue
-        if not serves(S.NARROW, plan, "float32", False):
+        kind = ("float32", "float16", "bfloat16")[int(rng.integers(0, 3))]
+        if not serves(S.NARROW, plan, kind, False):
             continue
         x = rng.choice(values, size=shape) if rng.random() < 0.7 else rng.standard_normal(shape).astype(np.float32)
         if rng.random() < 0.2:
             x.reshape(-1)[rng.integers(0, x.size)] = np.nan
+        x = to_dtype(x, kind)
         assert_same(pooling.max_pool(x, n_threads=int(rng.integers(1, 4)), _strategy=S.NARROW, **attrs),
                     reference.max_pool(x, **attrs))
         done += 1
@@ -912,6 +940,28 @@ def test_narrow_takes_rows_up_to_the_builds_lanes(shape, kernel, pads, wider):
     want = S.NARROW if fits else wider
     for nt in (1, 2):
         assert choose_strategy(plan, "float32", nt, False) is want
+
+
+@pytest.mark.parametrize("shape, kernel, pads, wider", [
+    ((1, 832, 7, 7), 3, 1, S.INTERLEAVED),
+    ((1, 512, 8, 8), 3, 1, S.INTERLEAVED),
+    ((1, 512, 14, 14), 3, 1, S.ROWS_FIRST),
+    ((1, 512, 13, 13), 2, (0, 0, 1, 1), S.ROWS_FIRST),
+    ((1, 256, 20, 20), 5, 2, S.PLANES),
+    ((1, 192, 28, 28), 3, 1, S.ROWS_FIRST),
+    ((1, 288, 35, 35), 3, 1, S.ROWS_FIRST),               # three vectors: not NARROW's
+    ((1, 256, 40, 40), 5, 2, S.PLANES),
+])
+@pytest.mark.parametrize("kind", ["float16", "bfloat16"])
+def test_narrow_takes_16_bit_rows_of_up_to_two_vectors(shape, kernel, pads, wider, kind):
+    """16-bit floats take NARROW on rows of at most two vectors of their keys (32 values in the AVX2
+    and AVX-512 builds, 16 in the baseline one; docs/tuning.md#narrow-strategy), 2-tap windows on one."""
+    plan = _plan(shape, kernel, 1, pads)
+    lanes = _maxpool_strategies._core.NARROW_LANES_H16
+    fits = shape[-1] <= (lanes if kernel == 2 else 2 * lanes) and lanes > 1
+    for nt in (1, 2):
+        got = choose_strategy(plan, kind, nt, False)
+        assert got is (S.NARROW if fits else wider) or (lanes == 1 and serves(got, plan, kind, False))
 
 
 @pytest.mark.parametrize("shape, attrs", [

@@ -83,16 +83,25 @@ cdef extern from "pooling_interleave.h":
 
 cdef extern from "pooling_narrow.h":
     enum:
-        PK_NARROW_WIDTH     # the widest rows in and out (strategy NARROW: two vectors of float32)
+        PK_NARROW_WIDTH     # the widest rows in and out (strategy NARROW: three vectors of float32)
         PK_NARROW_MAX_K     # and the most W taps
         PK_NARROW_L         # float32 lanes of a vector
-    Py_ssize_t pk_narrow_margin(Py_ssize_t kw, Py_ssize_t dw) noexcept nogil
-    Py_ssize_t pk_narrow_tail_nan(const float* x, Py_ssize_t n, Py_ssize_t H, Py_ssize_t W,
-                                  Py_ssize_t OW) noexcept nogil
+        PK_NARROW_H16_WIDTH     # the same for 16-bit floats' int16 keys
+        PK_NARROW_H16_L
+    Py_ssize_t pk_narrow_margin_f32(Py_ssize_t kw, Py_ssize_t dw) noexcept nogil
+    Py_ssize_t pk_narrow_margin_h16(Py_ssize_t kw, Py_ssize_t dw) noexcept nogil
+    Py_ssize_t pk_narrow_tail_f32(const float* x, Py_ssize_t n, Py_ssize_t H, Py_ssize_t W,
+                                  Py_ssize_t OW, int inf_bits) noexcept nogil
+    Py_ssize_t pk_narrow_tail_h16(const int16_t* x, Py_ssize_t n, Py_ssize_t H, Py_ssize_t W,
+                                  Py_ssize_t OW, int inf_bits) noexcept nogil
     Py_ssize_t pk_narrow_f32(const float* x, float* y, Py_ssize_t n, Py_ssize_t H, Py_ssize_t W,
                              Py_ssize_t OH, Py_ssize_t OW, Py_ssize_t kh, const Py_ssize_t* rows,
                              Py_ssize_t sh, Py_ssize_t dh, Py_ssize_t ph, Py_ssize_t kw, Py_ssize_t dw,
-                             Py_ssize_t pw, float* hb) noexcept nogil
+                             Py_ssize_t pw, float* hb, int inf_bits) noexcept nogil
+    Py_ssize_t pk_narrow_h16(const int16_t* x, int16_t* y, Py_ssize_t n, Py_ssize_t H, Py_ssize_t W,
+                             Py_ssize_t OH, Py_ssize_t OW, Py_ssize_t kh, const Py_ssize_t* rows,
+                             Py_ssize_t sh, Py_ssize_t dh, Py_ssize_t ph, Py_ssize_t kw, Py_ssize_t dw,
+                             Py_ssize_t pw, int16_t* hb, int inf_bits) noexcept nogil
 
 cdef extern from "pooling_nhwc.h":
     int pk_nhwc_row_f32(const float** rows, const unsigned char* chk, Py_ssize_t nrows, float* y,
@@ -161,6 +170,7 @@ cdef extern from "pooling_col2im.h":
 cdef extern from "pooling_reduce.h":
     float pk_max_f32(const float* x, Py_ssize_t n, int* odd) noexcept nogil
     double pk_max_f64(const double* x, Py_ssize_t n, int* odd) noexcept nogil
+    uint16_t pk_max_h16(const uint16_t* x, Py_ssize_t n, int inf_bits, int* odd) noexcept nogil
 
 cdef extern from "pooling_rows.h":
     int pk_tiles_w2_f32(const float* src, float* dst, Py_ssize_t n) noexcept nogil

@@ -273,7 +273,7 @@ cdef bint _global(const pool_t* x, pool_t* y, Py_ssize_t n, uint16_t inf_bits,
     `exact`, returns True (y unwritten) if x holds an _odd() value.  Sixteen running maxima,
     one per lane of position i % 16, combined in lane order (float and double: a register's
     worth, with the NaN check in the same pass, pooling_reduce.h, where the compiler kept
-    this array scalar): the value is right; the bits only matter when the maximum is a
+    this array scalar; 16-bit floats by their keys there, the checks finding -0.0 too): the value is right; the bits only matter when the maximum is a
     float zero (-0.0 ties +0.0, and the first one counts), which is then found in order, as
     are short planes and the exact compare."""
     cdef pool_t acc[16]
@@ -281,6 +281,9 @@ cdef bint _global(const pool_t* x, pool_t* y, Py_ssize_t n, uint16_t inf_bits,
     cdef Py_ssize_t i, l, body = n - n % 16
     cdef int odd = 0
     cdef bint in_order = n < 32 or exact
+    if pool_t is uint16_t and not exact and n >= PK_RH_L:
+        y[0] = pk_max_h16(x, n, inf_bits, &odd)
+        return odd != 0
     if not exact:
         if (pool_t is float or pool_t is double) and n >= 32:
             if pool_t is float:

@@ -49,6 +49,8 @@ class MaxPoolRows:
     ) -> None: ...
 NARROW_WIDTH: int
 NARROW_LANES: int
+NARROW_WIDTH_H16: int
+NARROW_LANES_H16: int
 ROWS_MIN: int
 ROWS_MIN_H16: int
 NHWC_LANES_H16: int

@@ -521,35 +521,51 @@ def _tiles_scratch(plan, kind):
 
 
 class Narrow(Unit):
-    """float32 NCHW ranks 1-2 without Indices on narrow planes: each input row reduced along W in
-    one vector per strip of columns, then each output row from its window's reduced rows, in
-    registers (include/pooling_narrow.h, maxpool_narrow.pxi).  Serves rows of at most three
-    vectors of the build it runs from (`_narrow_core`), a W stride of 1 and at most _NARROW_MAX_K
-    taps along W; pays for stride 1 with an output of the input's shape, windows of at most 5 taps
-    per axis, and 2-tap windows only on rows one vector holds (docs/tuning.md#narrow-strategy)."""
+    """float32 and 16-bit float NCHW ranks 1-2 without Indices on narrow planes: each input row
+    reduced along W in one vector per strip of columns, then each output row from its window's
+    reduced rows, in registers (include/pooling_narrow.h, maxpool_narrow.pxi).  Serves rows of at
+    most three vectors of the build it runs from (`_narrow_core`), a W stride of 1 and at most
+    _NARROW_MAX_K taps along W; pays for stride 1 with an output of the input's shape, windows of at
+    most 5 taps per axis, 2-tap windows only on rows one vector holds, and 16-bit floats on rows of at
+    most two vectors (docs/tuning.md#narrow-strategy)."""
     strategy = Strategy.NARROW
 
     def serves(self, plan, kind, with_indices):
-        if (plan.layout != "NCHW" or len(plan.spatial) > 2 or with_indices or KINDS[kind].ctype != "float"
+        if (plan.layout != "NCHW" or len(plan.spatial) > 2 or with_indices
+                or (KINDS[kind].ctype != "float" and not KINDS[kind].inf_bits)
                 or min(plan.spatial) == 0 or min(plan.out_shape) == 0):
             return False
         kernel, strides = _promote(plan)[2:4]
-        return _narrow_core(plan) is not None and strides[2] == 1 and kernel[2] <= _NARROW_MAX_K
+        return _narrow_core(plan, kind) is not None and strides[2] == 1 and kernel[2] <= _NARROW_MAX_K
 
     def pays(self, plan, kind, nt, with_indices):
         if with_indices or not _same_shape(plan) or max(plan.kernel) > 5:
             return False
-        core = _narrow_core(plan)
-        return core is not None and (min(plan.kernel) >= 3 or plan.spatial[-1] <= core.NARROW_LANES)
+        core = _narrow_core(plan, kind)
+        if core is None:
+            return False
+        lanes = _narrow_lanes(core, kind)[0]
+        # (16-bit floats: rows of at most two vectors; on three ROWS_FIRST and PLANES were as fast or faster)
+        return ((min(plan.kernel) >= 3 or plan.spatial[-1] <= lanes)
+                and (not KINDS[kind].inf_bits or plan.spatial[-1] <= 2 * lanes))
 
     def build(self, plan, kind, nt, act, inf_bits, with_indices):
         g = _geometry(plan)
-        return _narrow_core(plan).MaxPoolNarrow(KINDS[kind].ctype, (g.planes,) + g.spatial, (g.planes,) + g.out,
-                                                g.kernel, g.strides, g.dilations, g.pads_begin, g.taps, *act,
-                                                inf_bits, nt, chunk_size(g.planes, nt))
+        return _narrow_core(plan, kind).MaxPoolNarrow(KINDS[kind].ctype, (g.planes,) + g.spatial,
+                                                      (g.planes,) + g.out, g.kernel, g.strides, g.dilations,
+                                                      g.pads_begin, g.taps, *act, inf_bits, nt,
+                                                      chunk_size(g.planes, nt))
 
 
-def _narrow_core(plan):
+def _narrow_lanes(core, kind):
+    """NARROW's (lanes, widest rows) of `kind` in the build `core`: float32's, or 16-bit floats'
+    int16 keys (vectors of at most 32 bytes, so the same in the AVX2 and AVX-512 builds)."""
+    if KINDS[kind].inf_bits:
+        return core.NARROW_LANES_H16, core.NARROW_WIDTH_H16
+    return core.NARROW_LANES, core.NARROW_WIDTH
+
+
+def _narrow_core(plan, kind):
     """The build NARROW runs from, or None where none holds the rows: of the process's build and
     the AVX-512 one (where a rule of pooling._tuning names NARROW for this CPU), the one whose strips
     hold the rows in the fewest lanes, then the fewest strips, then the process's
@@ -558,9 +574,10 @@ def _narrow_core(plan):
     width = max(spatial[2], out[2])
     best, best_key = None, None
     for rank, core in enumerate((_core, _tuning.kernels_for(Strategy.NARROW, 1, 4))):
-        if width <= core.NARROW_WIDTH:
-            strips = -(-width // core.NARROW_LANES)
-            key = (strips * core.NARROW_LANES, strips, rank)
+        lanes, widest = _narrow_lanes(core, kind)
+        if width <= widest:
+            strips = -(-width // lanes)
+            key = (strips * lanes, strips, rank)
             if best_key is None or key < best_key:
                 best, best_key = core, key
     return best
