@@ -1,4 +1,4 @@
-/* Strategy NARROW (src/kernels/maxpool_narrow.pxi): float32 NCHW MaxPool without Indices whose
+/* Strategy NARROW (src/kernels/maxpool_narrow.pxi): float32 (and 16-bit float: below) NCHW MaxPool without Indices whose
  * input and output rows fit three vectors (W, OW <= three times the build's float32 lanes L: 48
  * in the AVX-512 build, 24 with AVX2, 12 with SSE2) and whose W stride is 1: the 7x7 planes of Inception's
  * last branch pools, the 13x13 to 40x40 ones of YOLO's SPPF/SPP, Inception-v3's 35x35, with hundreds of channels,
@@ -21,7 +21,10 @@
  * any -inf it ties with.  Only NaN breaks the cheap compare: every input value of the plane is
  * checked (lanes below W of each strip's unshifted load, and the columns past the strips where
  * the output is narrower than the input), and pk_narrow_f32 returns the first plane holding one;
- * the caller redoes it with the exact compare.
+ * the caller redoes it with the exact compare.  16-bit floats compare int16 keys, which tie -0.0
+ * with +0.0, so their checks look for -0.0 as well (pk_narrow_h16).
+ *
+ * The loops are written once for both kinds (pooling_narrow_body.h); this file holds the kinds.
  *
  * Loads reach pw values before a row and up to 3L - 1 + (kw - 1) * dw - pw after its start
  * (pk_narrow_margin): the caller hands the planes that near the array's ends over in a copy
