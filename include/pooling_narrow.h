@@ -55,7 +55,7 @@ PK_VEC(pk_nw, PK_NARROW_L, float, f32x4, i32x4)
 
 /* The first n (< PK_NARROW_L) lanes of v to p: a masked store where the build has one (GCC made
  * the loop of lanes a memcpy call, a large part of 7x7 planes' time: docs/tuning.md#narrow-code). */
-static inline void pk_nw_st_first(float* p, pk_nw_v v, ptrdiff_t n)
+static inline void pk_nw_sty_first(float* p, pk_nw_v v, ptrdiff_t n)
 {
 #if PK_SIMD && PK_SIMD_BYTES == 64
     _mm512_mask_storeu_ps(p, (__mmask16)((1u << n) - 1), (__m512)v);
@@ -79,7 +79,6 @@ static inline void pk_nw_st_first(float* p, pk_nw_v v, ptrdiff_t n)
 /* What the loops (pooling_narrow_body.h) need of the float32 family beyond PK_VEC's. */
 PK_VEC_CHECKS(pk_nw, float)
 static inline void pk_nw_chkv(pk_nw_c* c, pk_nw_v v, pk_nw_m valid) { *c |= pk_nw_nan(v, v) & valid; }
-static inline void pk_nw_sty_first(float* p, pk_nw_v v, ptrdiff_t n) { pk_nw_st_first(p, v, n); }
 static inline pk_nw_v pk_nw_neg(int inf_bits) { (void)inf_bits; return pk_nw_splat(-INFINITY); }
 static inline int pk_nw_odd1(float x, int inf_bits) { (void)inf_bits; return x != x; }
 

@@ -70,7 +70,7 @@ cdef class MaxPoolRows(_Launch):
         self.rows = rows
         self.nchk = g.kh if g.dh > 1 else min(g.sh, g.kh)
         self.half = ctype == "uint16_t" and inf_bits != 0
-        cdef Py_ssize_t lanes = PK_ROWS_H16_MIN_LANES if self.half else PK_ROWS_MAX_LANES
+        cdef Py_ssize_t lanes = PK_ROWS_H16_MIN_LANES if self.half else PK_ROWS_MAX_LANES  # the shortest rows
         if ((ctype != "float" and not self.half) or g.D != 1 or g.OD != 1 or g.kh < 1 or g.kw < 1
                 or not ((g.kh <= 3 and g.kw <= 3 and (g.sw == 1 or (g.sw == 2 and g.kw >= 2 and g.dw == 1)))
                         or (g.kh <= 4 and g.kw == 4 and g.sw == 4 and g.dw == 1))
@@ -83,8 +83,8 @@ cdef class MaxPoolRows(_Launch):
         # Row buffers: R of them (output rows pass 1 runs ahead of pass 2, pooling_rows.h),
         # about 8 KB in all, each a whole number of cache lines.
         cdef Py_ssize_t line = 64 // self.itemsize
-        lanes = PK_ROWS_H16_MAX_LANES if self.half else PK_ROWS_MAX_LANES
-        self.ld = (pk_rows_len(g.W, g.OW, g.kw, g.sw, g.dw, g.pw, lanes) + line - 1) // line * line
+        cdef Py_ssize_t spare = PK_ROWS_H16_MAX_LANES if self.half else PK_ROWS_MAX_LANES  # the widest vectors
+        self.ld = (pk_rows_len(g.W, g.OW, g.kw, g.sw, g.dw, g.pw, spare) + line - 1) // line * line
         self.R = max(1, min(8, 8192 // (self.ld * self.itemsize)))
         self.per_thread = _padded(self.R * self.ld, self.itemsize)
         self.units = self.planes
