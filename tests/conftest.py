@@ -28,8 +28,25 @@ POOL_DTYPES = {
     "float64": np.dtype(np.float64),
     "int8": np.dtype(np.int8),
     "uint8": np.dtype(np.uint8),
+    # library mode only (no MaxPool version has them): docs/behaviour.md
+    "int16": np.dtype(np.int16),
+    "uint16": np.dtype(np.uint16),
+    "int32": np.dtype(np.int32),
+    "uint32": np.dtype(np.uint32),
+    "int64": np.dtype(np.int64),
+    "uint64": np.dtype(np.uint64),
+    "bool": np.dtype(np.bool_),
 }
 FLOAT_KINDS = ("float16", "bfloat16", "float32", "float64")
+INT_KINDS = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
+
+
+def for_kind(attrs, kind):
+    """MaxPool attributes for `kind`: bool has no activation (docs/behaviour.md), so a case's
+    activation is left out for it, and its geometry still tested."""
+    if kind != "bool":
+        return attrs
+    return {name: value for name, value in attrs.items() if not name.startswith("activation")}
 
 
 def to_dtype(values, kind):
@@ -60,10 +77,23 @@ def as_float64(x):
 
 
 def make_array(rng, shape, kind, special=True):
-    """Random data of `kind` with many ties; floats also get NaN, -0.0 and +-inf when `special`."""
+    """Random data of `kind` with many ties; floats also get NaN, -0.0 and +-inf when `special`;
+    integers wider than a byte take values near both ends of their range and around 0 (the sign
+    bit's both sides), and bool is a quarter True."""
+    if kind == "bool":
+        return rng.random(shape) < 0.25
     if kind in ("int8", "uint8"):
         info = np.iinfo(kind)
         return rng.integers(info.min, int(info.max) + 1, size=shape).astype(kind)
+    if kind in INT_KINDS:
+        info = np.iinfo(kind)
+        middle = (int(info.min) + int(info.max) + 1) // 2  # 0, or the unsigned type's sign-bit flip
+        near = np.array([info.min, info.min + 1, middle - 1, middle, middle + 1, info.max - 1, info.max],
+                        dtype=object)
+        picks = near[rng.integers(0, near.size, size=shape)]
+        step = rng.integers(-3, 4, size=shape)
+        values = np.clip(picks + step, int(info.min), int(info.max))
+        return values.astype(kind)
     values = rng.integers(-4, 5, size=shape).astype(np.float64)
     if special:
         u = rng.random(shape)

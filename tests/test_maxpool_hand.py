@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 import pooling
-from conftest import FLOAT_KINDS, POOL_DTYPES, as_float64, assert_same, to_dtype
+from conftest import FLOAT_KINDS, INT_KINDS, POOL_DTYPES, as_float64, assert_same, to_dtype
 from pooling import reference
+from pooling._maxpool_strategies import Strategy
 
-INT_KINDS = ("int8", "uint8")
-ALL_KINDS = tuple(POOL_DTYPES)
+ALL_KINDS = tuple(kind for kind in POOL_DTYPES if kind != "bool")  # (bool's own cases are at the end)
 
 
 def run(impl, x, storage_order=0, **attrs):
@@ -375,3 +375,81 @@ def test_relu_ignores_params_and_clip_takes_any_sequence():
     clipped = arr([[[-1, -1, 0, 2, 3]]], "float32")
     for params in ((-1, 3), [-1.0, 3.0], np.array([-1, 3]), np.array([-1.0, 3.0], np.float32)):
         assert_same(pooling.max_pool(x, 1, activation="Clip", activation_params=params), clipped)
+
+
+# -- bool (library mode): True wins, the first True gives the index, results are 0/1 -------------
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_bool_first_true_wins(impl):
+    # x = [F, T, T, F, T, F, F], k=3: [F,T,T] -> 1; [T,T,F] -> 1; [T,F,T] -> 2; [F,T,F] -> 4;
+    # [T,F,F] -> 4; then with pads (1, 2): [pad,F,T] -> 1 ... [F,pad,pad] -> False at 6.
+    x = np.array([[[False, True, True, False, True, False, False]]])
+    y, ind = run(impl, x, kernel_shape=(3,))
+    assert_same(y, np.array([[[True, True, True, True, True]]]))
+    assert_same(ind, np.array([[[1, 1, 2, 4, 4]]]))
+    y, ind = run(impl, x[..., 4:], kernel_shape=(3,), pads=(1, 2))
+    # [pad,T,F] -> 0; [T,F,F] -> 0; [F,F,pad] -> 1; [F,pad,pad] -> 2 (every window holds an element)
+    assert_same(y, np.array([[[True, True, False, False]]]))
+    assert_same(ind, np.array([[[0, 0, 1, 2]]]))
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_bool_empty_windows_are_false(impl):
+    # x = [T, F], k=2, dilation 3, pads (2, 2): windows start at -2, -1, 0, taps (-2, 1) -> x[1] only;
+    # (-1, 2) -> none (empty); (0, 3) -> x[0] only
+    x = np.array([[[True, False]]])
+    y, ind = run(impl, x, kernel_shape=(2,), dilations=(3,), pads=(2, 2))
+    assert_same(y, np.array([[[False, False, True]]]))
+    assert_same(ind, np.array([[[1, -1, 0]]]))
+
+
+def _bool_bytes():
+    """(2, 1, 3, 16) bool whose bytes are not all 0/1 (a uint8 buffer viewed as bool), and its
+    pairs' Y as bytes and Indices: [0,1] [2,0] [255,0] [3,7] [0,0] [0,0] [4,1] [9,0], then the rows reversed."""
+    rows = np.array([[0, 1, 2, 0, 255, 0, 3, 7, 0, 0, 0, 0, 4, 1, 9, 0]] * 3, np.uint8)
+    x = np.stack([rows, rows[:, ::-1]])[:, None].view(np.bool_)
+    want = np.array([1, 1, 1, 1, 0, 0, 1, 1], np.uint8)
+    y = np.stack([np.tile(want, (3, 1)), np.tile(want[::-1], (3, 1))])[:, None]
+    # the first True of each pair (the first tap where there is none), not the largest byte
+    first = np.array([1, 2, 4, 6, 8, 10, 12, 14])
+    index = np.stack([np.tile(first, (3, 1)), np.tile(np.array([1, 2, 4, 6, 8, 11, 13, 14]), (3, 1))])[:, None]
+    return x, y, index + np.arange(6).reshape(2, 1, 3, 1) * 16
+
+
+BOOL_PAIRS = dict(kernel_shape=(1, 2), strides=(1, 2))
+BOOL_STRATEGIES = [s for s in Strategy if pooling._maxpool_strategies.serves(
+    s, pooling.maxpool._plan((2, 1, 3, 16), kernel_shape=(1, 2), strides=(1, 2), pads=None, dilations=None,
+                             auto_pad="NOTSET", ceil_mode=False, storage_order=0, return_indices=False,
+                             layout="NCHW", activation=None, activation_params=None, opset=None,
+                             index_format="onnx"), "bool", False)]
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_bool_any_nonzero_byte_is_true(impl):
+    """Every nonzero byte is True, the index is the first True's (not the largest byte's), and Y
+    holds 0/1 bytes; the input is never modified."""
+    x, want_y, want_index = _bool_bytes()
+    before = x.view(np.uint8).copy()
+    y, ind = run(impl, x, **BOOL_PAIRS)
+    assert y.dtype == np.bool_
+    np.testing.assert_array_equal(y.view(np.uint8), want_y)
+    np.testing.assert_array_equal(ind, want_index)
+    module = pooling if impl == "kernel" else reference
+    np.testing.assert_array_equal(module.max_pool(x, **BOOL_PAIRS).view(np.uint8), want_y)
+    np.testing.assert_array_equal(x.view(np.uint8), before)
+
+
+@pytest.mark.parametrize("strategy", BOOL_STRATEGIES)
+def test_bool_any_nonzero_byte_is_true_in_every_strategy(strategy):
+    x, want_y, _ = _bool_bytes()
+    for nt in (1, 2):
+        y = pooling.max_pool(x, n_threads=nt, _strategy=strategy, **BOOL_PAIRS)
+        np.testing.assert_array_equal(y.view(np.uint8), want_y)
+
+
+def test_bool_has_no_activation():
+    x = np.zeros((1, 1, 4), bool)
+    for module in (pooling, reference):
+        for activation in ("Relu", "Clip"):
+            with pytest.raises(ValueError, match=f"MaxPool: activation='{activation}' is not defined for bool x"):
+                module.max_pool(x, 2, activation=activation, activation_params=[0.0, 1.0])

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import pooling
-from conftest import POOL_DTYPES, assert_same, make_array, to_dtype, to_nhwc
+from conftest import POOL_DTYPES, assert_same, for_kind, make_array, to_dtype, to_nhwc
 from pooling import _dispatch, _maxpool_strategies, _tuning, maxpool, reference
 from pooling._dtypes import KINDS
 from pooling._maxpool_strategies import Strategy, choose_strategy, launch, serves
@@ -121,6 +121,7 @@ def test_every_strategy_against_the_twin(strategy, kind, layout, rank, indices, 
     """Each strategy, forced, on every candidate it serves, at one and two threads: the twin's
     result bit for bit (Indices included)."""
     for shape, attrs in MATRIX[(strategy, kind, layout, rank, indices)]:
+        attrs = for_kind(attrs, kind)
         x = make_array(rng, shape, kind)
         if layout == "NHWC":
             x = to_nhwc(x)
@@ -733,6 +734,7 @@ FLOAT32_CASES = ([(S.NARROW, *c) for c in NARROW_CASES]
 @pytest.mark.parametrize("strategy, shape, attrs", OWN_CASES,
                          ids=[f"{c[0].value}-{c[1]}-{c[2]}" for c in OWN_CASES])
 def test_own_window_cases_against_the_twin(strategy, shape, attrs, kind, data, rng):
+    attrs = for_kind(attrs, kind)
     x = _data(rng, shape, kind, data)
     want = reference.max_pool(x, **attrs)
     assert serves(strategy, _plan(x.shape, **attrs), kind, False)

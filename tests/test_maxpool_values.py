@@ -11,7 +11,7 @@ import pytest
 
 import pooling
 from conftest import (
-    BFLOAT16, FLOAT_KINDS, POOL_DTYPES, as_float64, assert_same, make_array, memory_orders,
+    BFLOAT16, FLOAT_KINDS, POOL_DTYPES, as_float64, assert_same, for_kind, make_array, memory_orders,
     to_dtype, unaligned,
 )
 from pooling import reference
@@ -133,7 +133,7 @@ def check_against_reference(x, attrs, storage_orders=(0, 1), orders=True):
 def test_kernel_matches_reference(kind, case, rank):
     rng = np.random.default_rng(zlib.crc32(f"{kind}/{case}/{rank}".encode()))
     shape = SHAPES[rank]
-    attrs = CASES[case](shape[2:])
+    attrs = for_kind(CASES[case](shape[2:]), kind)
     # Integers: full range and a tie-heavy variant; floats carry NaN/-0.0/inf already.
     variants = (0, 1) if kind in ("int8", "uint8") else (0,)
     for variant in variants:
@@ -194,6 +194,7 @@ def test_3d_depth_first_and_its_fallback(kind, rng):
                                dict(kernel_shape=(2, 3, 3), dilations=(2, 1, 1), pads=(0, 1, 1, 1, 1, 1)),
                                dict(kernel_shape=(3, 3, 3), strides=(1, 2, 2), pads=(1, 1, 1, 1, 1, 1),
                                     activation="Clip", activation_params=(-2.0, 3.0))]):
+        attrs = for_kind(attrs, kind)
         expected, _ = reference.max_pool(x, return_indices=True, **attrs)
         for nt in (1, 2):
             assert_same(pooling.max_pool(x, n_threads=nt, **attrs), expected)
@@ -303,7 +304,7 @@ def test_all_special_values_in_one_window(kind):
 @pytest.mark.parametrize("rank", [1, 2, 3, 4])
 def test_minimum_values_are_not_empty(kind, rank):
     """A window whose every element is -inf (or the integer minimum) is not empty: Indices >= 0."""
-    low = -np.inf if kind in FLOAT_KINDS else np.iinfo(kind).min
+    low = -np.inf if kind in FLOAT_KINDS else False if kind == "bool" else np.iinfo(kind).min
     shape = (1, 2) + (3,) * rank
     x = to_dtype(np.full(shape, low), kind) if kind in FLOAT_KINDS else np.full(shape, low, kind)
     attrs = dict(kernel_shape=(2,) * rank, pads=(1,) * (2 * rank))
@@ -345,7 +346,8 @@ def test_zero_sized_spatial_axis_with_pads(kind):
     x = np.zeros((1, 2, 0, 3), dtype=POOL_DTYPES[kind])
     y, ind = pooling.max_pool(x, (1, 1), pads=(1, 0, 1, 0), return_indices=True)
     assert y.shape == (1, 2, 2, 3)
-    low = to_dtype([-np.inf], kind)[0] if kind in FLOAT_KINDS else np.iinfo(kind).min
+    low = (to_dtype([-np.inf], kind)[0] if kind in FLOAT_KINDS else False if kind == "bool"
+           else np.iinfo(kind).min)
     assert_same(y, np.full(y.shape, low, dtype=x.dtype) if kind != "bfloat16"
                 else to_dtype(np.full(y.shape, -np.inf), kind))
     assert (ind == -1).all()

@@ -537,7 +537,8 @@ def test_inputs_that_are_not_arrays_of_numbers(name, value, message):
     (lambda: pooling.max_unpool(X, I, 2, strides={1: 2}), TypeError, r"strides has unsupported type dict"),
     (lambda: pooling.max_unpool_output_shape((1, 1, 2.0), 2), TypeError, r"x_shape must be an integer"),
     (lambda: pooling.max_unpool(X, I, 2, n_threads=0), ValueError, r"n_threads must be non-zero"),
-    (lambda: pooling.max_unpool(X.astype(np.int16), I, 2), TypeError, r"x has dtype int16"),
+    (lambda: pooling.max_unpool(X.astype(np.int16), I, 2, opset=22), TypeError, r"x has dtype int16"),
+    (lambda: pooling.max_unpool(X.astype(np.complex64), I, 2), TypeError, r"x has dtype complex64"),
     (lambda: pooling.max_unpool(X, I, 2.0), TypeError, r"kernel_shape must be an integer"),
     (lambda: pooling.max_unpool(X, I, 2, opset=11.0), TypeError, r"opset must be an integer"),
 ])

@@ -103,7 +103,9 @@ MAX_POOL_CALLS = [
     _raises(lambda: pooling.max_pool(X_SWAPPED, 2, n_threads=0)),
     _raises(lambda: pooling.max_pool(X, 2, indices_out=np.empty((2, 3, 16, 15), np.int64))),
     _raises(lambda: pooling.max_pool(X, 2, out=np.empty((1,), np.float32))),
-    _raises(lambda: pooling.max_pool(np.zeros(X.shape, np.int16), 2)),
+    _raises(lambda: pooling.max_pool(np.zeros(X.shape, np.int16), 2, opset=22)),
+    lambda: pooling.max_pool(np.zeros(X.shape, np.uint32), 3, strides=2, return_indices=True),
+    lambda: pooling.max_pool(np.zeros(X.shape, bool), 2),
     _raises(lambda: pooling.max_pool(X, [2, 2.5])),
     _raises(lambda: pooling.max_pool(X, 2, activation="Clip", activation_params=[2, 1])),
 ]

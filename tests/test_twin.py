@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 import pooling
-from conftest import (ALL_DTYPES, FLOAT_KINDS, POOL_DTYPES, assert_same, assert_same_or_nan, make_any_array,
-                      make_array, memory_orders, to_nhwc)
+from conftest import (ALL_DTYPES, FLOAT_KINDS, POOL_DTYPES, assert_same, assert_same_or_nan, for_kind,
+                      make_any_array, make_array, memory_orders, to_nhwc)
 from pooling import reference
 
 # The public functions that report on or set up the library and compute nothing: they have no twin.
@@ -87,7 +87,7 @@ def _orders(x):
 @pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
 def test_max_pool_and_max_unpool_equal_their_twins(kind, rank, case, layout):
     rng = np.random.default_rng(zlib.crc32(f"{kind}/{rank}/{case}/{layout}".encode()))
-    attrs = dict(POOL_ATTRS[case], layout=layout)
+    attrs = for_kind(dict(POOL_ATTRS[case], layout=layout), kind)
     x = make_array(rng, POOL_SHAPES[rank], kind)
     if layout == "NHWC":
         x = to_nhwc(x)
@@ -173,7 +173,7 @@ def test_max_pool_grad_equals_its_twin(kind, rank, case, layout):
     """grad_y (NaN and infinities included) added at MaxPool's Indices in every format, grad_y and
     the Indices in every memory order.  Overlapping windows share winners, so sums meet."""
     rng = np.random.default_rng(zlib.crc32(f"grad/{kind}/{rank}/{case}/{layout}".encode()))
-    attrs = dict(POOL_ATTRS[case], layout=layout)
+    attrs = for_kind(dict(POOL_ATTRS[case], layout=layout), kind)
     x = make_array(rng, POOL_SHAPES[rank], kind)
     if layout == "NHWC":
         x = to_nhwc(x)
@@ -240,7 +240,9 @@ def test_col2im_twin_is_exact_on_integer_values():
 
 @pytest.mark.parametrize("name, args, kwargs", [
     ("max_pool", (np.zeros((1, 1, 4), np.float32), 0), {}),
-    ("max_pool", (np.zeros((1, 1, 4), np.int32), 2), {}),
+    ("max_pool", (np.zeros((1, 1, 4), np.complex64), 2), {}),
+    ("max_pool", (np.zeros((1, 1, 4), np.int32), 2), {"opset": 12}),
+    ("max_pool", (np.zeros((1, 1, 4), bool), 2), {"activation": "Relu"}),
     ("max_unpool", (np.zeros((1, 1, 2), np.float32), np.zeros((1, 1, 2), np.float32), 2), {}),
     ("max_unpool", (np.zeros((1, 1, 2), np.float32), np.array([[[0, 9]]]), 2), {}),
     ("col2im", (np.zeros((1, 4, 3), np.float32), (4,), (3,)), {}),

@@ -43,7 +43,7 @@ cimport cython
 from cpython.pycapsule cimport PyCapsule_GetPointer
 from libc.math cimport INFINITY
 from libc.stdint cimport (int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t,
-                          uintptr_t)
+                          uintptr_t, INT16_MIN, INT32_MIN, INT64_MIN)
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
 from cpython.buffer cimport (PyBUF_C_CONTIGUOUS, PyBUF_WRITABLE, PyBuffer_Release,
@@ -242,6 +242,9 @@ ctypedef fused pool_t:
     int8_t
     uint8_t
     uint16_t
+    int16_t
+    int32_t
+    int64_t
 
 
 # The kinds the register loops of ROWS_FIRST and NHWC_BLOCKS take: float32, and 16-bit floats' bits.
@@ -258,9 +261,12 @@ cdef enum:
     KIND_INT8 = 2
     KIND_UINT8 = 3
     KIND_UINT16 = 4
+    KIND_INT16 = 5
+    KIND_INT32 = 6
+    KIND_INT64 = 7
 
-_KINDS = ("float", "double", "int8_t", "uint8_t", "uint16_t")
-_ITEMSIZES = (4, 8, 1, 1, 2)
+_KINDS = ("float", "double", "int8_t", "uint8_t", "uint16_t", "int16_t", "int32_t", "int64_t")
+_ITEMSIZES = (4, 8, 1, 1, 2, 2, 4, 8)
 
 
 cdef inline int _kind_of(pool_t* tag) noexcept nogil:
@@ -273,13 +279,37 @@ cdef inline int _kind_of(pool_t* tag) noexcept nogil:
         return KIND_INT8
     elif pool_t is uint8_t:
         return KIND_UINT8
-    else:
+    elif pool_t is uint16_t:
         return KIND_UINT16
+    elif pool_t is int16_t:
+        return KIND_INT16
+    elif pool_t is int32_t:
+        return KIND_INT32
+    else:
+        return KIND_INT64
 
 
 # ===========================================================================
 # Compares and window helpers every MaxPool strategy inlines.
+#
+# The integers of 2, 4 and 8 bytes run in the signed types, which hold the
+# unsigned ones too: for those the launch's inf_bits is nonzero, and a value
+# compares by its key, its bits with the sign bit flipped (_ukey), whose
+# signed order is the unsigned order.  One specialisation a width, not two.
 # ===========================================================================
+
+cdef inline pool_t _ukey(pool_t v, uint16_t inf_bits) noexcept nogil:
+    """The key of a 2-, 4- or 8-byte integer (see above): v itself for the signed type
+    (inf_bits 0), v with its sign bit flipped for the unsigned one; an involution."""
+    if pool_t is int16_t:
+        return <int16_t>(<uint16_t>v ^ (<uint16_t>0x8000 if inf_bits else <uint16_t>0))
+    elif pool_t is int32_t:
+        return <int32_t>(<uint32_t>v ^ ((<uint32_t>1) << 31 if inf_bits else <uint32_t>0))
+    elif pool_t is int64_t:
+        return <int64_t>(<uint64_t>v ^ ((<uint64_t>1) << 63 if inf_bits else <uint64_t>0))
+    else:
+        return v
+
 
 cdef inline bint _gt(pool_t v, pool_t m, uint16_t inf_bits) noexcept nogil:
     """True when v must replace the running maximum m (behaviour.md §2.4).
@@ -291,6 +321,8 @@ cdef inline bint _gt(pool_t v, pool_t m, uint16_t inf_bits) noexcept nogil:
         return (not (v <= m)) & (m == m)
     elif pool_t is uint16_t:
         return pk_half_key(v, inf_bits) > pk_half_key(m, inf_bits)
+    elif pool_t is int16_t or pool_t is int32_t or pool_t is int64_t:
+        return _ukey(v, inf_bits) > _ukey(m, inf_bits)
     else:
         return v > m
 
@@ -312,6 +344,12 @@ cdef inline pool_t _empty_value(pool_t like, uint16_t inf_bits) noexcept nogil:
         return 0x8000 | inf_bits
     elif pool_t is int8_t:
         return -128
+    elif pool_t is int16_t:
+        return _ukey(<int16_t>INT16_MIN, inf_bits)  # the lowest key: 0 for the unsigned type
+    elif pool_t is int32_t:
+        return _ukey(<int32_t>INT32_MIN, inf_bits)
+    elif pool_t is int64_t:
+        return _ukey(<int64_t>INT64_MIN, inf_bits)
     else:
         return 0
 

@@ -15,7 +15,8 @@ import numpy as np
 # indexes a fused kernel with (kernel[C_TYPES[storage]]), never leaving the choice to Cython's
 # dispatch on the array, which cannot tell float16, bfloat16 and int16 apart in uint16 storage.
 C_TYPES = {np.dtype(name): ctype for name, ctype in (
-    ("int8", "int8_t"), ("uint8", "uint8_t"), ("uint16", "uint16_t"), ("uint32", "uint32_t"),
+    ("int8", "int8_t"), ("uint8", "uint8_t"), ("int16", "int16_t"), ("int32", "int32_t"), ("int64", "int64_t"),
+    ("uint16", "uint16_t"), ("uint32", "uint32_t"),
     ("uint64", "uint64_t"), ("float32", "float"), ("float64", "double"),
     ("complex64", "float complex"), ("complex128", "double complex"))}
 
@@ -24,6 +25,7 @@ class KindInfo(NamedTuple):
     """How the kernels see one dtype kind."""
     storage: np.dtype   # what the kernel's buffer holds (as_kernel_array's view)
     inf_bits: int       # +inf bit pattern of a 16-bit float format (include/pooling_half.h), else 0
+    signed: np.dtype | None = None  # unsigned integers of 2-8 bytes: the signed type MaxPool runs them in
 
     @property
     def itemsize(self):
@@ -32,12 +34,20 @@ class KindInfo(NamedTuple):
     @property
     def ctype(self):
         """The C element type of the MaxPool kernels' specialisation for this kind."""
-        return C_TYPES[self.storage]
+        return C_TYPES[self.signed if self.signed is not None else self.storage]
+
+    @property
+    def key_bits(self):
+        """What MaxPool's kernels take as inf_bits: a 16-bit float's +inf pattern, 1 for an unsigned
+        integer run in the signed type (compared by its bits with the sign bit flipped:
+        src/kernels/common.pxi), else 0."""
+        return 1 if self.signed is not None else self.inf_bits
 
 
 # The one table of dtype kinds.  float16 and bfloat16 share the uint16 kernels and differ only
-# in inf_bits.  (MaxUnpool moves bits through unsigned storage of each width, and Col2Im keeps
-# integers in unsigned storage and bool in int8; their modules map kinds to those.)
+# in inf_bits; MaxPool runs the integers of 2-8 bytes in the signed type of their width, the
+# unsigned ones marked by key_bits.  (MaxUnpool moves bits through unsigned storage of each width,
+# and Col2Im keeps integers in unsigned storage and bool in int8; their modules map kinds to those.)
 KINDS = {
     "bool": KindInfo(np.dtype(np.uint8), 0),
     "int8": KindInfo(np.dtype(np.int8), 0),
@@ -45,9 +55,9 @@ KINDS = {
     "int32": KindInfo(np.dtype(np.int32), 0),
     "int64": KindInfo(np.dtype(np.int64), 0),
     "uint8": KindInfo(np.dtype(np.uint8), 0),
-    "uint16": KindInfo(np.dtype(np.uint16), 0),
-    "uint32": KindInfo(np.dtype(np.uint32), 0),
-    "uint64": KindInfo(np.dtype(np.uint64), 0),
+    "uint16": KindInfo(np.dtype(np.uint16), 0, np.dtype(np.int16)),
+    "uint32": KindInfo(np.dtype(np.uint32), 0, np.dtype(np.int32)),
+    "uint64": KindInfo(np.dtype(np.uint64), 0, np.dtype(np.int64)),
     "float16": KindInfo(np.dtype(np.uint16), 0x7C00),
     "bfloat16": KindInfo(np.dtype(np.uint16), 0x7F80),
     "float32": KindInfo(np.dtype(np.float32), 0),

@@ -124,10 +124,21 @@ def launch(plan, kind, nt, with_indices, strategy=None):
                              f"(layout {plan.layout}, rank {len(plan.spatial)}, "
                              f"return_indices={with_indices})")
     act = _activation_bounds(plan.activation, plan.activation_params, kind)
-    run = UNITS[strategy].build(plan, kind, nt, act, KINDS[kind].inf_bits, with_indices)
+    if act == _INT64_AT_MAX:  # every result is int64's maximum, which no float64 bound holds
+        act = (0, 0, 0)
+        run = UNITS[strategy].build(plan, kind, nt, act, KINDS[kind].key_bits, with_indices)
+        run = functools.partial(_filled, run, np.iinfo(np.int64).max)
+    else:
+        run = UNITS[strategy].build(plan, kind, nt, act, KINDS[kind].key_bits, with_indices)
     if with_indices and plan.index_format != "onnx" and strategy not in _ENCODES:
         return functools.partial(_recoded, run, plan)
     return run
+
+
+def _filled(run, value, xk, y, indices):
+    """run, then every result `value` (a clamp from below at the type's maximum)."""
+    run(xk, y, indices)
+    y.fill(value)
 
 
 # The strategies whose kernels write every index format themselves (the index pass's Geom.imul ...;
@@ -160,23 +171,36 @@ def _index_code(plan, planes):
             "tf": (channels, 0, slices, channels, 0, 1),
             "tf_batch": (channels, 0, slices, channels, plane * channels, 1)}[fmt]
 
+# _activation_bounds of an int64 clamp from below at its maximum (2**63 - 1, which the kernels'
+# float64 bounds cannot hold): the launch writes that value instead.
+_INT64_AT_MAX = (-1, 0, 0)
+
+
 @functools.lru_cache(maxsize=64)
 def _activation_bounds(activation, params, kind):
     """(mode, lo, hi) for the kernels: bit 1 clamps below at lo, bit 2 above at hi.
 
     Bounds are in the kernel's storage type: floats round to nearest, integers
-    clamp to [ceil(min), floor(max)] within the type's range.
+    clamp to [ceil(min), floor(max)]; a bound at or past the type's end clamps nothing
+    (its bit is off), and an unsigned integer run in the signed type is passed as those bits.
     """
     if activation is None:
         return 0, 0, 0
     lo, hi = (0.0, math.inf) if activation == "Relu" else params
-    if kind in ("int8", "uint8"):
-        # Limit to the type's range before rounding: either bound may be +-inf.
-        info = np.iinfo(kind)
-        lo = math.ceil(min(max(lo, info.min), info.max))
-        hi = math.floor(min(max(hi, info.min), info.max))
-        return 3, lo, hi
-    if KINDS[kind].inf_bits:
+    info = KINDS[kind]
+    if kind.startswith(("int", "uint")):
+        limits = np.iinfo(kind)
+        lo = math.ceil(min(max(lo, limits.min), limits.max))  # +-inf clamp to the range first
+        hi = math.floor(min(max(hi, limits.min), limits.max))
+        mode = (lo > limits.min) | (hi < limits.max) << 1
+        if kind == "int64" and lo == limits.max:
+            return _INT64_AT_MAX
+        lo, hi = (lo if mode & 1 else 0), (hi if mode & 2 else 0)  # (2**63 - 1 is no float64)
+        if info.signed is not None:  # the signed type's bits of the unsigned bounds
+            wrap = 1 << (8 * info.itemsize)
+            lo, hi = (v - wrap if v >= wrap // 2 else v for v in (lo, hi))
+        return mode, float(lo), float(hi)
+    if info.inf_bits:
         return 3, float_to_half_bits(lo, kind), float_to_half_bits(hi, kind)
     return 3, lo, hi
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from ._attrs import (INDEX_LIMIT, cached_plan, check_size, choice, flag, int_tuple, kinds_in,
                      past_limit, resolve_version, shape_tuple, split_layout)
-from ._dtypes import as_array, as_kernel_array, result_dtype
+from ._dtypes import KINDS, as_array, as_kernel_array, result_dtype
 from ._maxpool_strategies import launch
 from ._outputs import output_array
 from ._shapes import AUTO_PADS, pool_output
@@ -31,6 +31,8 @@ OP = "MaxPool"
 _ATTRIBUTE_SINCE = {"storage_order": 8, "ceil_mode": 10, "dilations": 10}
 _INDICES_SINCE = 8
 _DTYPE_SINCE = {"float16": 1, "float32": 1, "float64": 1, "int8": 12, "uint8": 12, "bfloat16": 22}
+# Library mode (opset=None) also pools the other integers and bool, which no MaxPool version has.
+_LIBRARY_DTYPES = tuple(_DTYPE_SINCE) + ("int16", "uint16", "int32", "uint32", "int64", "uint64", "bool")
 ACTIVATIONS = ("Relu", "Clip")
 
 class _Plan(NamedTuple):
@@ -184,7 +186,8 @@ def max_pool(x: ArrayLike, kernel_shape: Ints, *, strides: Ints | None = None, p
     x : array_like
         Input of shape ``(N, C, D_1, ..., D_n)`` with ``n >= 1`` spatial axes, or ``(N, D_1, ...,
         D_n, C)`` with ``layout="NHWC"``; dtype float16, bfloat16, float32, float64, int8 or uint8
-        (fewer under `opset`). Anything ``numpy.asarray`` takes; never modified.
+        (fewer under `opset`), and in library mode (no `opset`) int16, uint16, int32, uint32,
+        int64, uint64 and bool. Anything ``numpy.asarray`` takes; never modified.
     kernel_shape : int or sequence of int
         Window size per spatial axis, each >= 1 (one int: the same on every axis).
     strides : int or sequence of int, optional
@@ -269,8 +272,10 @@ def max_pool(x: ArrayLike, kernel_shape: Ints, *, strides: Ints | None = None, p
     - Padding never takes part in the maximum. Ties go to the first maximum in window order (the
       last spatial axis innermost). NaN is greater than every number and the first NaN wins;
       -0.0 equals 0.0. `y` holds the exact bits of the winning element.
-    - A window that holds no element of `x` (large pads or dilations) gives -inf (int8 and uint8:
-      the dtype's minimum) and index -1.
+    - A window that holds no element of `x` (large pads or dilations) gives -inf (integers: the
+      dtype's minimum; bool: False) and index -1.
+    - bool: a window is True where it holds a True (any nonzero byte), and its index is the first
+      True's; `y` holds 0/1 bytes. `activation` is not defined for bool (a ValueError).
     - With ``storage_order=1``, indices are ``plane + h + w * H`` (column-major inside each plane):
       an encoding that does not round-trip through `max_unpool`. With NHWC they are offsets into
       `x`'s own NHWC memory.
@@ -305,6 +310,11 @@ def max_pool(x: ArrayLike, kernel_shape: Ints, *, strides: Ints | None = None, p
                  return_indices=return_indices, layout=layout, activation=activation,
                  activation_params=activation_params, opset=opset, index_format=index_format)
     xk, kind = as_kernel_array(OP, "x", arr, plan.kinds)
+    signed = KINDS[kind].signed
+    if signed is not None:  # unsigned integers of 2-8 bytes run in the signed type (_dtypes.KindInfo)
+        xk = xk.view(signed)
+    elif kind == "bool" and plan.activation is not None:
+        raise ValueError(f"{OP}: activation={plan.activation!r} is not defined for bool x")
     nt = resolve_n_threads(OP, n_threads, xk.size)
     y = output_array(OP, "out", out, plan.out_shape, result_dtype(arr.dtype), ("the input x", arr))
     if indices_out is not None and not return_indices:
@@ -315,6 +325,8 @@ def max_pool(x: ArrayLike, kernel_shape: Ints, *, strides: Ints | None = None, p
     if y.size:
         yk = y if y.dtype is xk.dtype else y.view(xk.dtype)  # 16-bit floats: as their bits
         launch(plan, kind, nt, return_indices, _strategy)(xk, yk, indices)
+        if kind == "bool":
+            _canonical_bool(plan, kind, nt, return_indices, _strategy, xk, yk, indices)
         if indices is not None and plan.storage_order == 1 and len(plan.spatial) > 1:
             _to_column_major(indices, plan.spatial)  # (of "onnx" or "plane" Indices alike)
     return (y, indices) if return_indices else y
@@ -342,7 +354,7 @@ def _plan(x_shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode, 
     activation, act_params = _activation(activation, activation_params)
     check_format(OP, "index_format", index_format, layout, storage_order)
 
-    kinds = kinds_in(_DTYPE_SINCE, version)
+    kinds = kinds_in(_DTYPE_SINCE, version, library=_LIBRARY_DTYPES)
     if version is not None:
         given = {"storage_order": storage_order != 0, "ceil_mode": ceil_mode != 0,
                  "dilations": any(d != 1 for d in dilations)}
@@ -399,6 +411,19 @@ def _activation(activation, params):
 
 
 _INT64 = np.dtype(np.int64)
+
+
+def _canonical_bool(plan, kind, nt, return_indices, strategy, xk, yk, indices):
+    """bool x runs as its bytes (uint8): a window's largest byte is nonzero exactly where it holds a
+    True, and where every byte is 0 or 1 (numpy's own bools) the first largest is the first True.
+    A result above 1 shows a window with another nonzero byte: then Y is made 0/1, and Indices, if
+    asked for, are computed again from the input read as 0/1 (a copy)."""
+    if not yk.size or yk.max() <= 1:
+        return
+    if indices is None:
+        np.minimum(yk, 1, out=yk)
+    else:
+        launch(plan, kind, nt, return_indices, strategy)((xk != 0).view(np.uint8), yk, indices)
 
 
 def _to_column_major(indices, spatial):

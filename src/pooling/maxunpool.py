@@ -26,10 +26,11 @@ if TYPE_CHECKING:
 
 OP = "MaxUnpool"
 
-# behaviour.md §3: the version that introduced each dtype of X.  Library mode adds the
-# integer types MaxPool-12 pools [ext], so anything pooled can be unpooled.
+# behaviour.md §3: the version that introduced each dtype of X.  Library mode adds every dtype
+# library-mode MaxPool pools [ext], so anything pooled can be unpooled.
 _DTYPE_SINCE = {"float16": 9, "float32": 9, "float64": 9, "bfloat16": 22}
-_LIBRARY_DTYPES = tuple(_DTYPE_SINCE) + ("int8", "uint8")
+_LIBRARY_DTYPES = tuple(_DTYPE_SINCE) + ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+                                         "bool")
 # Indices: int64 in every version, any integer type in library mode.
 _INDEX_SINCE = {"int64": 9}
 _INDEX_KINDS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
@@ -125,7 +126,7 @@ def max_unpool(x: ArrayLike, indices: ArrayLike, kernel_shape: Ints, *, strides:
     x : array_like
         Pooled values of shape ``(N, C, D_1, ..., D_n)`` with ``n >= 1``, or ``(N, D_1, ..., D_n,
         C)`` with ``layout="NHWC"``; dtype float16, bfloat16, float32 or float64, and in library
-        mode int8 and uint8.
+        mode every integer type and bool (their bits are moved as they are).
     indices : array_like of int
         The shape of `x`: flat offsets into the returned output (row-major; NHWC: into its NHWC
         memory), as `max_pool` returns them. int64 under `opset`; any integer dtype in library mode.

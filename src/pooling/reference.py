@@ -99,10 +99,16 @@ def _bits(arr):
     return _native(arr).view(f"u{arr.dtype.itemsize}")
 
 
+_INTEGERS = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
+
+
 def _order_values(bits, kind):
-    """float64 values of element `bits`, exact for every MaxPool dtype (NaN kept as NaN)."""
-    if kind in ("int8", "uint8"):
-        return bits.view(kind).astype(np.float64)
+    """Values of element `bits` in an order-exact dtype for every MaxPool dtype: float64 (NaN kept
+    as NaN) for the floats, the integers as they are, bool as 0/1 (any nonzero byte is True)."""
+    if kind in _INTEGERS:
+        return bits.view(kind)
+    if kind == "bool":
+        return (bits != 0).astype(np.uint8)
     with np.errstate(invalid="ignore"):  # signalling NaNs stay NaN: all that ordering needs
         if kind == "bfloat16":
             return (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
@@ -192,6 +198,8 @@ def max_pool(x, kernel_shape, *, strides=None, pads=None, dilations=None, auto_p
                           return_indices=return_indices, layout=layout, activation=activation,
                           activation_params=activation_params, opset=opset, index_format=index_format)
     kind = checked_kind("MaxPool", "x", arr.dtype, plan.kinds)
+    if kind == "bool" and activation is not None:
+        raise ValueError(f"MaxPool: activation={activation!r} is not defined for bool x")
     resolve_n_threads("MaxPool", n_threads, arr.size)  # validated, then ignored
     y_out = output_array("MaxPool", "out", out, out_shape, result_dtype(arr.dtype), ("the input x", arr))
     if indices_out is not None and not return_indices:
@@ -222,7 +230,7 @@ def max_pool(x, kernel_shape, *, strides=None, pads=None, dilations=None, auto_p
     # Scan the taps: the running winner is replaced by a valid tap that is NaN while
     # the winner is not, or that is strictly greater (never by an equal one).
     have = np.zeros((batch, channels, n_out), bool)
-    best = np.zeros((batch, channels, n_out))
+    best = np.zeros((batch, channels, n_out), values.dtype)
     best_nan = np.zeros((batch, channels, n_out), bool)
     win = [np.zeros((batch, channels, n_out), np.int64) for _ in range(n)]
     best_bits = np.zeros((batch, channels, n_out), bits.dtype)
@@ -239,8 +247,10 @@ def max_pool(x, kernel_shape, *, strides=None, pads=None, dilations=None, auto_p
         for i in range(n):
             win[i] = np.where(take, coords[i], win[i])
 
-    empty = {"float16": 0xFC00, "bfloat16": 0xFF80, "float32": 0xFF800000,
-             "float64": 0xFFF0000000000000, "int8": 0x80, "uint8": 0}[kind]
+    empty = {"float16": 0xFC00, "bfloat16": 0xFF80, "float32": 0xFF800000, "float64": 0xFFF0000000000000,
+             "int8": 0x80, "int16": 0x8000, "int32": 0x80000000, "int64": 0x8000000000000000}.get(kind, 0)
+    if kind == "bool":
+        best_bits = best.astype(bits.dtype)  # the winner as 0/1, whatever its byte
     y = np.where(have, best_bits, np.array(empty, bits.dtype))
     if activation is not None:
         y = _clamp(y, kind, activation, plan.activation_params)
@@ -280,12 +290,12 @@ def max_pool(x, kernel_shape, *, strides=None, pads=None, dilations=None, auto_p
 def _clamp(y, kind, activation, params):
     """behaviour.md §2.4's activation on element bits `y`: min(max(y, lo), hi); NaN stays NaN."""
     lo, hi = (0.0, math.inf) if activation == "Relu" else (float(params[0]), float(params[1]))
-    if kind in ("int8", "uint8"):
+    if kind in _INTEGERS:
         info = np.iinfo(kind)
         lo = math.ceil(min(max(lo, info.min), info.max))
         hi = math.floor(min(max(hi, info.min), info.max))
-        v = y.view(kind).astype(np.int64)
-        return np.minimum(np.maximum(v, lo), hi).astype(kind).view(y.dtype)
+        v = y.view(kind)
+        return np.minimum(np.maximum(v, np.array(lo, kind)), np.array(hi, kind)).view(y.dtype)
     if kind == "float16":
         lo_bits, hi_bits = float16_bits([lo, hi])
     elif kind == "bfloat16":
