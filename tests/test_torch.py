@@ -166,6 +166,75 @@ def test_int64_beyond_float64_precision_is_exact():
     assert torch.equal(y, want[0]) and torch.equal(i, want[1])
 
 
+@pytest.mark.parametrize("dtype", [torch.int16, torch.int32, torch.int64], ids=str)
+@pytest.mark.parametrize("fmt", ["contiguous", "channels_last"])
+def test_integers_over_their_whole_range_match_torch_without_an_upcast(dtype, fmt, monkeypatch):
+    """int16-int64 run in pooling's own integer kernels (no float in between, no fallback to torch's),
+    over values at both ends of their range: torch's values and indices bit for bit."""
+    import pooling
+    seen = []
+    real = pooling.max_pool
+
+    def spy(x, *args, **kwargs):
+        seen.append(x.dtype)
+        return real(x, *args, **kwargs)
+    monkeypatch.setattr(pt._pooling, "max_pool", spy)
+    info = torch.iinfo(dtype)
+    gen = torch.Generator().manual_seed(7)
+    ends = torch.tensor([info.min, info.min + 1, -1, 0, 1, info.max - 1, info.max], dtype=torch.int64)
+    x = ends[torch.randint(0, ends.numel(), (2, 5, 9, 12), generator=gen)].to(dtype)
+    x = _in_format(x, fmt, 2)
+    for kw in (dict(kernel_size=3, stride=2, padding=1), dict(kernel_size=2, dilation=2, ceil_mode=True)):
+        got, want = pt.max_pool2d(x, **kw, return_indices=True), F.max_pool2d(x, **kw, return_indices=True)
+        assert_same(got[0], want[0])
+        assert torch.equal(got[1], want[1])
+    assert seen and all(d == np.dtype(str(dtype).removeprefix("torch.")) for d in seen), seen
+
+
+@pytest.mark.parametrize("dtype", [torch.uint16, torch.uint32, torch.uint64], ids=str)
+def test_unsigned_integers_beyond_torch(dtype):
+    """uint16-uint64 (torch has the dtypes but does not pool them): pooling's values and indices, the
+    top bit set or not."""
+    import pooling
+    info = torch.iinfo(dtype) if dtype != torch.uint64 else None
+    top = 2**64 - 1 if dtype == torch.uint64 else info.max
+    values = np.array([0, 1, 2, top // 2, top // 2 + 1, top - 1, top], dtype=str(dtype).removeprefix("torch."))
+    rng = np.random.default_rng(3)
+    x = values[rng.integers(0, values.size, (2, 3, 7, 9))]
+    xt = torch.from_numpy(x)
+    for fmt in ("contiguous", "channels_last"):
+        y, i = pt.max_pool2d(_in_format(xt, fmt, 2), 3, 2, 1, return_indices=True)
+        want_y, want_i = pooling.max_pool(x, 3, strides=2, pads=1, return_indices=True, index_format="plane")
+        assert y.dtype == dtype and np.array_equal(y.numpy(), want_y) and np.array_equal(i.numpy(), want_i)
+
+
+def test_bool_masks_dilate_as_torch_on_their_uint8_cast():
+    """bool, an extension beyond torch: True wins, the first True gives the index, as torch's max_pool2d
+    on the uint8 cast of the mask (values and indices); the result is bool."""
+    gen = torch.Generator().manual_seed(11)
+    mask = torch.rand(2, 3, 9, 12, generator=gen) < 0.2  # (torch: uint8 planes of at most 127 with indices)
+    for fmt in ("contiguous", "channels_last"):
+        m = _in_format(mask, fmt, 2)
+        y, i = pt.max_pool2d(m, 3, 1, 1, return_indices=True)
+        want_y, want_i = F.max_pool2d(m.to(torch.uint8), 3, 1, 1, return_indices=True)
+        assert y.dtype == torch.bool and torch.equal(y, want_y.bool()) and torch.equal(i, want_i)
+    small = mask[None, :, :, :5, :5]  # (and volumes of at most 127)
+    assert torch.equal(pt.max_pool3d(small, (1, 2, 2)), F.max_pool3d(small.to(torch.uint8), (1, 2, 2)).bool())
+
+
+@pytest.mark.parametrize("dtype", [torch.int16, torch.uint32, torch.int64, torch.bool], ids=str)
+def test_max_unpool_moves_integers_and_bool(dtype):
+    """max_unpool of the new dtypes (torch's own has no integer max_unpool): the values back at their
+    indices, zeros elsewhere."""
+    x = torch.arange(2 * 3 * 8 * 8).reshape(2, 3, 8, 8) % 5
+    x = x.to(dtype)
+    y, i = pt.max_pool2d(x, 2, return_indices=True)
+    back = pt.max_unpool2d(y, i, 2)
+    wide = torch.int64 if dtype != torch.bool else torch.uint8  # (torch's scatter lacks uint32)
+    want = torch.zeros(x.shape, dtype=wide).view(2, 3, -1).scatter(2, i.view(2, 3, -1), y.to(wide).view(2, 3, -1))
+    assert back.dtype == dtype and torch.equal(back.to(wide), want.view(x.shape))
+
+
 def test_integer_windows_of_the_minimum_get_their_first_index():
     """torch's channels_last integer kernels leave such a window's index where it was (here 2, a position
     outside the window); its contiguous kernels, and these functions in both formats, give the first."""
@@ -231,7 +300,7 @@ def test_max_pool_errors_where_torch_raises(kw, shape):
 
 
 @pytest.mark.parametrize("bad, error", [
-    (dict(input=torch.ones(1, 1, 4, 4, dtype=torch.bool)), r"input has dtype torch.bool"),
+    (dict(input=torch.ones(1, 1, 4, 4, dtype=torch.complex128)), r"input has dtype torch.complex128"),
     (dict(input=torch.ones(1, 1, 4, 4, dtype=torch.complex64)), r"input has dtype torch.complex64"),
     (dict(input=np.ones((1, 1, 4, 4))), r"input must be a torch.Tensor"),
     (dict(kernel_size=2.0), r"kernel_size must be an int or a tuple of 2 ints"),

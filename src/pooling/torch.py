@@ -36,12 +36,10 @@ class ArgumentError(ValueError, RuntimeError):
     for the same conditions, so that code written for either catches it."""
 
 
-# Integer dtypes torch pools that pooling's kernels do not: pooled exactly in a float that holds every
-# value (int64 only while |x| <= 2**53; beyond, torch's own kernel runs).
-_UPCAST = {torch.int16: np.float32, torch.int32: np.float64, torch.int64: np.float64}
+# torch's dtypes that its max_pool takes, then those pooling's kernels also pool (library mode), which
+# torch's do not: its unsigned integers of 2-8 bytes and bool.
 _POOL_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int8, torch.uint8,
-                *_UPCAST)
-_EXACT_INT64 = 2 ** 53
+                torch.int16, torch.int32, torch.int64, torch.uint16, torch.uint32, torch.uint64, torch.bool)
 _CHANNELS_LAST = {2: torch.channels_last, 3: torch.channels_last_3d}
 
 
@@ -70,7 +68,8 @@ def max_pool1d(input: Tensor, kernel_size: Size, stride: Size | None = None, pad
     ----------
     input : torch.Tensor
         ``(N, C, L)`` or unbatched ``(C, L)``, on the CPU; float16, bfloat16, float32, float64, int8, uint8,
-        int16, int32 or int64 (torch's dtypes). May require grad.
+        int16, int32 or int64 (torch's dtypes), and uint16, uint32, uint64 and bool, which torch does not
+        pool (bool: True wins). May require grad.
     kernel_size : int or tuple of int
         Window size, >= 1.
     stride : int or tuple of int, optional
@@ -146,7 +145,8 @@ def max_pool2d(input: Tensor, kernel_size: Size, stride: Size | None = None, pad
     input : torch.Tensor
         ``(N, C, H, W)`` or unbatched ``(C, H, W)``, on the CPU, contiguous or channels_last (read in
         place; any other strides are copied first); float16, bfloat16, float32, float64, int8, uint8,
-        int16, int32 or int64 (torch's dtypes). May require grad.
+        int16, int32 or int64 (torch's dtypes), and uint16, uint32, uint64 and bool, which torch does not
+        pool (bool: True wins). May require grad.
     kernel_size : int or tuple of int
         Window size, one int or one per axis, each >= 1.
     stride : int or tuple of int, optional
@@ -228,8 +228,8 @@ def max_pool3d(input: Tensor, kernel_size: Size, stride: Size | None = None, pad
     ----------
     input : torch.Tensor
         ``(N, C, D, H, W)`` or unbatched ``(C, D, H, W)``, on the CPU, contiguous or channels_last_3d
-        (read in place); float16, bfloat16, float32, float64, int8, uint8, int16, int32 or int64. May
-        require grad.
+        (read in place); float16, bfloat16, float32, float64, int8, uint8, int16, int32 or int64, and
+        uint16, uint32, uint64 and bool, which torch does not pool. May require grad.
     kernel_size : int or tuple of int
         Window size, one int or one per axis, each >= 1.
     stride : int or tuple of int, optional
@@ -319,12 +319,6 @@ def _pool_forward(fn, x, args, with_indices):
     n = len(kernel)
     layout, xl = _layout(x, n)
     arr = _as_numpy(xl)
-    upcast = _UPCAST.get(x.dtype)
-    if upcast is not None:
-        if x.dtype == torch.int64 and arr.size and not -_EXACT_INT64 <= arr.min() <= arr.max() <= _EXACT_INT64:
-            y, indices = getattr(torch.ops.aten, f"max_pool{n}d_with_indices")(x.detach(), *args)
-            return y, (indices if with_indices else None), "NCHW"
-        arr = arr.astype(upcast)
     kw = dict(strides=stride, pads=padding * 2, dilations=dilation, ceil_mode=ceil_mode, layout=layout,
               n_threads=torch.get_num_threads())
     if with_indices:
@@ -335,9 +329,6 @@ def _pool_forward(fn, x, args, with_indices):
         perm = _to_nchw(layout, n)
         _last_nans(arr.transpose(perm), y.transpose(perm), None if indices is None else indices.transpose(perm),
                    args, _nan_test(x.dtype), _TORCH_NAN.get(x.dtype))
-    if upcast is not None:  # a window of no element is -inf: the integer's minimum, as int8 and uint8 give
-        info = np.iinfo(_INT_DTYPES[x.dtype])
-        y = np.maximum(y, info.min, out=y).astype(info.dtype)
     yt = _from_layout(_as_tensor(y, x.dtype), layout, n)
     it = None if indices is None else _from_layout(torch.from_numpy(indices), layout, n)
     return yt, it, layout
@@ -435,7 +426,7 @@ def max_unpool1d(input: Tensor, indices: Tensor, kernel_size: Size, stride: Size
     ----------
     input : torch.Tensor
         Pooled values ``(N, C, L)`` or unbatched ``(C, L)``, on the CPU; float16, bfloat16, float32,
-        float64 (and int8, uint8). May require grad.
+        float64 (and every integer dtype and bool). May require grad.
     indices : torch.Tensor of int
         `input`'s shape: offsets within each ``(n, c)`` plane of the output, as `max_pool1d` returns them.
     kernel_size : int or tuple of int
@@ -489,7 +480,7 @@ def max_unpool2d(input: Tensor, indices: Tensor, kernel_size: Size, stride: Size
     ----------
     input : torch.Tensor
         Pooled values ``(N, C, H, W)`` or unbatched ``(C, H, W)``, on the CPU (channels_last read in
-        place); float16, bfloat16, float32, float64 (and int8, uint8). May
+        place); float16, bfloat16, float32, float64 (and every integer dtype and bool). May
         require grad.
     indices : torch.Tensor of int
         `input`'s shape: offsets ``h * W_out + w`` within each ``(n, c)`` plane of the output, as
@@ -550,7 +541,7 @@ def max_unpool3d(input: Tensor, indices: Tensor, kernel_size: Size, stride: Size
     ----------
     input : torch.Tensor
         Pooled values ``(N, C, D, H, W)`` or unbatched ``(C, D, H, W)``, on the CPU; float16, bfloat16,
-        float32, float64 (and int8, uint8). May require grad.
+        float32, float64 (and every integer dtype and bool). May require grad.
     indices : torch.Tensor of int
         `input`'s shape: offsets within each ``(n, c)`` volume of the output, as `max_pool3d` returns them.
     kernel_size : int or tuple of int
@@ -780,9 +771,6 @@ class _Fold(torch.autograd.Function):
 # ---------------------------------------------------------------------------------------------------------
 # Tensors, numpy views, arguments
 # ---------------------------------------------------------------------------------------------------------
-
-_INT_DTYPES = {torch.int16: np.int16, torch.int32: np.int32, torch.int64: np.int64}
-
 
 def _batch(fn, t, n, name):
     """(t with a batch axis, whether it had one): an (n+1)- or (n+2)-D CPU tensor, non-empty but for N."""
