@@ -84,6 +84,11 @@ CASES = [
     _pool((8, 64, 112, 112), "float64"),
     _pool((8, 64, 112, 112), "int8"),
     _pool((8, 64, 112, 112), "uint8"),
+    # library-mode dtypes: label volumes downsampled by max (3-D k2 s2), a mask dilated (k3 s1 p1; torch: its
+    # uint8 cast, cast included)
+    _pool((1, 1, 96, 256, 256), "uint16", k=2, s=2, p=0),
+    _pool((1, 1, 96, 256, 256), "uint32", k=2, s=2, p=0),
+    _pool((1, 1, 1024, 1024), "bool", k=3, s=1, p=1),
     # channels-last (against torch channels_last on the same data)
     _pool((8, 112, 112, 64), layout="NHWC"),
     # call overhead
@@ -105,9 +110,13 @@ def _numpy_dtype(name):
 
 def _data(shape, dtype, seed=0):
     rng = np.random.default_rng(seed)
+    if dtype == "bool":
+        return rng.random(shape) < 0.02  # a sparse mask
     if dtype in ("int8", "uint8"):
         info = np.iinfo(dtype)
         return rng.integers(info.min, int(info.max) + 1, size=shape, dtype=dtype)
+    if np.dtype(dtype).kind in "iu":  # labels: ids of up to a few thousand objects
+        return rng.integers(0, 4096, size=shape).astype(dtype)
     return rng.standard_normal(shape, dtype=np.float32).astype(_numpy_dtype(dtype))
 
 
@@ -211,7 +220,8 @@ def _floor(case):
     return functools.partial(np.copyto, dst, src)
 
 
-_ONNX_TYPES = {"float32": 1, "uint8": 2, "int8": 3, "float16": 10, "float64": 11, "bfloat16": 16}
+_ONNX_TYPES = {"float32": 1, "uint8": 2, "int8": 3, "uint16": 4, "int16": 5, "int32": 6, "int64": 7, "bool": 9,
+               "float16": 10, "float64": 11, "uint32": 12, "uint64": 13, "bfloat16": 16}
 
 
 def onnx_model(case):
@@ -305,6 +315,9 @@ def _torch(case, threads=THREADS):
         fn = functools.partial(getattr(F, f"max_pool{n}d"), x, kernel_size=kw["kernel_shape"],
                                stride=kw.get("strides", 1), padding=pads[:n], return_indices=case.indices,
                                dilation=kw.get("dilations", 1), ceil_mode=bool(kw.get("ceil_mode", 0)))
+        if case.dtype == "bool":  # torch pools no bool: a mask is cast to uint8 and back
+            pool = functools.partial(fn.func, *fn.args[1:], **fn.keywords)
+            fn = functools.partial(lambda t: pool(t.to(torch.uint8)).bool(), x)
     try:
         fn()
     except RuntimeError as e:
