@@ -205,6 +205,8 @@ PK_VEC_CHECKS(pk_rows, float)
 #define PK_RB_L PK_ROWS_L
 #define PK_RB_C pk_rows_c
 #define PK_RB_ZEROS 1
+#define PK_RB_KEY(v, u) ((void)(u), pk_rows_key(v))
+#define PK_RB_STY(p, v, u) ((void)(u), pk_rows_sty(p, v))
 #include "pooling_rows_body.h"
 
 #define PK_RB_T int16_t
@@ -215,6 +217,8 @@ PK_VEC_CHECKS(pk_rows, float)
 #define PK_RB_L PK_RH_L
 #define PK_RB_C pk_rh_c
 #define PK_RB_ZEROS 0
+#define PK_RB_KEY(v, u) ((void)(u), pk_rh_key(v))
+#define PK_RB_STY(p, v, u) ((void)(u), pk_rh_sty(p, v))
 #include "pooling_rows_body.h"
 
 /* The same for rows of 8 to 15 (pk_rows_h16n, pk_tiles_k2_h16n): the 16-byte family, where the
@@ -228,11 +232,176 @@ PK_VEC_CHECKS(pk_rows, float)
 #define PK_RB_L PK_RN_L
 #define PK_RB_C pk_rn_c
 #define PK_RB_ZEROS 0
+#define PK_RB_KEY(v, u) ((void)(u), pk_rn_key(v))
+#define PK_RB_STY(p, v, u) ((void)(u), pk_rn_sty(p, v))
 #include "pooling_rows_body.h"
 #else
 #define pk_rows_h16n pk_rows_h16
 #define pk_tiles_k2_h16n pk_tiles_k2_h16
 #endif
+
+/* The integers of 2 and 4 bytes (int16 and uint16, int32 and uint32; MaxPool runs the unsigned ones
+ * in the signed type: src/kernels/common.pxi) run the same passes and TILES' one pass, comparing
+ * values as they are, or for the unsigned ones by their bits with the sign bit flipped (the body's
+ * u, the call's inf_bits): keys whose signed order is the unsigned one.  No checks: no integer is
+ * what the cheap compare gets wrong.  16 bits: the int16 family's operations (pooling_rows_h16.h
+ * with PK_RH_INT), in the same two widths; the buffers' padding is INT16_MIN (pk_rows_pad_h16), the
+ * lowest key. */
+#define PK_RH(op) pk_ri_##op
+#if PK_SIMD && PK_SIMD_BYTES >= 32
+#define PK_RH_BYTES 32
+#elif PK_SIMD
+#define PK_RH_BYTES 16
+#else
+#define PK_RH_BYTES 2
+#endif
+#define PK_RH_INT
+#include "pooling_rows_h16.h"
+#undef PK_RH_INT
+
+#define PK_RB_T int16_t
+#define PK_RB_N(name) name##_i16
+#define PK_RB_F(op) pk_ri_##op
+#define PK_RB_V pk_ri_v
+#define PK_RB_M pk_ri_m
+#define PK_RB_L pk_ri_lanes
+#define PK_RB_C pk_ri_c
+#define PK_RB_ZEROS 0
+#define PK_RB_KEY(v, u) pk_ri_key(v, u)
+#define PK_RB_STY(p, v, u) pk_ri_sty(p, v, u)
+#include "pooling_rows_body.h"
+
+#if PK_SIMD && PK_SIMD_BYTES >= 32
+#define PK_RH(op) pk_rj_##op
+#define PK_RH_BYTES 16
+#define PK_RH_INT
+#include "pooling_rows_h16.h"
+#undef PK_RH_INT
+
+#define PK_RB_T int16_t
+#define PK_RB_N(name) name##_i16n
+#define PK_RB_F(op) pk_rj_##op
+#define PK_RB_V pk_rj_v
+#define PK_RB_M pk_rj_m
+#define PK_RB_L pk_rj_lanes
+#define PK_RB_C pk_rj_c
+#define PK_RB_ZEROS 0
+#define PK_RB_KEY(v, u) pk_rj_key(v, u)
+#define PK_RB_STY(p, v, u) pk_rj_sty(p, v, u)
+#include "pooling_rows_body.h"
+#else
+#define pk_rows_i16n pk_rows_i16
+#define pk_tiles_k2_i16n pk_tiles_k2_i16
+#endif
+
+/* 32 bits: vectors of at most 32 bytes, as float32's (int32 maxima: vpmaxsd; SSE4.1's pmaxsd; a select
+ * in SSE2), its even/odd split and lane order. */
+#if PK_SIMD
+#if PK_SIMD_BYTES >= 32
+typedef int32_t pk_r32_v __attribute__((vector_size(32)));
+#else
+typedef int32_t pk_r32_v __attribute__((vector_size(16)));
+#endif
+#else
+typedef int32_t pk_r32_v;
+#endif
+typedef pk_r32_v pk_r32_m;
+enum { PK_R32_L = sizeof(pk_r32_v) / sizeof(int32_t) };
+typedef int pk_r32_c;
+
+static inline pk_r32_v pk_r32_ld(const int32_t* p)
+{
+    pk_r32_v v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+static inline void pk_r32_st(int32_t* p, pk_r32_v v) { memcpy(p, &v, sizeof v); }
+static inline pk_r32_v pk_r32_key(pk_r32_v v, int u) { return v ^ (int32_t)(u ? INT32_MIN : 0); }
+static inline void pk_r32_sty(int32_t* p, pk_r32_v v, int u) { pk_r32_st(p, pk_r32_key(v, u)); }
+static inline pk_r32_c pk_r32_clean(void) { return 0; }
+static inline void pk_r32_chk(pk_r32_c* c, pk_r32_v a, pk_r32_v b) { (void)c; (void)a; (void)b; }
+static inline int pk_r32_bad(pk_r32_c c, int inf_bits) { (void)c; (void)inf_bits; return 0; }
+static inline pk_r32_v pk_r32_max(pk_r32_v a, pk_r32_v b)
+{
+#if PK_SIMD && PK_SIMD_BYTES >= 32
+    return (pk_r32_v)_mm256_max_epi32((__m256i)a, (__m256i)b);
+#elif PK_SIMD && defined(__SSE4_1__)
+    return (pk_r32_v)_mm_max_epi32((__m128i)a, (__m128i)b);
+#elif PK_SIMD
+    pk_r32_m g = b > a;
+    return (b & g) | (a & ~g);
+#else
+    return b > a ? b : a;
+#endif
+}
+#if PK_SIMD
+#if defined(__clang__)
+#define PK_R32_SHUF(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+#else
+#define PK_R32_SHUF(a, b, ...) __builtin_shuffle(a, b, (pk_r32_m){__VA_ARGS__})
+#endif
+static inline pk_r32_v pk_r32_even(pk_r32_v a, pk_r32_v b)
+{
+#if PK_SIMD_BYTES >= 32
+    return PK_R32_SHUF(a, b, 0, 2, 8, 10, 4, 6, 12, 14);
+#else
+    return PK_R32_SHUF(a, b, 0, 2, 4, 6);
+#endif
+}
+static inline pk_r32_v pk_r32_odd(pk_r32_v a, pk_r32_v b)
+{
+#if PK_SIMD_BYTES >= 32
+    return PK_R32_SHUF(a, b, 1, 3, 9, 11, 5, 7, 13, 15);
+#else
+    return PK_R32_SHUF(a, b, 1, 3, 5, 7);
+#endif
+}
+#undef PK_R32_SHUF
+static inline pk_r32_v pk_r32_order(pk_r32_v m, int rounds)
+{
+#if PK_SIMD_BYTES >= 32
+    if (rounds == 1)
+        return (pk_r32_v)_mm256_permute4x64_epi64((__m256i)m, 0xD8);
+    return (pk_r32_v)_mm256_permutevar8x32_epi32((__m256i)m, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+#else
+    (void)rounds;
+    return m;
+#endif
+}
+#else
+static inline pk_r32_v pk_r32_even(pk_r32_v a, pk_r32_v b) { (void)b; return a; }
+static inline pk_r32_v pk_r32_odd(pk_r32_v a, pk_r32_v b) { (void)a; return b; }
+static inline pk_r32_v pk_r32_order(pk_r32_v m, int rounds) { (void)rounds; return m; }
+#endif
+static inline pk_r32_v pk_r32_pairs(pk_r32_v a, pk_r32_v b) { return pk_r32_max(pk_r32_even(a, b), pk_r32_odd(a, b)); }
+static inline pk_r32_v pk_r32_trios(const int32_t* p)
+{
+    pk_r32_v m = pk_r32_pairs(pk_r32_ld(p), pk_r32_ld(p + PK_R32_L));
+    return pk_r32_max(m, pk_r32_even(pk_r32_ld(p + 2), pk_r32_ld(p + 2 + PK_R32_L)));
+}
+
+/* The padding of R int32 row buffers (see pk_rows_pad): INT32_MIN, the lowest key. */
+static inline void pk_rows_pad_i32(int32_t* V, ptrdiff_t ld, ptrdiff_t R, ptrdiff_t W, ptrdiff_t pw)
+{
+    for (ptrdiff_t r = 0; r < R; r++) {
+        for (ptrdiff_t i = 0; i < pw && i < ld; i++)
+            V[r * ld + i] = INT32_MIN;
+        for (ptrdiff_t i = pw + W; i < ld; i++)
+            V[r * ld + i] = INT32_MIN;
+    }
+}
+
+#define PK_RB_T int32_t
+#define PK_RB_N(name) name##_i32
+#define PK_RB_F(op) pk_r32_##op
+#define PK_RB_V pk_r32_v
+#define PK_RB_M pk_r32_m
+#define PK_RB_L PK_R32_L
+#define PK_RB_C pk_r32_c
+#define PK_RB_ZEROS 0
+#define PK_RB_KEY(v, u) pk_r32_key(v, u)
+#define PK_RB_STY(p, v, u) pk_r32_sty(p, v, u)
+#include "pooling_rows_body.h"
 
 /* TILES' W pass for float32 windows 2 wide (src/kernels/maxpool_tiles.pxi): dst[i] = the first
  * maximum of src[2i], src[2i + 1] by the cheap compare, i < n; returns whether src held a NaN (dst is
@@ -245,7 +414,7 @@ static inline int pk_tiles_w2_f32(const float* src, float* dst, ptrdiff_t n)
     ptrdiff_t i = 0;
     int odd = 0;
     for (; i + PK_ROWS_L <= n; i += PK_ROWS_L)
-        pk_rows_st(dst + i, pk_rows_order(pk_tiles_pair_f32(src, i, &bad), 1));
+        pk_rows_st(dst + i, pk_rows_order(pk_tiles_pair_f32(src, i, &bad, 0), 1));
     for (; i < n; i++) {
         float a = src[2 * i], b = src[2 * i + 1];
         odd |= (a != a) | (b != b);

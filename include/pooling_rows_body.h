@@ -11,6 +11,8 @@
  *                  and sty, the store of an output row (16-bit floats: the keys' bits); and the
  *                  checks of the values the cheap compare could get wrong: a state PK_RB_C, set up
  *                  by clean(), fed loaded values by chk(&c, a, b), read by bad(c, inf_bits)
+ *   PK_RB_KEY(v, u), PK_RB_STY(p, v, u)  the kind's key and sty (u: the call's inf_bits, which the
+ *                  integer kinds read as "unsigned": their sign bit flipped on the way in and out)
  *   PK_RB_V, PK_RB_M  its vector and mask types; PK_RB_L its lanes
  *   PK_RB_ZEROS    1 where a -0.0 in the plane matters only beside a zero result, which pass 2 looks
  *                  for (float32: the plane is then scanned for one); 0 where chk() finds -0.0 too
@@ -21,7 +23,7 @@
  * one, so a window of two rows reads no third); the values of the first nchk rows go to the
  * checks *b.  Each vector loop ends with a vector that overlaps the one before it. */
 static inline void PK_RB_N(pk_rows_pass1_at)(const PK_RB_T* const* r, int taps, PK_RB_T* V, ptrdiff_t w,
-                                             int nchk, PK_RB_C* b)
+                                             int nchk, PK_RB_C* b, int u)
 {
     PK_RB_V x0 = PK_RB_F(ld)(r[0] + w), x1 = PK_RB_F(ld)(r[1] + w);
     PK_RB_V x2 = taps >= 3 ? PK_RB_F(ld)(r[2] + w) : x1;
@@ -32,24 +34,24 @@ static inline void PK_RB_N(pk_rows_pass1_at)(const PK_RB_T* const* r, int taps, 
         PK_RB_F(chk)(b, x0, x1);
     if (taps >= 3 && nchk >= 3)
         PK_RB_F(chk)(b, x2, taps == 4 && nchk == 4 ? x3 : x2);
-    PK_RB_V m = PK_RB_F(max)(PK_RB_F(key)(x0), PK_RB_F(key)(x1));
+    PK_RB_V m = PK_RB_F(max)(PK_RB_KEY(x0, u), PK_RB_KEY(x1, u));
     if (taps >= 3)
-        m = PK_RB_F(max)(m, PK_RB_F(key)(x2));
+        m = PK_RB_F(max)(m, PK_RB_KEY(x2, u));
     if (taps == 4)
-        m = PK_RB_F(max)(m, PK_RB_F(key)(x3));
+        m = PK_RB_F(max)(m, PK_RB_KEY(x3, u));
     PK_RB_F(st)(V + w, m);
 }
 
 static inline void PK_RB_N(pk_rows_pass1)(const PK_RB_T* const* r, int taps, PK_RB_T* V, ptrdiff_t W,
-                                          int nchk, PK_RB_C* bad)
+                                          int nchk, PK_RB_C* bad, int u)
 {
     ptrdiff_t w;
     PK_RB_C b = *bad;
     PK_ROWS_UNROLL(4)
     for (w = 0; w <= W - PK_RB_L; w += PK_RB_L)
-        PK_RB_N(pk_rows_pass1_at)(r, taps, V, w, nchk, &b);
+        PK_RB_N(pk_rows_pass1_at)(r, taps, V, w, nchk, &b, u);
     if (w < W)
-        PK_RB_N(pk_rows_pass1_at)(r, taps, V, W - PK_RB_L, nchk, &b);
+        PK_RB_N(pk_rows_pass1_at)(r, taps, V, W - PK_RB_L, nchk, &b, u);
     *bad = b;
 }
 
@@ -84,7 +86,7 @@ static inline PK_RB_V PK_RB_N(pk_rows_pass2_at)(const PK_RB_T* V, ptrdiff_t o, i
 
 /* Pass 2's output row; returns the lanes of zero results (where PK_RB_ZEROS). */
 static inline PK_RB_M PK_RB_N(pk_rows_pass2)(const PK_RB_T* V, PK_RB_T* y, ptrdiff_t OW, int sw, int three,
-                                             ptrdiff_t d1, ptrdiff_t d2)
+                                             ptrdiff_t d1, ptrdiff_t d2, int u)
 {
     const PK_RB_V zero = {0};
     PK_RB_M z = {0};
@@ -95,13 +97,13 @@ static inline PK_RB_M PK_RB_N(pk_rows_pass2)(const PK_RB_T* V, PK_RB_T* y, ptrdi
         m = PK_RB_N(pk_rows_pass2_at)(V, o, sw, three, d1, d2);
         if (PK_RB_ZEROS)
             z |= m == zero;
-        PK_RB_F(sty)(y + o, m);
+        PK_RB_STY(y + o, m, u);
     }
     if (o < OW) {
         m = PK_RB_N(pk_rows_pass2_at)(V, OW - PK_RB_L, sw, three, d1, d2);
         if (PK_RB_ZEROS)
             z |= m == zero;
-        PK_RB_F(sty)(y + OW - PK_RB_L, m);
+        PK_RB_STY(y + OW - PK_RB_L, m, u);
     }
     return z;
 }
@@ -140,22 +142,22 @@ static inline int PK_RB_N(pk_rows)(const PK_RB_T* x, PK_RB_T* y, ptrdiff_t H, pt
                     pk_prefetch(next + ahead);
             int check = oh == OH - 1 ? 4 : nchk;
             if (kh == 4)
-                PK_RB_N(pk_rows_pass1)(p, 4, V + (oh - oh0) * ld + pw, W, check, &bad);
+                PK_RB_N(pk_rows_pass1)(p, 4, V + (oh - oh0) * ld + pw, W, check, &bad, inf_bits);
             else if (kh == 3)
-                PK_RB_N(pk_rows_pass1)(p, 3, V + (oh - oh0) * ld + pw, W, check, &bad);
+                PK_RB_N(pk_rows_pass1)(p, 3, V + (oh - oh0) * ld + pw, W, check, &bad, inf_bits);
             else
-                PK_RB_N(pk_rows_pass1)(p, 2, V + (oh - oh0) * ld + pw, W, check, &bad);
+                PK_RB_N(pk_rows_pass1)(p, 2, V + (oh - oh0) * ld + pw, W, check, &bad, inf_bits);
         }
         for (oh = oh0; oh < oh0 + n; oh++) {
             const PK_RB_T* v = V + (oh - oh0) * ld;
             if (sw == 4)
-                zero |= PK_RB_N(pk_rows_pass2)(v, y + oh * OW, OW, 4, 0, 0, 0);
+                zero |= PK_RB_N(pk_rows_pass2)(v, y + oh * OW, OW, 4, 0, 0, 0, inf_bits);
             else if (sw == 2)
-                zero |= PK_RB_N(pk_rows_pass2)(v, y + oh * OW, OW, 2, kw == 3, 0, 0);
+                zero |= PK_RB_N(pk_rows_pass2)(v, y + oh * OW, OW, 2, kw == 3, 0, 0, inf_bits);
             else if (kw == 3)
-                zero |= PK_RB_N(pk_rows_pass2)(v, y + oh * OW, OW, 1, 1, dw, 2 * dw);
+                zero |= PK_RB_N(pk_rows_pass2)(v, y + oh * OW, OW, 1, 1, dw, 2 * dw, inf_bits);
             else
-                zero |= PK_RB_N(pk_rows_pass2)(v, y + oh * OW, OW, 1, 0, 0, (kw - 1) * dw);
+                zero |= PK_RB_N(pk_rows_pass2)(v, y + oh * OW, OW, 1, 0, 0, (kw - 1) * dw, inf_bits);
         }
     }
     if (PK_RB_F(bad)(bad, inf_bits))
@@ -180,32 +182,32 @@ static inline int PK_RB_N(pk_rows)(const PK_RB_T* x, PK_RB_T* y, ptrdiff_t H, pt
  * (src/kernels/maxpool_tiles.pxi).  pk_tiles_pair: the first maxima of the pairs of
  * p[2o .. 2o + 2L) in the kind's even lane order (order() puts them right), their values fed to
  * the checks. */
-static inline PK_RB_V PK_RB_N(pk_tiles_pair)(const PK_RB_T* p, ptrdiff_t o, PK_RB_C* bad)
+static inline PK_RB_V PK_RB_N(pk_tiles_pair)(const PK_RB_T* p, ptrdiff_t o, PK_RB_C* bad, int u)
 {
     PK_RB_V a = PK_RB_F(ld)(p + 2 * o), b = PK_RB_F(ld)(p + 2 * o + PK_RB_L);
     PK_RB_F(chk)(bad, a, b);
-    return PK_RB_F(pairs)(PK_RB_F(key)(a), PK_RB_F(key)(b));
+    return PK_RB_F(pairs)(PK_RB_KEY(a, u), PK_RB_KEY(b, u));
 }
 
 static inline void PK_RB_N(pk_tiles_k2_at)(const PK_RB_T* a, const PK_RB_T* c, PK_RB_T* y, ptrdiff_t OW,
-                                           ptrdiff_t o, int depth, PK_RB_C* bad)
+                                           ptrdiff_t o, int depth, PK_RB_C* bad, int u)
 {
-    PK_RB_V m = PK_RB_F(max)(PK_RB_N(pk_tiles_pair)(a, o, bad), PK_RB_N(pk_tiles_pair)(a + 2 * OW, o, bad));
+    PK_RB_V m = PK_RB_F(max)(PK_RB_N(pk_tiles_pair)(a, o, bad, u), PK_RB_N(pk_tiles_pair)(a + 2 * OW, o, bad, u));
     if (depth)
-        m = PK_RB_F(max)(m, PK_RB_F(max)(PK_RB_N(pk_tiles_pair)(c, o, bad),
-                                         PK_RB_N(pk_tiles_pair)(c + 2 * OW, o, bad)));
-    PK_RB_F(sty)(y + o, PK_RB_F(order)(m, 1));
+        m = PK_RB_F(max)(m, PK_RB_F(max)(PK_RB_N(pk_tiles_pair)(c, o, bad, u),
+                                         PK_RB_N(pk_tiles_pair)(c + 2 * OW, o, bad, u)));
+    PK_RB_STY(y + o, PK_RB_F(order)(m, 1), u);
 }
 
 static inline void PK_RB_N(pk_tiles_k2_row)(const PK_RB_T* a, const PK_RB_T* c, PK_RB_T* y, ptrdiff_t OW,
-                                            int depth, PK_RB_C* bad)
+                                            int depth, PK_RB_C* bad, int u)
 {
     ptrdiff_t o;
     PK_ROWS_UNROLL(2)
     for (o = 0; o <= OW - PK_RB_L; o += PK_RB_L)
-        PK_RB_N(pk_tiles_k2_at)(a, c, y, OW, o, depth, bad);
+        PK_RB_N(pk_tiles_k2_at)(a, c, y, OW, o, depth, bad, u);
     if (o < OW)
-        PK_RB_N(pk_tiles_k2_at)(a, c, y, OW, OW - PK_RB_L, depth, bad);
+        PK_RB_N(pk_tiles_k2_at)(a, c, y, OW, OW - PK_RB_L, depth, bad, u);
 }
 
 /* Output row q < n of y (OW >= L values) from input rows x0 + 4q * OW and the one after it (2 * OW
@@ -233,9 +235,9 @@ static PK_NOINLINE int PK_RB_N(pk_tiles_k2)(const PK_RB_T* x0, const PK_RB_T* x1
                 pk_prefetch(x1 + q * per + ahead + b);
         }
         if (x1 != NULL)
-            PK_RB_N(pk_tiles_k2_row)(x0 + q * per, x1 + q * per, y + q * OW, OW, 1, &bad);
+            PK_RB_N(pk_tiles_k2_row)(x0 + q * per, x1 + q * per, y + q * OW, OW, 1, &bad, inf_bits);
         else
-            PK_RB_N(pk_tiles_k2_row)(x0 + q * per, NULL, y + q * OW, OW, 0, &bad);
+            PK_RB_N(pk_tiles_k2_row)(x0 + q * per, NULL, y + q * OW, OW, 0, &bad, inf_bits);
     }
     return PK_RB_F(bad)(bad, inf_bits);
 }
@@ -248,3 +250,5 @@ static PK_NOINLINE int PK_RB_N(pk_tiles_k2)(const PK_RB_T* x0, const PK_RB_T* x1
 #undef PK_RB_L
 #undef PK_RB_C
 #undef PK_RB_ZEROS
+#undef PK_RB_KEY
+#undef PK_RB_STY

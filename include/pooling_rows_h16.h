@@ -8,7 +8,10 @@
  * The family: the vector and mask types v and m, the lanes `lanes`, ld / st, key (a loaded value's
  * key) and bits (a key's value), sty (st of the bits), max and min, the checks (c, clean, chk, bad),
  * pairs and trios (the first maxima of pairs and triples, for stride 2) and order (their lane order
- * put right). */
+ * put right).
+ *
+ *   PK_RH_INT     defined: the family of int16 and uint16 data instead (no checks; key(v, u) and
+ *                 sty(p, v, u) flip the sign bit of uint16's, u nonzero). */
 
 #if PK_SIMD
 typedef int16_t PK_RH(v) __attribute__((vector_size(PK_RH_BYTES)));
@@ -35,6 +38,7 @@ static inline PK_RH(v) PK_RH(ld)(const int16_t* p)
 }
 static inline void PK_RH(st)(int16_t* p, PK_RH(v) v) { memcpy(p, &v, sizeof v); }
 
+#ifndef PK_RH_INT
 /* The key of a value's bits, and the bits of a key.  Where the build has SSSE3's psignw the key
  * is the magnitude with the value's sign (two operations, the magnitude shared with chk; -0.0
  * then ties with +0.0, but such planes are not computed here), else the flip of
@@ -47,6 +51,12 @@ static inline PK_RH(v) PK_RH(key)(PK_RH(v) v) { return v ^ ((v >> 15) & 0x7fff);
 static inline PK_RH(v) PK_RH(bits)(PK_RH(v) k) { return PK_RH(key)(k); }
 #endif
 static inline void PK_RH(sty)(int16_t* p, PK_RH(v) v) { PK_RH(st)(p, PK_RH(bits)(v)); }
+#else
+/* Integers (PK_RH_INT): int16 as it is, uint16 by its bits with the sign bit flipped (u nonzero), whose
+ * signed order is the unsigned one; the flip is its own inverse. */
+static inline PK_RH(v) PK_RH(key)(PK_RH(v) v, int u) { return v ^ (int16_t)(u ? INT16_MIN : 0); }
+static inline void PK_RH(sty)(int16_t* p, PK_RH(v) v, int u) { PK_RH(st)(p, PK_RH(key)(v, u)); }
+#endif
 
 static inline PK_RH(v) PK_RH(max)(PK_RH(v) a, PK_RH(v) b)
 {
@@ -71,6 +81,7 @@ static inline PK_RH(v) PK_RH(min)(PK_RH(v) a, PK_RH(v) b)
 #endif
 }
 
+#ifndef PK_RH_INT
 /* The checks: the largest magnitude seen (above inf_bits: a NaN) and the smallest value as int16
  * (INT16_MIN only for -0.0's bits), two reductions of three operations a vector. */
 typedef struct { PK_RH(v) top, low; } PK_RH(c);
@@ -101,6 +112,13 @@ static inline int PK_RH(bad)(PK_RH(c) c, int inf_bits)
     return (c.top > inf_bits) | (c.low == INT16_MIN);
 #endif
 }
+#else
+/* Integers have no value the cheap compare gets wrong: no checks. */
+typedef int PK_RH(c);
+static inline PK_RH(c) PK_RH(clean)(void) { return 0; }
+static inline void PK_RH(chk)(PK_RH(c)* c, PK_RH(v) a, PK_RH(v) b) { (void)c; (void)a; (void)b; }
+static inline int PK_RH(bad)(PK_RH(c) c, int inf_bits) { (void)c; (void)inf_bits; return 0; }
+#endif
 
 /* The largest key of a vector. */
 static inline int16_t PK_RH(hmax)(PK_RH(v) a)

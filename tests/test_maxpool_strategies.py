@@ -157,6 +157,12 @@ CHOOSER_CASES = [
     (S.DEPTH_FIRST, _plan((2, 32, 32, 14, 14), 3, 2, 1), "bfloat16", False),
     (S.TILES, _plan((2, 16, 32, 48, 48), 2, 2), "float16", False),
     (S.DEPTH_FIRST, _plan((2, 16, 32, 14, 14), 2, 2), "float16", False),
+    # the 2-byte integers as 16-bit floats: label volumes' k2 s2 in TILES' one pass, k3 s2 split
+    (S.TILES, _plan((1, 1, 96, 256, 256), 2, 2), "uint16", False),
+    (S.DEPTH_SPLIT, _plan((2, 32, 32, 56, 56), 3, 2, 1), "int16", False),
+    (S.DEPTH_FIRST, _plan((2, 32, 32, 14, 14), 3, 2, 1), "uint16", False),
+    (S.ROWS_FIRST, _plan((8, 64, 112, 112), 3, 2, 1), "int32", False),
+    (S.ROWS_FIRST, _plan((8, 64, 112, 112), 3, 2, 1), "uint16", False),
     (S.DEPTH_SPLIT, _plan((2, 32, 32, 56, 56), 3, 2, 1), "float32", False),
     (S.DEPTH_SPLIT, _plan((2, 32, 32, 56, 56), 3, 2, 1, return_indices=True), "uint8", True),
     (S.SEPARABLE, _plan((1, 2, 4, 4, 4, 4), 2), "float32", False),
@@ -460,11 +466,46 @@ def test_rows_first_cases_against_the_twin(shape, attrs, kind, data, rng):
         assert_same(pooling.max_pool(x, n_threads=nt, _strategy="rows_first", **attrs), want)
 
 
+def _integer_bits(rng, shape, kind):
+    """Every bit pattern of an integer kind, uniformly (its sign bit set in half of them)."""
+    info = np.iinfo(kind)
+    return rng.integers(info.min, int(info.max) + 1, size=shape, dtype=kind)
+
+
+@pytest.mark.parametrize("data", ["plain", "bits"])
+@pytest.mark.parametrize("kind", ["int16", "uint16", "int32", "uint32"])
+@pytest.mark.parametrize("shape, attrs", ROWS_CASES, ids=[f"{c[0]}-{c[1]}" for c in ROWS_CASES])
+def test_rows_first_integer_cases_against_the_twin(shape, attrs, kind, data, rng):
+    """The 2- and 4-byte integers through ROWS_FIRST's passes (the unsigned ones as keys, their sign
+    bit flipped in and out): "plain" crowds both ends of the range and both sides of the sign bit
+    with ties, "bits" is every pattern."""
+    attrs = for_kind(attrs, kind)
+    x = make_array(rng, shape, kind) if data == "plain" else _integer_bits(rng, shape, kind)
+    want = reference.max_pool(x, **attrs)
+    assert serves(S.ROWS_FIRST, _plan(shape, **attrs), kind, False)
+    for nt in (1, 2):
+        assert_same(pooling.max_pool(x, n_threads=nt, _strategy="rows_first", **attrs), want)
+
+
+@pytest.mark.parametrize("kind", ["int16", "uint16", "int32", "uint32"])
+@pytest.mark.parametrize("shape, kernel", [((2, 3, 6, 20), (2, 2)), ((1, 2, 4, 6, 18), (2, 2, 2)),
+                                           ((2, 3, 6, 40), (2, 2)), ((1, 2, 4, 6, 34), (2, 2, 2)),
+                                           ((1, 2, 4, 64), (2, 2))])
+def test_tiles_one_pass_integers(shape, kernel, kind, rng):
+    """TILES' one pass over 2x2 and 2x2x2 windows of the 2- and 4-byte integers (rows of one vector,
+    overlapping last vectors, whole vectors), every bit pattern and crowded ties."""
+    for x in (_integer_bits(rng, shape, kind), make_array(rng, shape, kind)):
+        want = reference.max_pool(x, kernel_shape=kernel, strides=kernel)
+        for nt in (1, 2):
+            assert_same(pooling.max_pool(x, kernel_shape=kernel, strides=kernel, n_threads=nt,
+                                         _strategy="tiles"), want)
+
+
 def test_rows_first_takes_16_bit_floats_where_it_takes_float32():
     """Rows of 8 or more for both: 16-bit rows under the build's int16 lanes take 16-byte vectors."""
     for shape, attrs in ROWS_CASES:
         plan = _plan(shape, **attrs)
-        for kind in ("float16", "bfloat16"):
+        for kind in ("float16", "bfloat16", "int16", "uint16", "int32", "uint32"):
             assert serves(S.ROWS_FIRST, plan, kind, False) == serves(S.ROWS_FIRST, plan, "float32", False)
 
 

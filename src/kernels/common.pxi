@@ -180,6 +180,13 @@ cdef extern from "pooling_rows.h":
                         Py_ssize_t OW, int inf_bits) noexcept nogil
     int pk_tiles_k2_h16n(const int16_t* x0, const int16_t* x1, int16_t* y, Py_ssize_t n,
                          Py_ssize_t OW, int inf_bits) noexcept nogil
+    # the integers of 2 and 4 bytes (inf_bits nonzero: the unsigned ones, compared as keys)
+    int pk_tiles_k2_i16(const int16_t* x0, const int16_t* x1, int16_t* y, Py_ssize_t n,
+                        Py_ssize_t OW, int inf_bits) noexcept nogil
+    int pk_tiles_k2_i16n(const int16_t* x0, const int16_t* x1, int16_t* y, Py_ssize_t n,
+                         Py_ssize_t OW, int inf_bits) noexcept nogil
+    int pk_tiles_k2_i32(const int32_t* x0, const int32_t* x1, int32_t* y, Py_ssize_t n,
+                        Py_ssize_t OW, int inf_bits) noexcept nogil
     enum:
         PK_ROWS_MAX_LANES   # rows at least this long (strategy ROWS_FIRST)
         PK_ROWS_L           # float32 lanes of this build's row vectors (TILES' one-pass 2x2 windows)
@@ -203,6 +210,19 @@ cdef extern from "pooling_rows.h":
                      const Py_ssize_t* rows, Py_ssize_t kh, int nchk, Py_ssize_t kw, Py_ssize_t sw, Py_ssize_t dw,
                      Py_ssize_t pw, int16_t* V, Py_ssize_t ld, Py_ssize_t R, const int16_t* next,
                      int inf_bits) noexcept nogil
+    void pk_rows_pad_i32(int32_t* V, Py_ssize_t ld, Py_ssize_t R, Py_ssize_t W, Py_ssize_t pw) noexcept nogil
+    int pk_rows_i16(const int16_t* x, int16_t* y, Py_ssize_t H, Py_ssize_t W, Py_ssize_t OH, Py_ssize_t OW,
+                    const Py_ssize_t* rows, Py_ssize_t kh, int nchk, Py_ssize_t kw, Py_ssize_t sw, Py_ssize_t dw,
+                    Py_ssize_t pw, int16_t* V, Py_ssize_t ld, Py_ssize_t R, const int16_t* next,
+                    int inf_bits) noexcept nogil
+    int pk_rows_i16n(const int16_t* x, int16_t* y, Py_ssize_t H, Py_ssize_t W, Py_ssize_t OH, Py_ssize_t OW,
+                     const Py_ssize_t* rows, Py_ssize_t kh, int nchk, Py_ssize_t kw, Py_ssize_t sw, Py_ssize_t dw,
+                     Py_ssize_t pw, int16_t* V, Py_ssize_t ld, Py_ssize_t R, const int16_t* next,
+                     int inf_bits) noexcept nogil
+    int pk_rows_i32(const int32_t* x, int32_t* y, Py_ssize_t H, Py_ssize_t W, Py_ssize_t OH, Py_ssize_t OW,
+                    const Py_ssize_t* rows, Py_ssize_t kh, int nchk, Py_ssize_t kw, Py_ssize_t sw, Py_ssize_t dw,
+                    Py_ssize_t pw, int32_t* V, Py_ssize_t ld, Py_ssize_t R, const int32_t* next,
+                    int inf_bits) noexcept nogil
 
 cdef extern from "pooling_pool_api.h":
     ctypedef void (*pk_body)(void* ctx, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil
@@ -247,10 +267,18 @@ ctypedef fused pool_t:
     int64_t
 
 
-# The kinds the register loops of ROWS_FIRST and NHWC_BLOCKS take: float32, and 16-bit floats' bits.
+# The kinds the register loops of NHWC_BLOCKS and NARROW take: float32, and 16-bit floats' bits.
 ctypedef fused block_t:
     float
     uint16_t
+
+
+# ROWS_FIRST's: those, and the integers of 2 and 4 bytes (the unsigned ones as their signed type).
+ctypedef fused rows_t:
+    float
+    uint16_t
+    int16_t
+    int32_t
 
 
 # The kinds of pool_t, in the order of _KINDS: the C type names the Python

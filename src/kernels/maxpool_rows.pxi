@@ -44,9 +44,9 @@ cdef bint _all_taps(const Py_ssize_t* r, Py_ssize_t n) noexcept:
 
 
 cdef class MaxPoolRows(_Launch):
-    """float32 and 16-bit float NCHW MaxPool of ranks 1-2 without Indices, a plane per work item
-    (see the banner): x (planes, 1, H, W) -> y (planes, 1, OH, OW).  The caller checks the shapes
-    it serves (pooling._maxpool_strategies.serves); they are checked again here."""
+    """float32, 16-bit float and 2- and 4-byte integer NCHW MaxPool of ranks 1-2 without Indices, a
+    plane per work item (see the banner): x (planes, 1, H, W) -> y (planes, 1, OH, OW).  The caller
+    checks the shapes it serves (pooling._maxpool_strategies.serves); they are checked again here."""
     cdef const Py_ssize_t[:, ::1] rows     # (OH, 4): the input row of each output row's taps
     cdef Py_ssize_t per_thread, planes, ld, R
     cdef int nchk
@@ -70,20 +70,21 @@ cdef class MaxPoolRows(_Launch):
         self.rows = rows
         self.nchk = g.kh if g.dh > 1 else min(g.sh, g.kh)
         self.half = ctype == "uint16_t" and inf_bits != 0
-        cdef Py_ssize_t lanes = PK_ROWS_H16_MIN_LANES if self.half else PK_ROWS_MAX_LANES  # the shortest rows
-        if ((ctype != "float" and not self.half) or g.D != 1 or g.OD != 1 or g.kh < 1 or g.kw < 1
+        cdef bint short = self.half or ctype == "int16_t"  # 2-byte keys: twice float32's lanes a vector
+        cdef Py_ssize_t lanes = PK_ROWS_H16_MIN_LANES if short else PK_ROWS_MAX_LANES  # the shortest rows
+        if ((ctype not in ("float", "int16_t", "int32_t") and not self.half) or g.D != 1 or g.OD != 1 or g.kh < 1 or g.kw < 1
                 or not ((g.kh <= 3 and g.kw <= 3 and (g.sw == 1 or (g.sw == 2 and g.kw >= 2 and g.dw == 1)))
                         or (g.kh <= 4 and g.kw == 4 and g.sw == 4 and g.dw == 1))
                 or g.W < lanes or g.OW < lanes
                 or not _all_taps(g.thr, g.OH) or not _all_taps(g.twr, g.OW)):
-            raise ValueError(f"MaxPoolRows: float32 or 16-bit float planes with windows it serves, got "
+            raise ValueError(f"MaxPoolRows: float32, 16-bit float or int16/int32 planes with windows it serves, got "
                              f"{ctype} (inf_bits {inf_bits:#x}) input {x_shape[1:]}, output {y_shape[1:]}, "
                              f"kernel {kernel}, strides {strides}, dilations {dilations}")
         self.planes = x_shape[0]
         # Row buffers: R of them (output rows pass 1 runs ahead of pass 2, pooling_rows.h),
         # about 8 KB in all, each a whole number of cache lines.
         cdef Py_ssize_t line = 64 // self.itemsize
-        cdef Py_ssize_t spare = PK_ROWS_H16_MAX_LANES if self.half else PK_ROWS_MAX_LANES  # the widest vectors
+        cdef Py_ssize_t spare = PK_ROWS_H16_MAX_LANES if short else PK_ROWS_MAX_LANES  # the widest vectors
         self.ld = (pk_rows_len(g.W, g.OW, g.kw, g.sw, g.dw, g.pw, spare) + line - 1) // line * line
         self.R = max(1, min(8, 8192 // (self.ld * self.itemsize)))
         self.per_thread = _padded(self.R * self.ld, self.itemsize)
@@ -109,36 +110,54 @@ cdef class MaxPoolRows(_Launch):
 
 cdef void _rows_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil:
     """pk_parallel's body for MaxPoolRows: planes [begin, end) on thread tid."""
+    cdef int kind = (<_UnitsJob*>job).kind
     if (<_UnitsJob*>job).half:
         _rows_planes(<uint16_t*>NULL, <_UnitsJob*>job, begin, end, tid)
+    elif kind == KIND_INT16:
+        _rows_planes(<int16_t*>NULL, <_UnitsJob*>job, begin, end, tid)
+    elif kind == KIND_INT32:
+        _rows_planes(<int32_t*>NULL, <_UnitsJob*>job, begin, end, tid)
     else:
         _rows_planes(<float*>NULL, <_UnitsJob*>job, begin, end, tid)
 
 
-cdef void _rows_planes(block_t* kind, const _UnitsJob* j, Py_ssize_t begin, Py_ssize_t end,
+cdef void _rows_planes(rows_t* kind, const _UnitsJob* j, Py_ssize_t begin, Py_ssize_t end,
                        int tid) noexcept nogil:
-    """Planes [begin, end) on thread tid, float32 or 16-bit floats' bits (block_t): each by the passes
-    (pk_rows_f32, pk_rows_h16 and pk_rows_h16n on keys), or by the exact loop where they report a plane that needs it."""
+    """Planes [begin, end) on thread tid, float32, 16-bit floats' bits or 2- and 4-byte integers (rows_t):
+    each by the passes (pk_rows_f32, pk_rows_h16 and pk_rows_h16n on keys, pk_rows_i16, pk_rows_i16n and
+    pk_rows_i32), or by the exact loop where they report a plane that needs it (never an integer one)."""
     cdef Geom gc = j.g[0]  # a copy the compiler can keep in registers
     cdef const Geom* g = &gc
-    cdef block_t* V = <block_t*>j.hv + tid * j.vs
-    cdef const block_t* x
-    cdef block_t* y
-    cdef const block_t* nxt
+    cdef rows_t* V = <rows_t*>j.hv + tid * j.vs
+    cdef const rows_t* x
+    cdef rows_t* y
+    cdef const rows_t* nxt
     cdef Py_ssize_t p, i
     cdef bint redo
-    cdef block_t lo = <block_t>j.lo, hi = <block_t>j.hi
-    if block_t is float:
+    cdef rows_t lo = <rows_t>j.lo, hi = <rows_t>j.hi
+    if rows_t is float:
         pk_rows_pad(V, j.ld, j.rows, g.W, g.pw)
+    elif rows_t is int32_t:
+        pk_rows_pad_i32(V, j.ld, j.rows, g.W, g.pw)
     else:
         pk_rows_pad_h16(<int16_t*>V, j.ld, j.rows, g.W, g.pw)
     for p in range(begin, end):
-        x = <const block_t*>j.x + p * j.xplane
-        y = <block_t*>j.y + p * j.yplane
+        x = <const rows_t*>j.x + p * j.xplane
+        y = <rows_t*>j.y + p * j.yplane
         nxt = x + j.xplane if j.prefetch and p + 1 < end else NULL
-        if block_t is float:
+        if rows_t is float:
             redo = pk_rows_f32(x, y, g.H, g.W, g.OH, g.OW, j.in_rows, g.kh, j.nchk, g.kw, g.sw, g.dw, g.pw,
                                V, j.ld, j.rows, nxt, 0)
+        elif rows_t is int32_t:
+            redo = pk_rows_i32(x, y, g.H, g.W, g.OH, g.OW, j.in_rows, g.kh, j.nchk, g.kw, g.sw, g.dw, g.pw,
+                               V, j.ld, j.rows, nxt, g.inf_bits)
+        elif rows_t is int16_t:
+            if g.W >= PK_RH_L and g.OW >= PK_RH_L:
+                redo = pk_rows_i16(x, y, g.H, g.W, g.OH, g.OW, j.in_rows, g.kh, j.nchk, g.kw, g.sw, g.dw, g.pw,
+                                   V, j.ld, j.rows, nxt, g.inf_bits)
+            else:  # rows under the build's int16 lanes: 16-byte vectors
+                redo = pk_rows_i16n(x, y, g.H, g.W, g.OH, g.OW, j.in_rows, g.kh, j.nchk, g.kw, g.sw, g.dw, g.pw,
+                                    V, j.ld, j.rows, nxt, g.inf_bits)
         elif g.W >= PK_RH_L and g.OW >= PK_RH_L:
             redo = pk_rows_h16(<const int16_t*>x, <int16_t*>y, g.H, g.W, g.OH, g.OW, j.in_rows, g.kh, j.nchk,
                                g.kw, g.sw, g.dw, g.pw, <int16_t*>V, j.ld, j.rows, <const int16_t*>nxt,

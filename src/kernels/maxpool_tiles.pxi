@@ -72,6 +72,16 @@ cdef inline bint _tiles_k2(const pool_t* x, pool_t* y, const Geom* g, Py_ssize_t
         if one_pass[0]:  # rows under the build's int16 lanes: 16-byte vectors
             return pk_tiles_k2_h16n(<const int16_t*>x + _tiles_src(g, r, 0), <const int16_t*>x1,
                                     <int16_t*>y + r * g.OW, n, g.OW, g.inf_bits)
+    elif pool_t is int16_t:
+        one_pass[0] &= g.OW >= PK_RN_L
+        if one_pass[0] and g.OW >= PK_RH_L:
+            return pk_tiles_k2_i16(x + _tiles_src(g, r, 0), x1, y + r * g.OW, n, g.OW, g.inf_bits)
+        if one_pass[0]:
+            return pk_tiles_k2_i16n(x + _tiles_src(g, r, 0), x1, y + r * g.OW, n, g.OW, g.inf_bits)
+    elif pool_t is int32_t:
+        one_pass[0] &= g.OW >= PK_ROWS_L
+        if one_pass[0]:
+            return pk_tiles_k2_i32(x + _tiles_src(g, r, 0), x1, y + r * g.OW, n, g.OW, g.inf_bits)
     else:
         one_pass[0] = False
     return False

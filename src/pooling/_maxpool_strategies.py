@@ -473,9 +473,9 @@ class DepthFirst(Unit):
     """NCHW 3-D with a depth kernel above 1, no Indices: each output depth slice pooled in 2-D
     from the maximum of the depth slices it reads (one H*W slice of scratch per thread, no
     intermediate array; maxpool_fused.pxi).  Pays for 1- and 2-byte types, whose 2-D passes are
-    compute bound, with at least 4 output depth slices per thread; not for 16-bit floats whose
-    depth slices ROWS_FIRST computes, which DEPTH_SPLIT (or TILES' one pass) then does faster
-    (docs/tuning.md#depth_first-strategy)."""
+    compute bound, with at least 4 output depth slices per thread; not for 2-byte kinds (16-bit
+    floats and integers) whose depth slices ROWS_FIRST computes, which DEPTH_SPLIT (or TILES' one
+    pass) then does faster (docs/tuning.md#depth_first-strategy)."""
     strategy = Strategy.DEPTH_FIRST
 
     def serves(self, plan, kind, with_indices):
@@ -486,7 +486,8 @@ class DepthFirst(Unit):
         if not (_depth(plan) and not with_indices and KINDS[kind].itemsize <= 2
                 and plan.out_shape[0] * plan.out_shape[1] * plan.out_shape[2] >= 4 * nt):
             return False
-        return not (KINDS[kind].inf_bits and _rows_first(_slices_plan(plan, (1, 1)), kind))
+        # 2-byte kinds (16-bit floats and integers) only where ROWS_FIRST cannot pool the depth slices
+        return not (KINDS[kind].itemsize == 2 and _rows_first(_slices_plan(plan, (1, 1)), kind))
 
     def build(self, plan, kind, nt, act, inf_bits, with_indices):
         brows = _buffer_rows(*_promote(plan)[:5], KINDS[kind].itemsize)
@@ -608,8 +609,8 @@ def _narrow_core(plan, kind):
 
 
 class RowsFirst(Unit):
-    """float32 and 16-bit float NCHW ranks 1-2 without Indices: a plane per work item, each output
-    row's window rows reduced into one padded row, then read off it in registers
+    """float32, 16-bit float and 2- and 4-byte integer NCHW ranks 1-2 without Indices: a plane per
+    work item, each output row's window rows reduced into one padded row, then read off it in registers
     (include/pooling_rows.h, maxpool_rows.pxi).  Chosen for 2-D rows up to _tuning.rows_chosen() long,
     but not 16-bit planes INTERLEAVED takes (docs/tuning.md#rows_first-strategy); DEPTH_SPLIT uses it
     for its 2-D stage where it serves."""
@@ -639,15 +640,21 @@ class RowsFirst(Unit):
                             _tuning.prefetch_rows(g.planes * math.prod(g.spatial) * KINDS[kind].itemsize))
 
 
+# The kernel types ROWS_FIRST takes besides 16-bit floats: float32, and the 2- and 4-byte integers (the
+# unsigned ones run in their signed type).
+_ROWS_CTYPES = ("float", "int16_t", "int32_t")
+
+
 def _rows_first(plan, kind):
-    """Whether ROWS_FIRST's kernel computes this call (include/pooling_rows.h): float32 or a
-    16-bit float, windows of at most 3x3, along W stride 1 or a 2- or 3-wide stride 2 without
-    dilation, or k4 s4 along W (up to 4 rows); input and output rows at least 8 long (16-bit
-    floats' rows under the build's int16 lanes by 16-byte vectors), no window wholly in the padding."""
+    """Whether ROWS_FIRST's kernel computes this call (include/pooling_rows.h): float32, a
+    16-bit float or a 2- or 4-byte integer, windows of at most 3x3, along W stride 1 or a 2- or
+    3-wide stride 2 without dilation, or k4 s4 along W (up to 4 rows); input and output rows at
+    least 8 long (2-byte rows under the build's int16 lanes by 16-byte vectors), no window wholly
+    in the padding."""
     half = KINDS[kind].inf_bits != 0
-    if (KINDS[kind].ctype != "float" and not half) or min(plan.out_shape) == 0:
+    if (KINDS[kind].ctype not in _ROWS_CTYPES and not half) or min(plan.out_shape) == 0:
         return False
-    lanes = _core.ROWS_MIN_H16 if half else _core.ROWS_MIN
+    lanes = _core.ROWS_MIN_H16 if KINDS[kind].itemsize == 2 else _core.ROWS_MIN
     spatial, out, kernel, strides, dilations, pads_begin = _promote(plan)
     kh, kw = kernel[1:]
     s, d = strides[2], dilations[2]
