@@ -1,5 +1,5 @@
-/* Strategy NHWC_BLOCKS (src/kernels/maxpool_nhwc.pxi): float32 and 16-bit float channels-last
- * MaxPool without Indices, channels in blocks of vectors held in registers.
+/* Strategy NHWC_BLOCKS (src/kernels/maxpool_nhwc.pxi): float32, 16-bit float and 2- and 4-byte integer
+ * channels-last MaxPool without Indices, channels in blocks of vectors held in registers.
  *
  * An output pixel's window is the same taps for every channel, and the channels are contiguous:
  * so each block of up to four vectors of channels is loaded from the window's first tap, combined
@@ -39,6 +39,8 @@
 #define PK_NB_V pk_nw_v
 #define PK_NB_C pk_nw_c
 #define PK_NB_L PK_NARROW_L
+#define PK_NB_KEY(v, u) ((void)(u), pk_nw_key(v))
+#define PK_NB_STY(p, v, u) ((void)(u), pk_nw_sty(p, v))
 #include "pooling_nhwc_body.h"
 
 /* 16-bit floats: ROWS_FIRST's int16 keys and checks (pooling_rows.h), vectors of up to 32 bytes;
@@ -50,6 +52,31 @@
 #define PK_NB_V pk_rh_v
 #define PK_NB_C pk_rh_c
 #define PK_NB_L PK_RH_L
+#define PK_NB_KEY(v, u) ((void)(u), pk_rh_key(v))
+#define PK_NB_STY(p, v, u) ((void)(u), pk_rh_sty(p, v))
+#include "pooling_nhwc_body.h"
+
+/* The 2- and 4-byte integers: ROWS_FIRST's integer families (pooling_rows.h), no checks, the unsigned
+ * ones as keys (inf_bits nonzero); C at least one vector (PK_NHWC_H16_L, PK_NHWC_I32_L). */
+#define PK_NB_T int16_t
+#define PK_NB_N(name) name##_i16_
+#define PK_NB_F(op) pk_ri_##op
+#define PK_NB_V pk_ri_v
+#define PK_NB_C pk_ri_c
+#define PK_NB_L pk_ri_lanes
+#define PK_NB_KEY(v, u) pk_ri_key(v, u)
+#define PK_NB_STY(p, v, u) pk_ri_sty(p, v, u)
+#include "pooling_nhwc_body.h"
+
+#define PK_NHWC_I32_L PK_R32_L
+#define PK_NB_T int32_t
+#define PK_NB_N(name) name##_i32_
+#define PK_NB_F(op) pk_r32_##op
+#define PK_NB_V pk_r32_v
+#define PK_NB_C pk_r32_c
+#define PK_NB_L PK_R32_L
+#define PK_NB_KEY(v, u) pk_r32_key(v, u)
+#define PK_NB_STY(p, v, u) pk_r32_sty(p, v, u)
 #include "pooling_nhwc_body.h"
 
 /* NHWC with Indices, float32 (the NHWC strategy's calls with Indices and at least a vector of
@@ -217,6 +244,27 @@ static int pk_nhwc_row_h16(const int16_t* const* rows, const unsigned char* chk,
     if (nlen > 0)
         return pk_nhwc_row_h16_(rows, chk, nrows, y, OW, C, sw, dw, pw, own, tw, next, nlen, inf_bits);
     return pk_nhwc_row_h16_(rows, chk, nrows, y, OW, C, sw, dw, pw, own, tw, rows[0], 0, inf_bits);
+}
+
+/* The same for the 2- and 4-byte integers (inf_bits nonzero: the unsigned ones). */
+static int pk_nhwc_row_i16(const int16_t* const* rows, const unsigned char* chk, ptrdiff_t nrows,
+                           int16_t* y, ptrdiff_t OW, ptrdiff_t C, ptrdiff_t sw, ptrdiff_t dw,
+                           ptrdiff_t pw, ptrdiff_t own, const ptrdiff_t* tw, const int16_t* next,
+                           ptrdiff_t nlen, int inf_bits)
+{
+    if (nlen > 0)
+        return pk_nhwc_row_i16_(rows, chk, nrows, y, OW, C, sw, dw, pw, own, tw, next, nlen, inf_bits);
+    return pk_nhwc_row_i16_(rows, chk, nrows, y, OW, C, sw, dw, pw, own, tw, rows[0], 0, inf_bits);
+}
+
+static int pk_nhwc_row_i32(const int32_t* const* rows, const unsigned char* chk, ptrdiff_t nrows,
+                           int32_t* y, ptrdiff_t OW, ptrdiff_t C, ptrdiff_t sw, ptrdiff_t dw,
+                           ptrdiff_t pw, ptrdiff_t own, const ptrdiff_t* tw, const int32_t* next,
+                           ptrdiff_t nlen, int inf_bits)
+{
+    if (nlen > 0)
+        return pk_nhwc_row_i32_(rows, chk, nrows, y, OW, C, sw, dw, pw, own, tw, next, nlen, inf_bits);
+    return pk_nhwc_row_i32_(rows, chk, nrows, y, OW, C, sw, dw, pw, own, tw, rows[0], 0, inf_bits);
 }
 
 #endif

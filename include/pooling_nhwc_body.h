@@ -1,15 +1,16 @@
-/* NHWC_BLOCKS' block and row loops, written once for float32 and for 16-bit floats' keys: included by
- * pooling_nhwc.h once per kind with PK_NB_T (element type), PK_NB_N(name) (the kind's function name),
- * PK_NB_F(op) (its vector operations: ld, key, max, sty, and the checks clean / chk / bad, as in
- * pooling_rows_body.h), PK_NB_V, PK_NB_C (vector and check state types) and PK_NB_L (lanes) defined,
- * and undefines them at its end. */
+/* NHWC_BLOCKS' block and row loops, written once for float32, for 16-bit floats' keys and for the 2- and
+ * 4-byte integers: included by pooling_nhwc.h once per kind with PK_NB_T (element type), PK_NB_N(name)
+ * (the kind's function name), PK_NB_F(op) (its vector operations: ld, max, and the checks clean / chk /
+ * bad, as in pooling_rows_body.h), PK_NB_KEY(v, u) and PK_NB_STY(p, v, u) (its key and sty; u the
+ * call's inf_bits, "unsigned" to the integers), PK_NB_V, PK_NB_C (vector and check state types) and
+ * PK_NB_L (lanes) defined, and undefines them at its end. */
 
 /* One block of V vectors at offset off of each row: the first maximum over the taps of nrows
  * rows, ntaps taps step values apart in each, stored at y.  The values of the first ctaps taps
  * of the rows whose chk is set are checked for NaN, or-ed into *bad. */
 static PK_ALWAYS_INLINE void
 PK_NB_N(pk_nhwc_block)(const PK_NB_T* const* rows, const unsigned char* chk, ptrdiff_t nrows, ptrdiff_t off,
-              ptrdiff_t step, ptrdiff_t ntaps, ptrdiff_t ctaps, PK_NB_T* y, PK_NB_C* bad, const int V)
+              ptrdiff_t step, ptrdiff_t ntaps, ptrdiff_t ctaps, PK_NB_T* y, PK_NB_C* bad, const int V, int u)
 {
     PK_NB_V acc[PK_NHWC_BLOCK], v;
     PK_NB_C b = *bad;
@@ -18,7 +19,7 @@ PK_NB_N(pk_nhwc_block)(const PK_NB_T* const* rows, const unsigned char* chk, ptr
         v = PK_NB_F(ld)(p + i * PK_NB_L);
         if (chk[0] && ctaps > 0)
             PK_NB_F(chk)(&b, v, v);
-        acc[i] = PK_NB_F(key)(v);
+        acc[i] = PK_NB_KEY(v, u);
     }
     for (ptrdiff_t r = 0; r < nrows; r++) {
         ptrdiff_t t = r == 0;
@@ -28,14 +29,14 @@ PK_NB_N(pk_nhwc_block)(const PK_NB_T* const* rows, const unsigned char* chk, ptr
                 for (int i = 0; i < V; i++) {
                     v = PK_NB_F(ld)(p + t * step + i * PK_NB_L);
                     PK_NB_F(chk)(&b, v, v);
-                    acc[i] = PK_NB_F(max)(acc[i], PK_NB_F(key)(v));
+                    acc[i] = PK_NB_F(max)(acc[i], PK_NB_KEY(v, u));
                 }
         for (; t < ntaps; t++)
             for (int i = 0; i < V; i++)
-                acc[i] = PK_NB_F(max)(acc[i], PK_NB_F(key)(PK_NB_F(ld)(p + t * step + i * PK_NB_L)));
+                acc[i] = PK_NB_F(max)(acc[i], PK_NB_KEY(PK_NB_F(ld)(p + t * step + i * PK_NB_L), u));
     }
     for (int i = 0; i < V; i++)
-        PK_NB_F(sty)(y + i * PK_NB_L, acc[i]);
+        PK_NB_STY(y + i * PK_NB_L, acc[i], u);
     *bad = b;
 }
 
@@ -68,12 +69,12 @@ PK_NB_N(pk_nhwc_row)(const PK_NB_T* const* rows, const unsigned char* chk, ptrdi
         ptrdiff_t off = (ow * sw - pw + t0 * dw) * C;
         ptrdiff_t m = ow == OW - 1 ? n : own - t0 > n ? n : own - t0;
         for (c = 0; c + B <= C; c += B)
-            PK_NB_N(pk_nhwc_block)(rows, chk, nrows, off + c, step, n, m, y + c, &bad, PK_NHWC_BLOCK);
+            PK_NB_N(pk_nhwc_block)(rows, chk, nrows, off + c, step, n, m, y + c, &bad, PK_NHWC_BLOCK, inf_bits);
         for (; c + PK_NB_L <= C; c += PK_NB_L)
-            PK_NB_N(pk_nhwc_block)(rows, chk, nrows, off + c, step, n, m, y + c, &bad, 1);
+            PK_NB_N(pk_nhwc_block)(rows, chk, nrows, off + c, step, n, m, y + c, &bad, 1, inf_bits);
         if (c < C)
             PK_NB_N(pk_nhwc_block)(rows, chk, nrows, off + C - PK_NB_L, step, n, m, y + C - PK_NB_L,
-                                   &bad, 1);
+                                   &bad, 1, inf_bits);
     }
     return PK_NB_F(bad)(bad, inf_bits);
 }
@@ -84,3 +85,5 @@ PK_NB_N(pk_nhwc_row)(const PK_NB_T* const* rows, const unsigned char* chk, ptrdi
 #undef PK_NB_V
 #undef PK_NB_C
 #undef PK_NB_L
+#undef PK_NB_KEY
+#undef PK_NB_STY

@@ -799,6 +799,22 @@ def test_nhwc_blocks_16_bit_cases_against_the_twin(shape, attrs, kind, data, rng
     assert_same(x, before)
 
 
+@pytest.mark.parametrize("data", ["plain", "bits"])
+@pytest.mark.parametrize("kind", ["int16", "uint16", "int32", "uint32"])
+@pytest.mark.parametrize("shape, attrs", NHWC_BLOCKS_CASES, ids=[f"{c[0]}-{c[1]}" for c in NHWC_BLOCKS_CASES])
+def test_nhwc_blocks_integer_cases_against_the_twin(shape, attrs, kind, data, rng):
+    """NHWC_BLOCKS on the 2- and 4-byte integers (the unsigned ones as keys): crowded ties at both ends
+    of the range and every bit pattern, at 1 to 3 threads; the input never written."""
+    attrs = for_kind(dict(attrs, layout="NHWC"), kind)
+    x = make_array(rng, shape, kind) if data == "plain" else _integer_bits(rng, shape, kind)
+    want = reference.max_pool(x, **attrs)
+    assert serves(S.NHWC_BLOCKS, _plan(x.shape, **attrs), kind, False)
+    before = x.copy()
+    for nt in (1, 2, 3):
+        assert_same(pooling.max_pool(x, n_threads=nt, _strategy=S.NHWC_BLOCKS, **attrs), want)
+    assert_same(x, before)
+
+
 @pytest.mark.parametrize("data", ["plain", "special", "zeros", "nan-plane"])
 @pytest.mark.parametrize("shape, attrs", NHWC_BLOCKS_CASES, ids=[f"{c[0]}-{c[1]}" for c in NHWC_BLOCKS_CASES])
 def test_nhwc_with_indices_in_registers(shape, attrs, data, rng):

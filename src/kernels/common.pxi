@@ -112,12 +112,21 @@ cdef extern from "pooling_nhwc.h":
                         Py_ssize_t OW, Py_ssize_t C, Py_ssize_t sw, Py_ssize_t dw, Py_ssize_t pw,
                         Py_ssize_t own, const Py_ssize_t* tw, const int16_t* next,
                         Py_ssize_t nlen, int inf_bits) noexcept nogil
+    int pk_nhwc_row_i16(const int16_t** rows, const unsigned char* chk, Py_ssize_t nrows, int16_t* y,
+                        Py_ssize_t OW, Py_ssize_t C, Py_ssize_t sw, Py_ssize_t dw, Py_ssize_t pw,
+                        Py_ssize_t own, const Py_ssize_t* tw, const int16_t* next,
+                        Py_ssize_t nlen, int inf_bits) noexcept nogil
+    int pk_nhwc_row_i32(const int32_t** rows, const unsigned char* chk, Py_ssize_t nrows, int32_t* y,
+                        Py_ssize_t OW, Py_ssize_t C, Py_ssize_t sw, Py_ssize_t dw, Py_ssize_t pw,
+                        Py_ssize_t own, const Py_ssize_t* tw, const int32_t* next,
+                        Py_ssize_t nlen, int inf_bits) noexcept nogil
     int pk_nhwc_irow_f32(const float** rows, const int32_t* rpix, const unsigned char* chk, Py_ssize_t nrows,
                          float* y, int64_t* ind, int64_t base, int64_t imul, int64_t icmul, Py_ssize_t OW,
                          Py_ssize_t C, Py_ssize_t sw, Py_ssize_t dw, Py_ssize_t pw, Py_ssize_t own,
                          const Py_ssize_t* tw, const float* next, Py_ssize_t nlen) noexcept nogil
     enum:
         PK_NHWC_H16_L   # 16-bit floats' lanes of NHWC_BLOCKS' vectors: channels at least this many
+        PK_NHWC_I32_L   # the same for 4-byte integers (2-byte ones: PK_NHWC_H16_L)
 
 cdef extern from "pooling_unpool.h":
     int PK_UNPOOL_WINDOWS
@@ -267,14 +276,15 @@ ctypedef fused pool_t:
     int64_t
 
 
-# The kinds the register loops of NHWC_BLOCKS and NARROW take: float32, and 16-bit floats' bits.
+# The kinds NARROW's register loops take: float32, and 16-bit floats' bits.
 ctypedef fused block_t:
     float
     uint16_t
 
 
-# ROWS_FIRST's: those, and the integers of 2 and 4 bytes (the unsigned ones as their signed type).
-ctypedef fused rows_t:
+# ROWS_FIRST's and NHWC_BLOCKS': those, and the integers of 2 and 4 bytes (the unsigned ones as
+# their signed type).
+ctypedef fused reg_t:
     float
     uint16_t
     int16_t

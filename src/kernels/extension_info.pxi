@@ -41,5 +41,7 @@ UNPOOL_WINDOWS = bool(PK_UNPOOL_WINDOWS)
 ROWS_MIN = PK_ROWS_MAX_LANES
 ROWS_MIN_H16 = PK_ROWS_H16_MIN_LANES
 
-# The fewest channels NHWC_BLOCKS takes of 16-bit floats in this build: a vector of their keys.
+# The fewest channels NHWC_BLOCKS takes of 16-bit floats (and 2-byte integers) in this build: a
+# vector of their keys; and of 4-byte integers.
 NHWC_LANES_H16 = PK_NHWC_H16_L
+NHWC_LANES_I32 = PK_NHWC_I32_L

@@ -40,9 +40,12 @@ cdef class MaxPoolNHWC(_Launch):
         self.C = x_shape[4]
         self.blocks = blocks
         self.half = ctype == "uint16_t" and inf_bits != 0
-        if blocks and not ((ctype == "float" and self.C >= PK_NARROW_L) or (self.half and self.C >= PK_NHWC_H16_L)):
+        if blocks and not ((ctype == "float" and self.C >= PK_NARROW_L)
+                           or ((self.half or ctype == "int16_t") and self.C >= PK_NHWC_H16_L)
+                           or (ctype == "int32_t" and self.C >= PK_NHWC_I32_L)):
             raise ValueError(f"MaxPoolNHWC: blocks of channels need float32 and at least {PK_NARROW_L} "
-                             f"channels, or a 16-bit float and at least {PK_NHWC_H16_L}, got {ctype} "
+                             f"channels, a 16-bit float or 2-byte integer and at least {PK_NHWC_H16_L}, or a "
+                             f"4-byte integer and at least {PK_NHWC_I32_L}, got {ctype} "
                              f"(inf_bits {inf_bits:#x}) and {self.C}")
         self.wscratch = _padded(self.C, 4)
         # With Indices, float32 on a vector of channels or more is computed in registers too
@@ -96,6 +99,10 @@ cdef void _nhwc_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noexc
     elif (<_UnitsJob*>job).blocks:
         if (<_UnitsJob*>job).half:
             _nhwc_blocks(<uint16_t*>NULL, <_UnitsJob*>job, begin, end, tid)
+        elif (<_UnitsJob*>job).kind == KIND_INT16:
+            _nhwc_blocks(<int16_t*>NULL, <_UnitsJob*>job, begin, end, tid)
+        elif (<_UnitsJob*>job).kind == KIND_INT32:
+            _nhwc_blocks(<int32_t*>NULL, <_UnitsJob*>job, begin, end, tid)
         else:
             _nhwc_blocks(<float*>NULL, <_UnitsJob*>job, begin, end, tid)
     else:
@@ -218,11 +225,12 @@ cdef inline void _nhwc_unit(const pool_t* xb, pool_t* yb, int64_t* ib, Py_ssize_
               n * g.inbase, C, g, r // g.OH, r % g.OH, wpix, act, lo, hi)
 
 
-cdef void _nhwc_blocks(block_t* kind, const _UnitsJob* j, Py_ssize_t begin, Py_ssize_t end,
+cdef void _nhwc_blocks(reg_t* kind, const _UnitsJob* j, Py_ssize_t begin, Py_ssize_t end,
                        int tid) noexcept nogil:
     """NHWC_BLOCKS, and float32 NHWC with Indices (j.iblocks): output rows [begin, end) on thread tid,
-    float32 or 16-bit floats (block_t), each from its window's input rows in registers
-    (pk_nhwc_row_f32, pk_nhwc_row_h16; pk_nhwc_irow_f32 with the winners), or by the exact loop where
+    float32, 16-bit floats or 2- and 4-byte integers (reg_t), each from its window's input rows in
+    registers (pk_nhwc_row_f32, pk_nhwc_row_h16, pk_nhwc_row_i16, pk_nhwc_row_i32; pk_nhwc_irow_f32
+    with the winners), or by the exact loop where
     they hold a NaN (16-bit floats: or a -0.0) or a window has no tap.  Each input row is looked for
     those by the first output row of this thread that reads it, in the columns its windows read
     (include/pooling_nhwc.h), and marked clean (clean[row] is the image it was found clean in, plus
@@ -230,7 +238,7 @@ cdef void _nhwc_blocks(block_t* kind, const _UnitsJob* j, Py_ssize_t begin, Py_s
     cdef Geom gc = j.g[0]
     cdef const Geom* g = &gc
     cdef char* base = j.hv + tid * j.vs
-    cdef const block_t** rows = <const block_t**>base
+    cdef const reg_t** rows = <const reg_t**>base
     cdef Py_ssize_t* clean = <Py_ssize_t*>(rows + g.kd * g.kh)
     cdef int32_t* rpix = <int32_t*>(clean + g.D * g.H)
     cdef unsigned char* chk = <unsigned char*>(rpix + g.kd * g.kh)
@@ -239,16 +247,16 @@ cdef void _nhwc_blocks(block_t* kind, const _UnitsJob* j, Py_ssize_t begin, Py_s
     cdef Py_ssize_t C = j.C, plane = g.OD * g.OH, image = g.D * g.H * g.W * C, rowlen = g.W * C
     cdef Py_ssize_t u, n, r, od, oh, td, th, row = 0, nrows, i, nnext
     cdef Py_ssize_t own_w = g.sw if g.dw == 1 else g.kw
-    cdef const block_t* x
-    cdef block_t* y
-    cdef block_t lo = <block_t>j.lo, hi = <block_t>j.hi
+    cdef const reg_t* x
+    cdef reg_t* y
+    cdef reg_t lo = <reg_t>j.lo, hi = <reg_t>j.hi
     cdef bint redo
     memset(clean, 0, g.D * g.H * sizeof(Py_ssize_t))
     for u in range(begin, end):
         n = u // plane
         r = u - n * plane
         od, oh = r // g.OH, r % g.OH
-        x = <const block_t*>j.x + n * image
+        x = <const reg_t*>j.x + n * image
         nrows = 0
         for td in range(g.tdr[2 * od], g.tdr[2 * od + 1]):
             for th in range(g.thr[2 * oh], g.thr[2 * oh + 1]):
@@ -257,12 +265,18 @@ cdef void _nhwc_blocks(block_t* kind, const _UnitsJob* j, Py_ssize_t begin, Py_s
                 rpix[nrows] = <int32_t>(row * g.W)
                 chk[nrows] = clean[row] != n + 1
                 nrows += 1
-        y = <block_t*>j.y + u * g.OW * C
+        y = <reg_t*>j.y + u * g.OW * C
         # the rows after this window's last, as many as the H stride: what the next output row adds
         nnext = min(g.sh, g.D * g.H - row - 1) * rowlen if j.prefetch and nrows and u + 1 < end else 0
         redo = j.holes or nrows == 0
         if not redo:
-            if block_t is uint16_t:
+            if reg_t is int16_t:
+                redo = pk_nhwc_row_i16(rows, chk, nrows, y, g.OW, C, g.sw, g.dw, g.pw, own_w, g.twr,
+                                       x + (row + 1) * rowlen, nnext, g.inf_bits)
+            elif reg_t is int32_t:
+                redo = pk_nhwc_row_i32(rows, chk, nrows, y, g.OW, C, g.sw, g.dw, g.pw, own_w, g.twr,
+                                       x + (row + 1) * rowlen, nnext, g.inf_bits)
+            elif reg_t is uint16_t:
                 redo = pk_nhwc_row_h16(<const int16_t**>rows, chk, nrows, <int16_t*>y, g.OW, C, g.sw, g.dw,
                                        g.pw, own_w, g.twr, <const int16_t*>(x + (row + 1) * rowlen), nnext,
                                        g.inf_bits)
@@ -274,7 +288,7 @@ cdef void _nhwc_blocks(block_t* kind, const _UnitsJob* j, Py_ssize_t begin, Py_s
                 redo = pk_nhwc_row_f32(rows, chk, nrows, y, g.OW, C, g.sw, g.dw, g.pw, own_w, g.twr,
                                        x + (row + 1) * rowlen, nnext)
         if redo:
-            _nhwc_unit(<const block_t*>j.x, <block_t*>j.y, ib, C, j.g, u, wpix, j.act, lo, hi)
+            _nhwc_unit(<const reg_t*>j.x, <reg_t*>j.y, ib, C, j.g, u, wpix, j.act, lo, hi)
             continue
         for i in range(nrows):
             clean[(rows[i] - x) // rowlen] = n + 1

@@ -121,37 +121,37 @@ cdef void _rows_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noexc
         _rows_planes(<float*>NULL, <_UnitsJob*>job, begin, end, tid)
 
 
-cdef void _rows_planes(rows_t* kind, const _UnitsJob* j, Py_ssize_t begin, Py_ssize_t end,
+cdef void _rows_planes(reg_t* kind, const _UnitsJob* j, Py_ssize_t begin, Py_ssize_t end,
                        int tid) noexcept nogil:
-    """Planes [begin, end) on thread tid, float32, 16-bit floats' bits or 2- and 4-byte integers (rows_t):
+    """Planes [begin, end) on thread tid, float32, 16-bit floats' bits or 2- and 4-byte integers (reg_t):
     each by the passes (pk_rows_f32, pk_rows_h16 and pk_rows_h16n on keys, pk_rows_i16, pk_rows_i16n and
     pk_rows_i32), or by the exact loop where they report a plane that needs it (never an integer one)."""
     cdef Geom gc = j.g[0]  # a copy the compiler can keep in registers
     cdef const Geom* g = &gc
-    cdef rows_t* V = <rows_t*>j.hv + tid * j.vs
-    cdef const rows_t* x
-    cdef rows_t* y
-    cdef const rows_t* nxt
+    cdef reg_t* V = <reg_t*>j.hv + tid * j.vs
+    cdef const reg_t* x
+    cdef reg_t* y
+    cdef const reg_t* nxt
     cdef Py_ssize_t p, i
     cdef bint redo
-    cdef rows_t lo = <rows_t>j.lo, hi = <rows_t>j.hi
-    if rows_t is float:
+    cdef reg_t lo = <reg_t>j.lo, hi = <reg_t>j.hi
+    if reg_t is float:
         pk_rows_pad(V, j.ld, j.rows, g.W, g.pw)
-    elif rows_t is int32_t:
+    elif reg_t is int32_t:
         pk_rows_pad_i32(V, j.ld, j.rows, g.W, g.pw)
     else:
         pk_rows_pad_h16(<int16_t*>V, j.ld, j.rows, g.W, g.pw)
     for p in range(begin, end):
-        x = <const rows_t*>j.x + p * j.xplane
-        y = <rows_t*>j.y + p * j.yplane
+        x = <const reg_t*>j.x + p * j.xplane
+        y = <reg_t*>j.y + p * j.yplane
         nxt = x + j.xplane if j.prefetch and p + 1 < end else NULL
-        if rows_t is float:
+        if reg_t is float:
             redo = pk_rows_f32(x, y, g.H, g.W, g.OH, g.OW, j.in_rows, g.kh, j.nchk, g.kw, g.sw, g.dw, g.pw,
                                V, j.ld, j.rows, nxt, 0)
-        elif rows_t is int32_t:
+        elif reg_t is int32_t:
             redo = pk_rows_i32(x, y, g.H, g.W, g.OH, g.OW, j.in_rows, g.kh, j.nchk, g.kw, g.sw, g.dw, g.pw,
                                V, j.ld, j.rows, nxt, g.inf_bits)
-        elif rows_t is int16_t:
+        elif reg_t is int16_t:
             if g.W >= PK_RH_L and g.OW >= PK_RH_L:
                 redo = pk_rows_i16(x, y, g.H, g.W, g.OH, g.OW, j.in_rows, g.kh, j.nchk, g.kw, g.sw, g.dw, g.pw,
                                    V, j.ld, j.rows, nxt, g.inf_bits)

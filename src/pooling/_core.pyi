@@ -54,6 +54,7 @@ NARROW_LANES_H16: int
 ROWS_MIN: int
 ROWS_MIN_H16: int
 NHWC_LANES_H16: int
+NHWC_LANES_I32: int
 class MaxPoolNarrow:
     def __init__(
         self, ctype: str, x_shape: tuple[int, int, int, int], y_shape: tuple[int, int, int, int],

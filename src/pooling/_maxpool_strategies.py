@@ -381,9 +381,9 @@ def _separable_peak(plan):
 # ---------------------------------------------------------------------------
 
 class NhwcBlocks(Unit):
-    """Channels-last, float32 or a 16-bit float, no Indices, at least a vector of channels: each
-    output pixel's window a block of up to four channel vectors at a time, in registers, where NHWC
-    reads and writes its output on every tap (include/pooling_nhwc.h;
+    """Channels-last, float32, a 16-bit float or a 2- or 4-byte integer, no Indices, at least a vector
+    of channels: each output pixel's window a block of up to four channel vectors at a time, in
+    registers, where NHWC reads and writes its output on every tap (include/pooling_nhwc.h;
     docs/tuning.md#nhwc_blocks-strategy).  From the AVX-512 build where a rule of pooling._tuning
     names it and the channels fill one of its vectors."""
     strategy = Strategy.NHWC_BLOCKS
@@ -402,9 +402,12 @@ class NhwcBlocks(Unit):
 def _blocks_lanes(core, kind):
     """The fewest channels NHWC_BLOCKS takes of `kind` from the build `core` (a vector), or a count
     no call has where its kernel does not serve the kind."""
-    if KINDS[kind].ctype == "float":
+    ctype = KINDS[kind].ctype
+    if ctype == "float":
         return core.NARROW_LANES
-    return core.NHWC_LANES_H16 if KINDS[kind].inf_bits else math.inf
+    if KINDS[kind].inf_bits or ctype == "int16_t":
+        return core.NHWC_LANES_H16
+    return core.NHWC_LANES_I32 if ctype == "int32_t" else math.inf
 
 
 class Nhwc(Unit):
