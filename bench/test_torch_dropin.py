@@ -1,6 +1,7 @@
 """pooling.torch against torch's own functions, on torch tensors: one group per case, each at 2 threads and at
 1 (torch.set_num_threads, which pooling.torch follows), forward with Indices and forward + backward,
-contiguous and channels_last, and fold.  Every member's result is checked against torch's.
+contiguous and channels_last, the integer dtypes torch pools, a bool mask (torch: its uint8 cast), and fold.
+Every member's result is checked against torch's.
 
     python -m pytest bench/test_torch_dropin.py                     # timings
     python bench/report.py -k dropin                                # the table
@@ -40,6 +41,21 @@ def _backward(pool, memory_format):
     return run
 
 
+def _integer(pool, dtype):
+    gen = torch.Generator().manual_seed(4)
+    x = torch.randint(-1000, 1000, (8, 64, 112, 112), generator=gen).to(dtype)
+    return functools.partial(pool, x, **POOL)
+
+
+def _mask(pool):
+    """A mask dilated by a 3x3 max (k3 s1 p1): torch pools no bool, so its member pools the mask's uint8
+    cast and casts back, as users do (the casts are part of its time)."""
+    mask = torch.rand(1, 1, 1024, 1024, generator=torch.Generator().manual_seed(5)) < 0.02
+    if pool is F.max_pool2d:
+        return lambda: pool(mask.to(torch.uint8), 3, 1, 1).bool()
+    return functools.partial(pool, mask, 3, 1, 1)
+
+
 def _fold(fold, backward):
     cols = torch.randn(8, 576, 3136, generator=torch.Generator().manual_seed(2), requires_grad=backward)
     if not backward:
@@ -54,6 +70,10 @@ CASES = {
     "max_pool2d 8x64x112x112 k3 s2 p1 float32 forward+backward": lambda f: _backward(f, torch.contiguous_format),
     "max_pool2d 8x64x112x112 k3 s2 p1 float32 forward+backward channels_last":
         lambda f: _backward(f, torch.channels_last),
+    "max_pool2d 8x64x112x112 k3 s2 p1 int16": lambda f: _integer(f, torch.int16),
+    "max_pool2d 8x64x112x112 k3 s2 p1 int32": lambda f: _integer(f, torch.int32),
+    "max_pool2d 8x64x112x112 k3 s2 p1 int64": lambda f: _integer(f, torch.int64),
+    "max_pool2d 1x1x1024x1024 k3 s1 p1 bool mask (torch: its uint8 cast)": _mask,
     "fold 8x576x3136 -> 56x56 k3 p1 float32": lambda f: _fold(f, False),
     "fold 8x576x3136 -> 56x56 k3 p1 float32 forward+backward": lambda f: _fold(f, True),
 }

@@ -447,6 +447,42 @@ def test_bool_any_nonzero_byte_is_true_in_every_strategy(strategy):
         np.testing.assert_array_equal(y.view(np.uint8), want_y)
 
 
+BOOL_GEOMETRIES = [
+    ((2, 3, 9, 40), dict(kernel_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1))),
+    ((2, 3, 9, 40), dict(kernel_shape=(3, 3), pads=(1, 1, 1, 1))),
+    ((1, 2, 6, 8, 34), dict(kernel_shape=(2, 2, 2), strides=(2, 2, 2))),
+    ((2, 32, 6, 9, 10), dict(kernel_shape=(3, 3, 3), strides=(2, 2, 2), pads=(1, 1, 1, 1, 1, 1))),
+    ((2, 5, 7, 7), dict(kernel_shape=(7, 7))),
+    ((2, 9, 11, 16), dict(kernel_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1), layout="NHWC")),
+]
+
+
+@pytest.mark.parametrize("shape, attrs", BOOL_GEOMETRIES, ids=[f"{c[0]}-{c[1]}" for c in BOOL_GEOMETRIES])
+def test_bool_bytes_in_every_strategy_against_the_twin(shape, attrs):
+    """Masks whose bytes are 0, 1, 2 and 255 (uint8 viewed as bool) through every strategy serving the
+    geometry, with and without Indices, at 1 and 2 threads: the twin's 0/1 values and first-True
+    indices (without Indices the kernels clamp the largest byte to 1; with them a result above 1
+    sends the call again on the input read as 0/1)."""
+    rng = np.random.default_rng(21)
+    x = rng.choice(np.array([0, 0, 0, 1, 2, 255], np.uint8), size=shape).view(np.bool_)
+    before = x.view(np.uint8).copy()
+    for indices in (False, True):
+        want = reference.max_pool(x, return_indices=indices, **attrs)
+        plan = pooling.maxpool._plan(x.shape, **dict(dict(
+            strides=None, pads=None, dilations=None, auto_pad="NOTSET", ceil_mode=False, storage_order=0,
+            return_indices=indices, layout="NCHW", activation=None, activation_params=None, opset=None,
+            index_format="onnx"), **attrs))
+        served = [st for st in Strategy if pooling._maxpool_strategies.serves(st, plan, "bool", indices)]
+        assert served
+        for st in served:
+            for nt in (1, 2):
+                got = pooling.max_pool(x, return_indices=indices, n_threads=nt, _strategy=st, **attrs)
+                for g, w in zip(got if indices else [got], want if indices else [want]):
+                    assert g.dtype == w.dtype and np.array_equal(g.view(np.uint8) if g.dtype == np.bool_ else g,
+                                                                w.view(np.uint8) if w.dtype == np.bool_ else w), st
+    np.testing.assert_array_equal(x.view(np.uint8), before)
+
+
 def test_bool_has_no_activation():
     x = np.zeros((1, 1, 4), bool)
     for module in (pooling, reference):

@@ -393,7 +393,19 @@ cdef inline pool_t _empty_value(pool_t like, uint16_t inf_bits) noexcept nogil:
 
 
 cdef inline pool_t _clamp(pool_t y, pool_t lo, pool_t hi, int mode, uint16_t inf_bits) noexcept nogil:
-    """Fused activation, min(max(y, lo), hi): mode bit 1 applies lo, bit 2 hi; NaN stays NaN."""
+    """Fused activation, min(max(y, lo), hi): mode bit 1 applies lo, bit 2 hi; NaN stays NaN.
+    Integers as selects on their keys, a bound that is off the key's end, so that the loops over
+    an output row vectorise (bool's clamp at 1 runs on every result)."""
+    cdef pool_t k, klo, khi
+    if pool_t is int8_t or pool_t is uint8_t:
+        klo = lo if mode & 1 else (-128 if pool_t is int8_t else 0)
+        khi = hi if mode & 2 else (127 if pool_t is int8_t else 255)
+        return min(max(y, klo), khi)
+    elif pool_t is int16_t or pool_t is int32_t or pool_t is int64_t:
+        klo = _ukey(lo, inf_bits) if mode & 1 else _ukey(_empty_value(<pool_t>0, inf_bits), inf_bits)
+        khi = _ukey(hi, inf_bits) if mode & 2 else ~_ukey(_empty_value(<pool_t>0, inf_bits), inf_bits)
+        k = min(max(_ukey(y, inf_bits), klo), khi)
+        return _ukey(k, inf_bits)
     if _isnan(y, inf_bits):
         return y
     if (mode & 1) and _gt(lo, y, inf_bits):
@@ -401,6 +413,15 @@ cdef inline pool_t _clamp(pool_t y, pool_t lo, pool_t hi, int mode, uint16_t inf
     if (mode & 2) and _gt(y, hi, inf_bits):
         y = hi
     return y
+
+
+cdef inline void _clamp_row(pool_t* y, Py_ssize_t n, pool_t lo, pool_t hi, int mode,
+                            uint16_t inf_bits) noexcept nogil:
+    """_clamp over n values, its arguments in locals: a byte store may alias a job or geometry they
+    were read from, which would be read again on every value."""
+    cdef Py_ssize_t i
+    for i in range(n):
+        y[i] = _clamp(y[i], lo, hi, mode, inf_bits)
 
 
 cdef inline void _taps(Py_ssize_t base, Py_ssize_t dil, Py_ssize_t k, Py_ssize_t size,

@@ -511,8 +511,7 @@ cdef void _pool_rows(const pool_t* xp, pool_t* yp, int64_t* ip, int64_t xoff, co
                         irow[ow] = (xoff + ((<int64_t>d * g.H + hu) * W + wpos[ow]) * g.imul
                                     if wpos[ow] >= 0 else -1)
             if act:
-                for ow in range(OW):
-                    yrow[ow] = _clamp(yrow[ow], lo, hi, act, g.inf_bits)
+                _clamp_row(yrow, OW, lo, hi, act, g.inf_bits)
         c0 = c1
 
 

@@ -148,8 +148,7 @@ cdef inline bint _il_block(const pool_t* x, pool_t* y, const Geom* g, Py_ssize_t
             V[i] = _ring(V[i])
     _il_copy(V, y, ohw, ohw, nb, False)
     if act:
-        for i in range(nb * ohw):
-            y[i] = _clamp(y[i], lo, hi, act, g.inf_bits)
+        _clamp_row(y, nb * ohw, lo, hi, act, g.inf_bits)
     return False
 
 

@@ -212,8 +212,7 @@ cdef void _nhwc_row(const pool_t* xp, pool_t* yrow, int64_t* irow, int64_t xoff,
             for c in range(C):
                 irow[ow * C + c] = xoff + wpix[c] * g.imul + c * g.icmul if wpix[c] >= 0 else -1
         if act:
-            for c in range(C):
-                yv[c] = _clamp(yv[c], lo, hi, act, g.inf_bits)
+            _clamp_row(yv, C, lo, hi, act, g.inf_bits)
 
 
 cdef inline void _nhwc_unit(const pool_t* xb, pool_t* yb, int64_t* ib, Py_ssize_t C, const Geom* g,
@@ -293,5 +292,4 @@ cdef void _nhwc_blocks(reg_t* kind, const _UnitsJob* j, Py_ssize_t begin, Py_ssi
         for i in range(nrows):
             clean[(rows[i] - x) // rowlen] = n + 1
         if j.act:
-            for i in range(g.OW * C):
-                y[i] = _clamp(y[i], lo, hi, j.act, g.inf_bits)
+            _clamp_row(y, g.OW * C, lo, hi, j.act, g.inf_bits)

@@ -208,8 +208,7 @@ cdef bint _plane(const pool_t* x, pool_t* y, const Geom* g, Py_ssize_t Hp, Py_ss
             and OW == W and OH == g.H and 2 * g.kw * (g.kw - 1) <= W and 2 * g.kh * (g.kh - 1) <= g.H):
         _same_plane(x, y, g, Hb, T1, T2, exact)
         if act:
-            for r in range(OH * OW):
-                y[r] = _clamp(y[r], lo, hi, act, g.inf_bits)
+            _clamp_row(y, OH * OW, lo, hi, act, g.inf_bits)
         return True
     # The padded plane: rows [0, Hp) and columns [0, Wp) of the padded input, as a flat fill,
     # then a memcpy per input row (loops per row and per border cost most of the time of 7x7
@@ -262,8 +261,7 @@ cdef bint _plane(const pool_t* x, pool_t* y, const Geom* g, Py_ssize_t Hp, Py_ss
         else:
             memcpy(yrow, row, OW * sizeof(pool_t))
         if act:
-            for ow in range(OW):
-                yrow[ow] = _clamp(yrow[ow], lo, hi, act, g.inf_bits)
+            _clamp_row(yrow, OW, lo, hi, act, g.inf_bits)
     return True
 
 

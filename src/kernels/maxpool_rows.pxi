@@ -169,5 +169,4 @@ cdef void _rows_planes(reg_t* kind, const _UnitsJob* j, Py_ssize_t begin, Py_ssi
         if redo:
             _rows_exact(x, y, g)
         if j.act:
-            for i in range(j.yplane):
-                y[i] = _clamp(y[i], lo, hi, j.act, g.inf_bits)
+            _clamp_row(y, j.yplane, lo, hi, j.act, g.inf_bits)

@@ -198,6 +198,10 @@ cdef void _tiles(pool_t* kind, const _UnitsJob* j, Py_ssize_t begin, Py_ssize_t 
     cdef pool_t* buf = <pool_t*>j.hv + tid * j.vs
     cdef pool_t* yb
     cdef bint odd, one_pass
+    # (locals: a byte store may alias the job, so the loop below would reload them on every value)
+    cdef pool_t lo = <pool_t>j.lo, hi = <pool_t>j.hi
+    cdef int act = j.act
+    cdef uint16_t inf_bits = gc.inf_bits
     while r < end:
         n = min(end - r, j.rows)
         if gc.kd > 1:
@@ -212,7 +216,6 @@ cdef void _tiles(pool_t* kind, const _UnitsJob* j, Py_ssize_t begin, Py_ssize_t 
         if pool_t is uint16_t and not odd and not one_pass:  # keys back to values
             for i in range(n * OW):
                 yb[i] = _ring(yb[i])
-        if j.act:
-            for i in range(n * OW):
-                yb[i] = _clamp(yb[i], <pool_t>j.lo, <pool_t>j.hi, j.act, gc.inf_bits)
+        if act:
+            _clamp_row(yb, n * OW, lo, hi, act, inf_bits)
         r += n

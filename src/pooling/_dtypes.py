@@ -118,6 +118,7 @@ def _bfloat16_field(dtype):
 _AS_IS = {dtype: kind for dtype, kind in _PLAIN.items() if kind not in KERNEL_DTYPE}
 
 LEGACY_BFLOAT16 = np.dtype((np.uint16, {"bfloat16": (np.uint16, 0)}))
+_BOOL = np.dtype(np.bool_)
 
 
 class Kinds(tuple):
@@ -229,6 +230,10 @@ def as_kernel_array(op, name, x, kinds):
         flags = arr.flags
         if flags.c_contiguous and flags.aligned:
             return arr, kind  # the common case: nothing to convert (kernels never write inputs)
+    elif arr.dtype is _BOOL and "bool" in kinds and arr.flags.c_contiguous:
+        view = arr.view(np.uint8)  # (a mask: its bytes, read-only)
+        view.flags.writeable = False
+        return view, "bool"
     kind = checked_kind(op, name, arr.dtype, kinds)
     storage = _bfloat16_field(arr.dtype) if arr.dtype.fields is not None else arr.dtype
     if storage.byteorder not in "=|":

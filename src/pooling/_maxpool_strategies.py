@@ -124,6 +124,8 @@ def launch(plan, kind, nt, with_indices, strategy=None):
                              f"(layout {plan.layout}, rank {len(plan.spatial)}, "
                              f"return_indices={with_indices})")
     act = _activation_bounds(plan.activation, plan.activation_params, kind)
+    if kind == "bool" and not with_indices:
+        act = (2, 0.0, 1.0)  # the largest byte, clamped to 1: True where any byte is nonzero, as 0/1
     if act == _INT64_AT_MAX:  # every result is int64's maximum, which no float64 bound holds
         act = (0, 0, 0)
         run = UNITS[strategy].build(plan, kind, nt, act, KINDS[kind].key_bits, with_indices)
@@ -476,7 +478,8 @@ class DepthFirst(Unit):
     """NCHW 3-D with a depth kernel above 1, no Indices: each output depth slice pooled in 2-D
     from the maximum of the depth slices it reads (one H*W slice of scratch per thread, no
     intermediate array; maxpool_fused.pxi).  Pays for 1- and 2-byte types, whose 2-D passes are
-    compute bound, with at least 4 output depth slices per thread; not for 2-byte kinds (16-bit
+    compute bound, and for the 8-byte integers, whose compares are (AVX2 has no 64-bit integer
+    maximum), with at least 4 output depth slices per thread; not for 2-byte kinds (16-bit
     floats and integers) whose depth slices ROWS_FIRST computes, which DEPTH_SPLIT (or TILES' one
     pass) then does faster (docs/tuning.md#depth_first-strategy)."""
     strategy = Strategy.DEPTH_FIRST
@@ -486,7 +489,7 @@ class DepthFirst(Unit):
                 and _buffer_rows(*_promote(plan)[:5], KINDS[kind].itemsize) is not None)
 
     def pays(self, plan, kind, nt, with_indices):
-        if not (_depth(plan) and not with_indices and KINDS[kind].itemsize <= 2
+        if not (_depth(plan) and not with_indices and (KINDS[kind].itemsize <= 2 or kind in ("int64", "uint64"))
                 and plan.out_shape[0] * plan.out_shape[1] * plan.out_shape[2] >= 4 * nt):
             return False
         # 2-byte kinds (16-bit floats and integers) only where ROWS_FIRST cannot pool the depth slices

@@ -325,7 +325,7 @@ def max_pool(x: ArrayLike, kernel_shape: Ints, *, strides: Ints | None = None, p
     if y.size:
         yk = y if y.dtype is xk.dtype else y.view(xk.dtype)  # 16-bit floats: as their bits
         launch(plan, kind, nt, return_indices, _strategy)(xk, yk, indices)
-        if kind == "bool":
+        if kind == "bool" and indices is not None:
             _canonical_bool(plan, kind, nt, return_indices, _strategy, xk, yk, indices)
         if indices is not None and plan.storage_order == 1 and len(plan.spatial) > 1:
             _to_column_major(indices, plan.spatial)  # (of "onnx" or "plane" Indices alike)
@@ -415,14 +415,11 @@ _INT64 = np.dtype(np.int64)
 
 def _canonical_bool(plan, kind, nt, return_indices, strategy, xk, yk, indices):
     """bool x runs as its bytes (uint8): a window's largest byte is nonzero exactly where it holds a
-    True, and where every byte is 0 or 1 (numpy's own bools) the first largest is the first True.
-    A result above 1 shows a window with another nonzero byte: then Y is made 0/1, and Indices, if
-    asked for, are computed again from the input read as 0/1 (a copy)."""
-    if not yk.size or yk.max() <= 1:
-        return
-    if indices is None:
-        np.minimum(yk, 1, out=yk)
-    else:
+    True.  Without Indices the kernel clamps it to 1 (_maxpool_strategies.launch).  With Indices, where
+    every byte is 0 or 1 (numpy's own bools) the first largest is the first True; a result above 1
+    shows a window with another nonzero byte, and then the call runs again on the input read as 0/1
+    (a copy)."""
+    if yk.size and yk.max() > 1:
         launch(plan, kind, nt, return_indices, strategy)((xk != 0).view(np.uint8), yk, indices)
 
 
