@@ -235,36 +235,20 @@ static int pk_nhwc_row_f32(const float* const* rows, const unsigned char* chk, p
     return pk_nhwc_row_f32_(rows, chk, nrows, y, OW, C, sw, dw, pw, own, tw, rows[0], 0, 0);
 }
 
-/* The same for 16-bit floats' bits (inf_bits: the format's +inf pattern). */
-static int pk_nhwc_row_h16(const int16_t* const* rows, const unsigned char* chk, ptrdiff_t nrows,
-                           int16_t* y, ptrdiff_t OW, ptrdiff_t C, ptrdiff_t sw, ptrdiff_t dw,
-                           ptrdiff_t pw, ptrdiff_t own, const ptrdiff_t* tw, const int16_t* next,
-                           ptrdiff_t nlen, int inf_bits)
-{
-    if (nlen > 0)
-        return pk_nhwc_row_h16_(rows, chk, nrows, y, OW, C, sw, dw, pw, own, tw, next, nlen, inf_bits);
-    return pk_nhwc_row_h16_(rows, chk, nrows, y, OW, C, sw, dw, pw, own, tw, rows[0], 0, inf_bits);
+/* The same for 16-bit floats' bits (inf_bits: the format's +inf pattern), and for the 2- and 4-byte
+ * integers (inf_bits nonzero: the unsigned ones). */
+#define PK_NHWC_ROW(K, T)                                                                                  \
+static int pk_nhwc_row_##K(const T* const* rows, const unsigned char* chk, ptrdiff_t nrows, T* y,         \
+                           ptrdiff_t OW, ptrdiff_t C, ptrdiff_t sw, ptrdiff_t dw, ptrdiff_t pw,           \
+                           ptrdiff_t own, const ptrdiff_t* tw, const T* next, ptrdiff_t nlen, int inf_bits) \
+{                                                                                                         \
+    if (nlen > 0)                                                                                         \
+        return pk_nhwc_row_##K##_(rows, chk, nrows, y, OW, C, sw, dw, pw, own, tw, next, nlen, inf_bits); \
+    return pk_nhwc_row_##K##_(rows, chk, nrows, y, OW, C, sw, dw, pw, own, tw, rows[0], 0, inf_bits);    \
 }
-
-/* The same for the 2- and 4-byte integers (inf_bits nonzero: the unsigned ones). */
-static int pk_nhwc_row_i16(const int16_t* const* rows, const unsigned char* chk, ptrdiff_t nrows,
-                           int16_t* y, ptrdiff_t OW, ptrdiff_t C, ptrdiff_t sw, ptrdiff_t dw,
-                           ptrdiff_t pw, ptrdiff_t own, const ptrdiff_t* tw, const int16_t* next,
-                           ptrdiff_t nlen, int inf_bits)
-{
-    if (nlen > 0)
-        return pk_nhwc_row_i16_(rows, chk, nrows, y, OW, C, sw, dw, pw, own, tw, next, nlen, inf_bits);
-    return pk_nhwc_row_i16_(rows, chk, nrows, y, OW, C, sw, dw, pw, own, tw, rows[0], 0, inf_bits);
-}
-
-static int pk_nhwc_row_i32(const int32_t* const* rows, const unsigned char* chk, ptrdiff_t nrows,
-                           int32_t* y, ptrdiff_t OW, ptrdiff_t C, ptrdiff_t sw, ptrdiff_t dw,
-                           ptrdiff_t pw, ptrdiff_t own, const ptrdiff_t* tw, const int32_t* next,
-                           ptrdiff_t nlen, int inf_bits)
-{
-    if (nlen > 0)
-        return pk_nhwc_row_i32_(rows, chk, nrows, y, OW, C, sw, dw, pw, own, tw, next, nlen, inf_bits);
-    return pk_nhwc_row_i32_(rows, chk, nrows, y, OW, C, sw, dw, pw, own, tw, rows[0], 0, inf_bits);
-}
+PK_NHWC_ROW(h16, int16_t)
+PK_NHWC_ROW(i16, int16_t)
+PK_NHWC_ROW(i32, int32_t)
+#undef PK_NHWC_ROW
 
 #endif

@@ -295,7 +295,7 @@ PK_VEC_CHECKS(pk_rows, float)
 #endif
 
 /* 32 bits: vectors of at most 32 bytes, as float32's (int32 maxima: vpmaxsd; SSE4.1's pmaxsd; a select
- * in SSE2), its even/odd split and lane order. */
+ * in SSE2), with float32's even/odd split and lane order. */
 #if PK_SIMD
 #if PK_SIMD_BYTES >= 32
 typedef int32_t pk_r32_v __attribute__((vector_size(32)));
@@ -335,39 +335,10 @@ static inline pk_r32_v pk_r32_max(pk_r32_v a, pk_r32_v b)
 #endif
 }
 #if PK_SIMD
-#if defined(__clang__)
-#define PK_R32_SHUF(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
-#else
-#define PK_R32_SHUF(a, b, ...) __builtin_shuffle(a, b, (pk_r32_m){__VA_ARGS__})
-#endif
-static inline pk_r32_v pk_r32_even(pk_r32_v a, pk_r32_v b)
-{
-#if PK_SIMD_BYTES >= 32
-    return PK_R32_SHUF(a, b, 0, 2, 8, 10, 4, 6, 12, 14);
-#else
-    return PK_R32_SHUF(a, b, 0, 2, 4, 6);
-#endif
-}
-static inline pk_r32_v pk_r32_odd(pk_r32_v a, pk_r32_v b)
-{
-#if PK_SIMD_BYTES >= 32
-    return PK_R32_SHUF(a, b, 1, 3, 9, 11, 5, 7, 13, 15);
-#else
-    return PK_R32_SHUF(a, b, 1, 3, 5, 7);
-#endif
-}
-#undef PK_R32_SHUF
-static inline pk_r32_v pk_r32_order(pk_r32_v m, int rounds)
-{
-#if PK_SIMD_BYTES >= 32
-    if (rounds == 1)
-        return (pk_r32_v)_mm256_permute4x64_epi64((__m256i)m, 0xD8);
-    return (pk_r32_v)_mm256_permutevar8x32_epi32((__m256i)m, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-#else
-    (void)rounds;
-    return m;
-#endif
-}
+/* float32's shuffles, on the same bits (a split or a lane order moves lanes, never converts them) */
+static inline pk_r32_v pk_r32_even(pk_r32_v a, pk_r32_v b) { return (pk_r32_v)pk_rows_even((pk_rows_v)a, (pk_rows_v)b); }
+static inline pk_r32_v pk_r32_odd(pk_r32_v a, pk_r32_v b) { return (pk_r32_v)pk_rows_odd((pk_rows_v)a, (pk_rows_v)b); }
+static inline pk_r32_v pk_r32_order(pk_r32_v m, int rounds) { return (pk_r32_v)pk_rows_order((pk_rows_v)m, rounds); }
 #else
 static inline pk_r32_v pk_r32_even(pk_r32_v a, pk_r32_v b) { (void)b; return a; }
 static inline pk_r32_v pk_r32_odd(pk_r32_v a, pk_r32_v b) { (void)a; return b; }
