@@ -159,14 +159,15 @@ static inline void pk_rows_pad(float* V, ptrdiff_t ld, ptrdiff_t R, ptrdiff_t W,
 
 /* The family of the build's widest vectors up to 32 bytes (pk_rh_*), and where those are wider,
  * a 16-byte one (pk_rn_*) for rows of 8 to 15: pooling_rows_h16.h. */
-#define PK_RH(op) pk_rh_##op
 #if PK_SIMD && PK_SIMD_BYTES >= 32
-#define PK_RH_BYTES 32
+#define PK_RH_WIDEST 32
 #elif PK_SIMD
-#define PK_RH_BYTES 16
+#define PK_RH_WIDEST 16
 #else
-#define PK_RH_BYTES 2
+#define PK_RH_WIDEST 2
 #endif
+#define PK_RH(op) pk_rh_##op
+#define PK_RH_BYTES PK_RH_WIDEST
 #include "pooling_rows_h16.h"
 #define PK_RH_L pk_rh_lanes
 
@@ -248,13 +249,7 @@ PK_VEC_CHECKS(pk_rows, float)
  * with PK_RH_INT), in the same two widths; the buffers' padding is INT16_MIN (pk_rows_pad_h16), the
  * lowest key. */
 #define PK_RH(op) pk_ri_##op
-#if PK_SIMD && PK_SIMD_BYTES >= 32
-#define PK_RH_BYTES 32
-#elif PK_SIMD
-#define PK_RH_BYTES 16
-#else
-#define PK_RH_BYTES 2
-#endif
+#define PK_RH_BYTES PK_RH_WIDEST
 #define PK_RH_INT
 #include "pooling_rows_h16.h"
 #undef PK_RH_INT
