@@ -268,7 +268,8 @@ cdef bint _plane(const pool_t* x, pool_t* y, const Geom* g, Py_ssize_t Hp, Py_ss
 cdef bint _global(const pool_t* x, pool_t* y, Py_ssize_t n, uint16_t inf_bits,
                   bint exact) noexcept nogil:
     """y[0] = the first maximum of x[0:n] (a window that is the whole plane).  Without
-    `exact`, returns True (y unwritten) if x holds an _odd() value.  Sixteen running maxima,
+    `exact`, returns True (y unwritten) if x holds an _odd() value.  Integers: one max
+    reduction of their keys (no value is odd, and equal values have equal bits).  Sixteen running maxima,
     one per lane of position i % 16, combined in lane order (float and double: a register's
     worth, with the NaN check in the same pass, pooling_reduce.h, where the compiler kept
     this array scalar; 16-bit floats by their keys there, the checks finding -0.0 too): the value is right; the bits only matter when the maximum is a
@@ -279,6 +280,14 @@ cdef bint _global(const pool_t* x, pool_t* y, Py_ssize_t n, uint16_t inf_bits,
     cdef Py_ssize_t i, l, body = n - n % 16
     cdef int odd = 0
     cdef bint in_order = n < 32 or exact
+    if pool_t is int8_t or pool_t is uint8_t or pool_t is int16_t or pool_t is int32_t or pool_t is int64_t:
+        # Integers: equal values have equal bits, so the maximum of the keys in any order is the
+        # contract's; one max reduction, which the compiler vectorises.
+        m = _ukey(x[0], inf_bits)
+        for i in range(1, n):
+            m = max(m, _ukey(x[i], inf_bits))
+        y[0] = _ukey(m, inf_bits)
+        return False
     if pool_t is uint16_t and not exact and n >= PK_RH_L:
         y[0] = pk_max_h16(x, n, inf_bits, &odd)
         return odd != 0
