@@ -115,7 +115,7 @@ def _data(shape, dtype, seed=0):
     if dtype in ("int8", "uint8"):
         info = np.iinfo(dtype)
         return rng.integers(info.min, int(info.max) + 1, size=shape, dtype=dtype)
-    if np.dtype(dtype).kind in "iu":  # labels: ids of up to a few thousand objects
+    if dtype.startswith(("int", "uint")):  # labels: ids of up to a few thousand objects
         return rng.integers(0, 4096, size=shape).astype(dtype)
     return rng.standard_normal(shape, dtype=np.float32).astype(_numpy_dtype(dtype))
 
