@@ -89,6 +89,9 @@ static inline int pk_nw_odd1(float x, int inf_bits) { (void)inf_bits; return x !
 #define PK_NR_M pk_nw_m
 #define PK_NR_C pk_nw_c
 #define PK_NR_L PK_NARROW_L
+#define PK_NR_KEY(v, u) ((void)(u), pk_nw_key(v))
+#define PK_NR_STY(p, v, u) ((void)(u), pk_nw_sty(p, v))
+#define PK_NR_STY_FIRST(p, v, n, u) ((void)(u), pk_nw_sty_first(p, v, n))
 #include "pooling_narrow_body.h"
 
 /* 16-bit floats: ROWS_FIRST's int16 keys (pooling_rows_h16.h: vectors of at most 32 bytes, so 16
@@ -133,6 +136,64 @@ static inline int pk_rh_odd1(int16_t x, int inf_bits) { return ((x & 0x7fff) > i
 #define PK_NR_M pk_rh_m
 #define PK_NR_C pk_rh_c
 #define PK_NR_L PK_RH_L
+#define PK_NR_KEY(v, u) ((void)(u), pk_rh_key(v))
+#define PK_NR_STY(p, v, u) ((void)(u), pk_rh_sty(p, v))
+#define PK_NR_STY_FIRST(p, v, n, u) ((void)(u), pk_rh_sty_first(p, v, n))
+#include "pooling_narrow_body.h"
+
+/* The 2- and 4-byte integers: ROWS_FIRST's integer families (pooling_rows.h; vectors of at most 32
+ * bytes), no checks, values compared as they are or, unsigned (u), as keys; the lowest key stands in
+ * for a missing tap. */
+#define PK_NARROW_I16_L PK_RH_L
+#define PK_NARROW_I32_L PK_R32_L
+#define PK_NARROW_I32_WIDTH (PK_NARROW_STRIPS * PK_NARROW_I32_L)
+static inline void pk_ri_chkv(pk_ri_c* c, pk_ri_v v, pk_ri_m valid) { (void)c; (void)v; (void)valid; }
+static inline pk_ri_v pk_ri_blend(pk_ri_v v, pk_ri_v f, pk_ri_m m) { return (v & m) | (f & ~m); }
+static inline pk_ri_v pk_ri_neg(int inf_bits) { pk_ri_v v; (void)inf_bits; memset(&v, 0, sizeof v); return v + INT16_MIN; }
+static inline int pk_ri_odd1(int16_t x, int inf_bits) { (void)x; (void)inf_bits; return 0; }
+static inline void pk_ri_sty_first(int16_t* p, pk_ri_v v, ptrdiff_t n, int u)
+{
+    int16_t lanes[PK_RH_L];
+    v = pk_ri_key(v, u);
+    memcpy(lanes, &v, sizeof v);
+    for (ptrdiff_t t = 0; t < n; t++)
+        p[t] = lanes[t];
+}
+static inline void pk_r32_chkv(pk_r32_c* c, pk_r32_v v, pk_r32_m valid) { (void)c; (void)v; (void)valid; }
+static inline pk_r32_v pk_r32_blend(pk_r32_v v, pk_r32_v f, pk_r32_m m) { return (v & m) | (f & ~m); }
+static inline pk_r32_v pk_r32_neg(int inf_bits) { pk_r32_v v; (void)inf_bits; memset(&v, 0, sizeof v); return v + INT32_MIN; }
+static inline int pk_r32_odd1(int32_t x, int inf_bits) { (void)x; (void)inf_bits; return 0; }
+static inline void pk_r32_sty_first(int32_t* p, pk_r32_v v, ptrdiff_t n, int u)
+{
+    int32_t lanes[PK_R32_L];
+    v = pk_r32_key(v, u);
+    memcpy(lanes, &v, sizeof v);
+    for (ptrdiff_t t = 0; t < n; t++)
+        p[t] = lanes[t];
+}
+
+#define PK_NR_T int16_t
+#define PK_NR_N(name) name##_i16
+#define PK_NR_F(op) pk_ri_##op
+#define PK_NR_V pk_ri_v
+#define PK_NR_M pk_ri_m
+#define PK_NR_C pk_ri_c
+#define PK_NR_L PK_RH_L
+#define PK_NR_KEY(v, u) pk_ri_key(v, u)
+#define PK_NR_STY(p, v, u) pk_ri_sty(p, v, u)
+#define PK_NR_STY_FIRST(p, v, n, u) pk_ri_sty_first(p, v, n, u)
+#include "pooling_narrow_body.h"
+
+#define PK_NR_T int32_t
+#define PK_NR_N(name) name##_i32
+#define PK_NR_F(op) pk_r32_##op
+#define PK_NR_V pk_r32_v
+#define PK_NR_M pk_r32_m
+#define PK_NR_C pk_r32_c
+#define PK_NR_L PK_R32_L
+#define PK_NR_KEY(v, u) pk_r32_key(v, u)
+#define PK_NR_STY(p, v, u) pk_r32_sty(p, v, u)
+#define PK_NR_STY_FIRST(p, v, n, u) pk_r32_sty_first(p, v, n, u)
 #include "pooling_narrow_body.h"
 
 #endif

@@ -10,6 +10,8 @@
  *                  (the checks fed the lanes of v that valid marks), sty_first(p, v, n) (the first n
  *                  lanes' values to p), neg(inf_bits) (the key of -inf in every lane) and odd1(x,
  *                  inf_bits) (one value the cheap compare gets wrong)
+ *   PK_NR_KEY(v, u), PK_NR_STY(p, v, u), PK_NR_STY_FIRST(p, v, n, u)  its key, sty and sty_first (u:
+ *                  the call's inf_bits, "unsigned" to the integer kinds, as in pooling_rows_body.h)
  *   PK_NR_V, PK_NR_M, PK_NR_C  its vector, mask and check types; PK_NR_L its lanes */
 
 /* Lane l of a strip whose first column is c0: tap t reads column c0 + l - pw + t * dw */
@@ -45,13 +47,13 @@ typedef struct {
 
 /* The row reduced along W (step 1 of the banner), as keys (PK_NR_F(key)), its values fed to the checks *bad. */
 static PK_ALWAYS_INLINE PK_NR_V PK_NR_N(pk_narrow_row)(const PK_NR_T* row, const PK_NR_M* tap, PK_NR_M valid, ptrdiff_t kw,
-                                    ptrdiff_t dw, ptrdiff_t pw, PK_NR_V neg, PK_NR_C* bad)
+                                    ptrdiff_t dw, ptrdiff_t pw, PK_NR_V neg, PK_NR_C* bad, int u)
 {
     PK_NR_V m = neg;
     PK_NR_V x0 = PK_NR_F(ld)(row);
     PK_NR_F(chkv)(bad, x0, valid);
     for (ptrdiff_t t = 0; t < kw; t++) {
-        PK_NR_V v = PK_NR_F(blend)(PK_NR_F(key)(PK_NR_F(ld)(row + t * dw - pw)), neg, tap[t]);
+        PK_NR_V v = PK_NR_F(blend)(PK_NR_KEY(PK_NR_F(ld)(row + t * dw - pw), u), neg, tap[t]);
         m = t == 0 ? v : PK_NR_F(max)(m, v);
     }
     return m;
@@ -61,13 +63,13 @@ static PK_ALWAYS_INLINE PK_NR_V PK_NR_N(pk_narrow_row)(const PK_NR_T* row, const
  * inside the plane's OH rows (its lanes past the row spill into the next row's first strip, which
  * is stored after it), lane by lane otherwise (the lanes below OW - c0). */
 static PK_ALWAYS_INLINE void PK_NR_N(pk_narrow_store)(PK_NR_T* y, ptrdiff_t oh, ptrdiff_t OH, ptrdiff_t OW, ptrdiff_t c0,
-                                   PK_NR_V m)
+                                   PK_NR_V m, int u)
 {
     if (oh * OW + c0 + PK_NR_L <= OH * OW) {
-        PK_NR_F(sty)(y + oh * OW, m);
+        PK_NR_STY(y + oh * OW, m, u);
     } else {
         ptrdiff_t n = OW - c0 < PK_NR_L ? OW - c0 : PK_NR_L;
-        PK_NR_F(sty_first)(y + oh * OW, m, n);
+        PK_NR_STY_FIRST(y + oh * OW, m, n, u);
     }
 }
 
@@ -85,17 +87,18 @@ static PK_ALWAYS_INLINE int PK_NR_N(pk_narrow_roll)(const PK_NR_T* x, PK_NR_T* y
     ptrdiff_t r, t;
     for (t = 0; t < K; t++) {   /* h[t]: input row t - P */
         ptrdiff_t i = t - P;
-        h[t] = 0 <= i && i < H ? PK_NR_N(pk_narrow_row)(x + i * W, mk->tap, mk->valid, kw, dw, pw, neg, &bad) : neg;
+        h[t] = 0 <= i && i < H ? PK_NR_N(pk_narrow_row)(x + i * W, mk->tap, mk->valid, kw, dw, pw, neg, &bad, inf_bits)
+                               : neg;
     }
     for (r = 0; r < H; r++) {
         m = h[0];
         for (t = 1; t < K; t++)
             m = PK_NR_F(max)(m, h[t]);
-        PK_NR_N(pk_narrow_store)(y, r, H, W, c0, m);
+        PK_NR_N(pk_narrow_store)(y, r, H, W, c0, m, inf_bits);
         for (t = 0; t + 1 < K; t++)
             h[t] = h[t + 1];
         t = r + 1 + K - 1 - P;   /* the input row entering the window of output row r + 1 */
-        h[K - 1] = t < H ? PK_NR_N(pk_narrow_row)(x + t * W, mk->tap, mk->valid, kw, dw, pw, neg, &bad) : neg;
+        h[K - 1] = t < H ? PK_NR_N(pk_narrow_row)(x + t * W, mk->tap, mk->valid, kw, dw, pw, neg, &bad, inf_bits) : neg;
     }
     return PK_NR_F(bad)(bad, inf_bits);
 }
@@ -112,7 +115,8 @@ static inline int PK_NR_N(pk_narrow_plane)(const PK_NR_T* x, PK_NR_T* y, ptrdiff
     PK_NR_C bad = PK_NR_F(clean)();
     ptrdiff_t r, oh, t;
     for (r = 0; r < H; r++)
-        PK_NR_F(st)(hb + r * PK_NR_L, PK_NR_N(pk_narrow_row)(x + r * W, mk->tap, mk->valid, kw, dw, pw, neg, &bad));
+        PK_NR_F(st)(hb + r * PK_NR_L, PK_NR_N(pk_narrow_row)(x + r * W, mk->tap, mk->valid, kw, dw, pw, neg, &bad,
+                                                             inf_bits));
     if (PK_NR_F(bad)(bad, inf_bits))
         return 1;
     for (oh = 0; oh < OH; oh++) {
@@ -122,7 +126,7 @@ static inline int PK_NR_N(pk_narrow_plane)(const PK_NR_T* x, PK_NR_T* y, ptrdiff
             PK_NR_V v = PK_NR_F(ld)(hb + (r0 + t * dh) * PK_NR_L);
             m = t == t0 ? v : PK_NR_F(max)(m, v);
         }
-        PK_NR_N(pk_narrow_store)(y, oh, OH, OW, c0, m);
+        PK_NR_N(pk_narrow_store)(y, oh, OH, OW, c0, m, inf_bits);
     }
     return 0;
 }
@@ -208,3 +212,6 @@ static inline ptrdiff_t PK_NR_N(pk_narrow)(const PK_NR_T* x, PK_NR_T* y, ptrdiff
 #undef PK_NR_M
 #undef PK_NR_C
 #undef PK_NR_L
+#undef PK_NR_KEY
+#undef PK_NR_STY
+#undef PK_NR_STY_FIRST

@@ -897,6 +897,54 @@ def test_narrow_16_bit_cases_against_the_twin(shape, attrs, kind, data, rng):
     assert_same(x, before)
 
 
+@pytest.mark.parametrize("data", ["plain", "bits"])
+@pytest.mark.parametrize("kind", ["int16", "uint16", "int32", "uint32"])
+@pytest.mark.parametrize("shape, attrs", NARROW_CASES, ids=[f"{c[0]}-{c[1]}" for c in NARROW_CASES])
+def test_narrow_integer_cases_against_the_twin(shape, attrs, kind, data, rng):
+    """NARROW on the 2- and 4-byte integers (rows of up to three vectors: 48 2-byte and 24 4-byte values
+    in the AVX2 and AVX-512 builds), crowded ties at both ends of the range and every bit pattern, at 1
+    to 3 threads; the input never written."""
+    x = make_array(rng, shape, kind) if data == "plain" else _integer_bits(rng, shape, kind)
+    want = reference.max_pool(x, **attrs)
+    if not serves(S.NARROW, _plan(x.shape, **attrs), kind, False):
+        lanes = max(_maxpool_strategies._narrow_lanes(core, kind)[1] for core in _narrow_builds())
+        assert max(shape[-1], want.shape[-1]) > lanes
+        pytest.skip(f"rows wider than the {lanes} values NARROW takes here")
+    before = x.copy()
+    for nt in (1, 2, 3):
+        assert_same(pooling.max_pool(x, n_threads=nt, _strategy=S.NARROW, **attrs), want)
+    assert_same(x, before)
+
+
+def test_narrow_random_integer_geometries(rng):
+    """NARROW forced on random geometries it serves here, as test_narrow_random_geometries, in the 2-
+    and 4-byte integers (every bit pattern, or a few values with ties), against the twin."""
+    done = tries = 0
+    while (tries < 600 or done < 60) and tries < 20000:
+        tries += 1
+        rank = 2 if rng.random() < 0.85 else 1
+        W, H, planes = int(rng.integers(1, 50)), int(rng.integers(1, 20)), int(rng.integers(1, 40))
+        k = tuple(int(v) for v in rng.integers(1, 7, size=rank))
+        attrs = dict(kernel_shape=k,
+                     strides=(int(rng.integers(1, 3)), 1)[2 - rank:],
+                     dilations=tuple(int(v) for v in rng.integers(1, 3, size=rank)),
+                     pads=tuple(int(rng.integers(0, kk)) for kk in k + k),
+                     ceil_mode=bool(rng.random() < 0.3))
+        shape = (1, planes, H, W)[:2] + ((H, W) if rank == 2 else (W,))
+        try:
+            plan = _plan(shape, **attrs)
+        except ValueError:
+            continue
+        kind = ("int16", "uint16", "int32", "uint32")[int(rng.integers(0, 4))]
+        if not serves(S.NARROW, plan, kind, False):
+            continue
+        x = _integer_bits(rng, shape, kind) if rng.random() < 0.5 else make_array(rng, shape, kind)
+        assert_same(pooling.max_pool(x, n_threads=int(rng.integers(1, 4)), _strategy=S.NARROW, **attrs),
+                    reference.max_pool(x, **attrs))
+        done += 1
+    assert done >= 60, (done, tries)
+
+
 @pytest.mark.parametrize("expected, plan, kind, indices", CHOOSER_CASES,
                          ids=lambda v: v.value if isinstance(v, Strategy) else None)
 def test_the_chooser_picks_each_strategy(expected, plan, kind, indices):

@@ -86,8 +86,10 @@ cdef extern from "pooling_narrow.h":
         PK_NARROW_WIDTH     # the widest rows in and out (strategy NARROW: three vectors of float32)
         PK_NARROW_MAX_K     # and the most W taps
         PK_NARROW_L         # float32 lanes of a vector
-        PK_NARROW_H16_WIDTH     # the same for 16-bit floats' int16 keys
+        PK_NARROW_H16_WIDTH     # the same for 16-bit floats' int16 keys (and int16 and uint16)
         PK_NARROW_H16_L
+        PK_NARROW_I32_WIDTH     # and for int32 and uint32
+        PK_NARROW_I32_L
     Py_ssize_t pk_narrow_margin_f32(Py_ssize_t kw, Py_ssize_t dw) noexcept nogil
     Py_ssize_t pk_narrow_margin_h16(Py_ssize_t kw, Py_ssize_t dw) noexcept nogil
     Py_ssize_t pk_narrow_tail_f32(const float* x, Py_ssize_t n, Py_ssize_t H, Py_ssize_t W,
@@ -102,6 +104,16 @@ cdef extern from "pooling_narrow.h":
                              Py_ssize_t OH, Py_ssize_t OW, Py_ssize_t kh, const Py_ssize_t* rows,
                              Py_ssize_t sh, Py_ssize_t dh, Py_ssize_t ph, Py_ssize_t kw, Py_ssize_t dw,
                              Py_ssize_t pw, int16_t* hb, int inf_bits) noexcept nogil
+    Py_ssize_t pk_narrow_margin_i16(Py_ssize_t kw, Py_ssize_t dw) noexcept nogil
+    Py_ssize_t pk_narrow_margin_i32(Py_ssize_t kw, Py_ssize_t dw) noexcept nogil
+    Py_ssize_t pk_narrow_i16(const int16_t* x, int16_t* y, Py_ssize_t n, Py_ssize_t H, Py_ssize_t W,
+                             Py_ssize_t OH, Py_ssize_t OW, Py_ssize_t kh, const Py_ssize_t* rows,
+                             Py_ssize_t sh, Py_ssize_t dh, Py_ssize_t ph, Py_ssize_t kw, Py_ssize_t dw,
+                             Py_ssize_t pw, int16_t* hb, int inf_bits) noexcept nogil
+    Py_ssize_t pk_narrow_i32(const int32_t* x, int32_t* y, Py_ssize_t n, Py_ssize_t H, Py_ssize_t W,
+                             Py_ssize_t OH, Py_ssize_t OW, Py_ssize_t kh, const Py_ssize_t* rows,
+                             Py_ssize_t sh, Py_ssize_t dh, Py_ssize_t ph, Py_ssize_t kw, Py_ssize_t dw,
+                             Py_ssize_t pw, int32_t* hb, int inf_bits) noexcept nogil
 
 cdef extern from "pooling_nhwc.h":
     int pk_nhwc_row_f32(const float** rows, const unsigned char* chk, Py_ssize_t nrows, float* y,
@@ -276,14 +288,8 @@ ctypedef fused pool_t:
     int64_t
 
 
-# The kinds NARROW's register loops take: float32, and 16-bit floats' bits.
-ctypedef fused block_t:
-    float
-    uint16_t
-
-
-# ROWS_FIRST's and NHWC_BLOCKS': those, and the integers of 2 and 4 bytes (the unsigned ones as
-# their signed type).
+# The kinds the register loops of ROWS_FIRST, NHWC_BLOCKS and NARROW take: float32, 16-bit floats'
+# bits, and the integers of 2 and 4 bytes (the unsigned ones as their signed type).
 ctypedef fused reg_t:
     float
     uint16_t

@@ -27,11 +27,13 @@ def build_info():
 
 # The widest rows (in and out) strategy NARROW takes in this build (three vectors of its float32
 # lanes), and the lanes: a row of more than NARROW_LANES values takes two strips; the same for
-# 16-bit floats' int16 keys.
+# 16-bit floats' int16 keys (and the 2-byte integers), and for the 4-byte integers.
 NARROW_WIDTH = PK_NARROW_WIDTH
 NARROW_LANES = PK_NARROW_L
 NARROW_WIDTH_H16 = PK_NARROW_H16_WIDTH
 NARROW_LANES_H16 = PK_NARROW_H16_L
+NARROW_WIDTH_I32 = PK_NARROW_I32_WIDTH
+NARROW_LANES_I32 = PK_NARROW_I32_L
 
 # Whether max_unpool writes 2x2 stride-2 windows whole in this build (include/pooling_unpool.h).
 UNPOOL_WINDOWS = bool(PK_UNPOOL_WINDOWS)

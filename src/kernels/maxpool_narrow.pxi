@@ -15,7 +15,7 @@
 # ===========================================================================
 
 cdef class MaxPoolNarrow(_Launch):
-    """float32 and 16-bit float NCHW MaxPool without Indices on narrow planes, a plane per work
+    """float32, 16-bit float and 2- and 4-byte integer NCHW MaxPool without Indices on narrow planes, a plane per work
     item (see the banner): x (planes, 1, H, W) -> y (planes, 1, OH, OW).  The caller checks the
     shapes it serves (pooling._maxpool_strategies.serves); they are checked again here."""
     cdef Py_ssize_t planes, margin, per_thread, lanes
@@ -29,15 +29,19 @@ cdef class MaxPoolNarrow(_Launch):
         cdef Geom* g = &self.g
         self.planes = x_shape[0]
         self.half = ctype == "uint16_t" and inf_bits != 0
-        cdef Py_ssize_t width = PK_NARROW_H16_WIDTH if self.half else PK_NARROW_WIDTH
-        self.lanes = PK_NARROW_H16_L if self.half else PK_NARROW_L
-        if ((ctype != "float" and not self.half) or g.D != 1 or g.OD != 1 or g.sw != 1 or g.H < 1
+        cdef bint short = self.half or ctype == "int16_t"   # 2-byte lanes
+        cdef Py_ssize_t width = (PK_NARROW_H16_WIDTH if short else PK_NARROW_I32_WIDTH if ctype == "int32_t"
+                                 else PK_NARROW_WIDTH)
+        self.lanes = PK_NARROW_H16_L if short else PK_NARROW_I32_L if ctype == "int32_t" else PK_NARROW_L
+        if ((ctype not in ("float", "int16_t", "int32_t") and not self.half) or g.D != 1 or g.OD != 1 or g.sw != 1 or g.H < 1
                 or g.OH < 1 or not 1 <= g.W <= width or not 1 <= g.OW <= width
                 or not 1 <= g.kw <= PK_NARROW_MAX_K or g.pw < 0 or g.ph < 0):
-            raise ValueError(f"MaxPoolNarrow: float32 or 16-bit float planes with rows of at most {width} "
+            raise ValueError(f"MaxPoolNarrow: float32, 16-bit float or int16/int32 planes with rows of at most {width} "
                              f"values in and out and a W stride of 1, got {ctype} input {x_shape[1:]}, "
                              f"output {y_shape[1:]}, kernel {kernel}, strides {strides}")
-        self.margin = (pk_narrow_margin_h16(g.kw, g.dw) if self.half else pk_narrow_margin_f32(g.kw, g.dw)) + g.pw
+        self.margin = (pk_narrow_margin_h16(g.kw, g.dw) if self.half else pk_narrow_margin_i16(g.kw, g.dw)
+                       if ctype == "int16_t" else pk_narrow_margin_i32(g.kw, g.dw) if ctype == "int32_t"
+                       else pk_narrow_margin_f32(g.kw, g.dw)) + g.pw
         # per thread: the reduced rows (H vectors) and a copy of a plane with margins
         self.per_thread = _padded(g.H * self.lanes + g.H * g.W + 2 * self.margin, self.itemsize)
         self.units = self.planes
@@ -63,53 +67,67 @@ cdef class MaxPoolNarrow(_Launch):
 
 cdef void _narrow_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil:
     """pk_parallel's body for MaxPoolNarrow: planes [begin, end) on thread tid."""
+    cdef int kind = (<_UnitsJob*>job).kind
     if (<_UnitsJob*>job).half:
         _narrow_planes(<uint16_t*>NULL, <_UnitsJob*>job, begin, end, tid)
+    elif kind == KIND_INT16:
+        _narrow_planes(<int16_t*>NULL, <_UnitsJob*>job, begin, end, tid)
+    elif kind == KIND_INT32:
+        _narrow_planes(<int32_t*>NULL, <_UnitsJob*>job, begin, end, tid)
     else:
         _narrow_planes(<float*>NULL, <_UnitsJob*>job, begin, end, tid)
 
 
-cdef inline Py_ssize_t _narrow_run(const block_t* x, block_t* y, Py_ssize_t n, const Geom* g,
-                                   block_t* hb) noexcept nogil:
+cdef inline Py_ssize_t _narrow_run(const reg_t* x, reg_t* y, Py_ssize_t n, const Geom* g,
+                                   reg_t* hb) noexcept nogil:
     """pk_narrow_f32 or pk_narrow_h16 on planes [0, n) of x: the first plane that holds a value
     the cheap compare gets wrong, or n."""
-    if block_t is float:
+    if reg_t is float:
         return pk_narrow_f32(x, y, n, g.H, g.W, g.OH, g.OW, g.kh, g.thr, g.sh, g.dh, g.ph, g.kw, g.dw, g.pw,
                              hb, 0)
+    elif reg_t is int16_t:
+        return pk_narrow_i16(x, y, n, g.H, g.W, g.OH, g.OW, g.kh, g.thr, g.sh, g.dh, g.ph, g.kw, g.dw, g.pw,
+                             hb, g.inf_bits)
+    elif reg_t is int32_t:
+        return pk_narrow_i32(x, y, n, g.H, g.W, g.OH, g.OW, g.kh, g.thr, g.sh, g.dh, g.ph, g.kw, g.dw, g.pw,
+                             hb, g.inf_bits)
     else:
         return pk_narrow_h16(<const int16_t*>x, <int16_t*>y, n, g.H, g.W, g.OH, g.OW, g.kh, g.thr, g.sh, g.dh,
                              g.ph, g.kw, g.dw, g.pw, <int16_t*>hb, g.inf_bits)
 
 
-cdef inline Py_ssize_t _narrow_tail(const block_t* x, Py_ssize_t n, const Geom* g) noexcept nogil:
-    if block_t is float:
+cdef inline Py_ssize_t _narrow_tail(const reg_t* x, Py_ssize_t n, const Geom* g) noexcept nogil:
+    if reg_t is int16_t or reg_t is int32_t:
+        return n  # (no integer is odd)
+    elif reg_t is float:
         return pk_narrow_tail_f32(x, n, g.H, g.W, g.OW, 0)
     else:
         return pk_narrow_tail_h16(<const int16_t*>x, n, g.H, g.W, g.OW, g.inf_bits)
 
 
-cdef void _narrow_planes(block_t* kind, const _UnitsJob* j, Py_ssize_t begin, Py_ssize_t end,
+cdef void _narrow_planes(reg_t* kind, const _UnitsJob* j, Py_ssize_t begin, Py_ssize_t end,
                          int tid) noexcept nogil:
-    """Planes [begin, end) on thread tid, float32 or 16-bit floats' bits (block_t).  Planes within
+    """Planes [begin, end) on thread tid, float32 or 16-bit floats' bits (reg_t).  Planes within
     j.ld values of the array's ends are read from a copy with margins of j.ld values; a plane
     holding a value the cheap compare gets wrong is redone with the exact compare."""
     cdef Geom gc = j.g[0]
     cdef const Geom* g = &gc
-    cdef Py_ssize_t lanes = PK_NARROW_H16_L if block_t is uint16_t else PK_NARROW_L
-    cdef block_t* hb = <block_t*>j.hv + tid * j.vs
-    cdef block_t* copy = hb + g.H * lanes
-    cdef const block_t* x
-    cdef block_t* y
+    cdef Py_ssize_t lanes = (PK_NARROW_H16_L if reg_t is uint16_t or reg_t is int16_t else
+                             PK_NARROW_I32_L if reg_t is int32_t else PK_NARROW_L)
+    cdef reg_t* hb = <reg_t*>j.hv + tid * j.vs
+    cdef reg_t* copy = hb + g.H * lanes
+    cdef const reg_t* x
+    cdef reg_t* y
     cdef Py_ssize_t p = begin, q, done, i
     cdef Py_ssize_t c = (j.ld + j.xplane - 1) // j.xplane   # planes near each end
-    cdef block_t lo = <block_t>j.lo, hi = <block_t>j.hi
+    cdef reg_t lo = <reg_t>j.lo, hi = <reg_t>j.hi
     while p < end:
-        x = <const block_t*>j.x + p * j.xplane
-        y = <block_t*>j.y + p * j.yplane
+        x = <const reg_t*>j.x + p * j.xplane
+        y = <reg_t*>j.y + p * j.yplane
         # (planes [p, q), up to the first whose columns past the strips hold an odd value)
         if p < c or p >= j.nblk - c:
-            memset(copy, 0, (j.xplane + 2 * j.ld) * sizeof(block_t))
-            memcpy(copy + j.ld, x, j.xplane * sizeof(block_t))
+            memset(copy, 0, (j.xplane + 2 * j.ld) * sizeof(reg_t))
+            memcpy(copy + j.ld, x, j.xplane * sizeof(reg_t))
             q = p + 1
             done = _narrow_run(copy + j.ld, y, _narrow_tail(x, 1, g), g, hb)
         else:
@@ -120,6 +138,4 @@ cdef void _narrow_planes(block_t* kind, const _UnitsJob* j, Py_ssize_t begin, Py
             q = p + done + 1
         p = q
     if j.act:
-        y = <block_t*>j.y + begin * j.yplane
-        for i in range((end - begin) * j.yplane):
-            y[i] = _clamp(y[i], lo, hi, j.act, g.inf_bits)
+        _clamp_row(<reg_t*>j.y + begin * j.yplane, (end - begin) * j.yplane, lo, hi, j.act, g.inf_bits)

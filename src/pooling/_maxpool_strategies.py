@@ -552,18 +552,18 @@ def _tiles_scratch(plan, kind):
 
 
 class Narrow(Unit):
-    """float32 and 16-bit float NCHW ranks 1-2 without Indices on narrow planes: each input row
-    reduced along W in one vector per strip of columns, then each output row from its window's
-    reduced rows, in registers (include/pooling_narrow.h, maxpool_narrow.pxi).  Serves rows of at
+    """float32, 16-bit float and 2- and 4-byte integer NCHW ranks 1-2 without Indices on narrow
+    planes: each input row reduced along W in one vector per strip of columns, then each output row
+    from its window's reduced rows, in registers (include/pooling_narrow.h, maxpool_narrow.pxi).  Serves rows of at
     most three vectors of the build it runs from (`_narrow_core`), a W stride of 1 and at most
     _NARROW_MAX_K taps along W; pays for stride 1 with an output of the input's shape, windows of at
-    most 5 taps per axis, 2-tap windows only on rows one vector holds, and 16-bit floats on rows of at
+    most 5 taps per axis, 2-tap windows only on rows one vector holds, and 2-byte kinds on rows of at
     most two vectors (docs/tuning.md#narrow-strategy)."""
     strategy = Strategy.NARROW
 
     def serves(self, plan, kind, with_indices):
         if (plan.layout != "NCHW" or len(plan.spatial) > 2 or with_indices
-                or (KINDS[kind].ctype != "float" and not KINDS[kind].inf_bits)
+                or (KINDS[kind].ctype not in _ROWS_CTYPES and not KINDS[kind].inf_bits)
                 or min(plan.spatial) == 0 or min(plan.out_shape) == 0):
             return False
         kernel, strides = _promote(plan)[2:4]
@@ -576,9 +576,10 @@ class Narrow(Unit):
         if core is None:
             return False
         lanes = _narrow_lanes(core, kind)[0]
-        # (16-bit floats: rows of at most two vectors; on three ROWS_FIRST and PLANES were as fast or faster)
+        # (2-byte kinds: rows of at most two vectors; on three ROWS_FIRST and PLANES were as fast or
+        # faster for 16-bit floats)
         return ((min(plan.kernel) >= 3 or plan.spatial[-1] <= lanes)
-                and (not KINDS[kind].inf_bits or plan.spatial[-1] <= 2 * lanes))
+                and (KINDS[kind].itemsize != 2 or plan.spatial[-1] <= 2 * lanes))
 
     def build(self, plan, kind, nt, act, inf_bits, with_indices):
         g = _geometry(plan)
@@ -589,10 +590,13 @@ class Narrow(Unit):
 
 
 def _narrow_lanes(core, kind):
-    """NARROW's (lanes, widest rows) of `kind` in the build `core`: float32's, or 16-bit floats'
-    int16 keys (vectors of at most 32 bytes, so the same in the AVX2 and AVX-512 builds)."""
-    if KINDS[kind].inf_bits:
+    """NARROW's (lanes, widest rows) of `kind` in the build `core`: float32's, or the 2-byte kinds'
+    (16-bit floats' keys, int16 and uint16) or the 4-byte integers' (vectors of at most 32 bytes, so
+    the same in the AVX2 and AVX-512 builds)."""
+    if KINDS[kind].itemsize == 2:
         return core.NARROW_LANES_H16, core.NARROW_WIDTH_H16
+    if KINDS[kind].ctype == "int32_t":
+        return core.NARROW_LANES_I32, core.NARROW_WIDTH_I32
     return core.NARROW_LANES, core.NARROW_WIDTH
 
 
