@@ -31,9 +31,11 @@
 
 cdef inline pool_t _pick(pool_t a, pool_t b, uint16_t inf_bits, bint exact) noexcept nogil:
     """The earlier value a or the later b: b only if strictly greater (16-bit floats
-    as fast keys without `exact`, as bits with it)."""
+    as fast keys without `exact`, as bits with it; integers: the maximum of the keys)."""
     if pool_t is uint16_t and not exact:
         return <uint16_t>max(<int16_t>a, <int16_t>b)
+    if pool_t is int8_t or pool_t is uint8_t or pool_t is int16_t or pool_t is int32_t or pool_t is int64_t:
+        return _ukey(max(_ukey(a, inf_bits), _ukey(b, inf_bits)), inf_bits)  # (equal integers: equal bits)
     return b if _keep(b, a, inf_bits, exact) else a
 
 
@@ -260,8 +262,8 @@ cdef bint _plane(const pool_t* x, pool_t* y, const Geom* g, Py_ssize_t Hp, Py_ss
                 yrow[ow] = _ring(row[ow])
         else:
             memcpy(yrow, row, OW * sizeof(pool_t))
-        if act:
-            _clamp_row(yrow, OW, lo, hi, act, g.inf_bits)
+    if act:  # (the plane's rows in one loop: short rows left the vector loop a remainder each)
+        _clamp_row(y, OH * OW, lo, hi, act, g.inf_bits)
     return True
 
 
