@@ -144,33 +144,24 @@ static inline int pk_rh_odd1(int16_t x, int inf_bits) { return ((x & 0x7fff) > i
 /* The 2- and 4-byte integers: ROWS_FIRST's integer families (pooling_rows.h; vectors of at most 32
  * bytes), no checks, values compared as they are or, unsigned (u), as keys; the lowest key stands in
  * for a missing tap. */
-#define PK_NARROW_I16_L PK_RH_L
 #define PK_NARROW_I32_L PK_R32_L
 #define PK_NARROW_I32_WIDTH (PK_NARROW_STRIPS * PK_NARROW_I32_L)
-static inline void pk_ri_chkv(pk_ri_c* c, pk_ri_v v, pk_ri_m valid) { (void)c; (void)v; (void)valid; }
-static inline pk_ri_v pk_ri_blend(pk_ri_v v, pk_ri_v f, pk_ri_m m) { return (v & m) | (f & ~m); }
-static inline pk_ri_v pk_ri_neg(int inf_bits) { pk_ri_v v; (void)inf_bits; memset(&v, 0, sizeof v); return v + INT16_MIN; }
-static inline int pk_ri_odd1(int16_t x, int inf_bits) { (void)x; (void)inf_bits; return 0; }
-static inline void pk_ri_sty_first(int16_t* p, pk_ri_v v, ptrdiff_t n, int u)
-{
-    int16_t lanes[PK_RH_L];
-    v = pk_ri_key(v, u);
-    memcpy(lanes, &v, sizeof v);
-    for (ptrdiff_t t = 0; t < n; t++)
-        p[t] = lanes[t];
+#define PK_NARROW_INT_OPS(P, T, L, LOWEST)                                                            \
+static inline void P##_chkv(P##_c* c, P##_v v, P##_m valid) { (void)c; (void)v; (void)valid; }      \
+static inline P##_v P##_blend(P##_v v, P##_v f, P##_m m) { return (v & m) | (f & ~m); }             \
+static inline P##_v P##_neg(int inf_bits) { P##_v v; (void)inf_bits; memset(&v, 0, sizeof v); return v + (LOWEST); } \
+static inline int P##_odd1(T x, int inf_bits) { (void)x; (void)inf_bits; return 0; }                \
+static inline void P##_sty_first(T* p, P##_v v, ptrdiff_t n, int u)                                  \
+{                                                                                                    \
+    T lanes[L];                                                                                      \
+    v = P##_key(v, u);                                                                               \
+    memcpy(lanes, &v, sizeof v);                                                                     \
+    for (ptrdiff_t t = 0; t < n; t++)                                                                \
+        p[t] = lanes[t];                                                                             \
 }
-static inline void pk_r32_chkv(pk_r32_c* c, pk_r32_v v, pk_r32_m valid) { (void)c; (void)v; (void)valid; }
-static inline pk_r32_v pk_r32_blend(pk_r32_v v, pk_r32_v f, pk_r32_m m) { return (v & m) | (f & ~m); }
-static inline pk_r32_v pk_r32_neg(int inf_bits) { pk_r32_v v; (void)inf_bits; memset(&v, 0, sizeof v); return v + INT32_MIN; }
-static inline int pk_r32_odd1(int32_t x, int inf_bits) { (void)x; (void)inf_bits; return 0; }
-static inline void pk_r32_sty_first(int32_t* p, pk_r32_v v, ptrdiff_t n, int u)
-{
-    int32_t lanes[PK_R32_L];
-    v = pk_r32_key(v, u);
-    memcpy(lanes, &v, sizeof v);
-    for (ptrdiff_t t = 0; t < n; t++)
-        p[t] = lanes[t];
-}
+PK_NARROW_INT_OPS(pk_ri, int16_t, PK_RH_L, INT16_MIN)
+PK_NARROW_INT_OPS(pk_r32, int32_t, PK_R32_L, INT32_MIN)
+#undef PK_NARROW_INT_OPS
 
 #define PK_NR_T int16_t
 #define PK_NR_N(name) name##_i16

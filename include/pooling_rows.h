@@ -139,16 +139,22 @@ static inline ptrdiff_t pk_rows_len(ptrdiff_t W, ptrdiff_t OW, ptrdiff_t kw, ptr
     return n + 2 * lanes;
 }
 
-/* The padding of R row buffers of ld floats each: -inf where no input column lands. */
-static inline void pk_rows_pad(float* V, ptrdiff_t ld, ptrdiff_t R, ptrdiff_t W, ptrdiff_t pw)
-{
-    for (ptrdiff_t r = 0; r < R; r++) {
-        for (ptrdiff_t i = 0; i < pw && i < ld; i++)
-            V[r * ld + i] = -INFINITY;
-        for (ptrdiff_t i = pw + W; i < ld; i++)
-            V[r * ld + i] = -INFINITY;
-    }
+/* The padding of R row buffers of ld values each: the lowest value or key where no input column
+ * lands (pk_rows_pad: float32's -inf; pk_rows_pad_h16: 16-bit floats' and integers' INT16_MIN key;
+ * pk_rows_pad_i32: INT32_MIN). */
+#define PK_ROWS_PAD(NAME, T, LOWEST)                                                               \
+static inline void NAME(T* V, ptrdiff_t ld, ptrdiff_t R, ptrdiff_t W, ptrdiff_t pw)                 \
+{                                                                                                   \
+    for (ptrdiff_t r = 0; r < R; r++) {                                                             \
+        for (ptrdiff_t i = 0; i < pw && i < ld; i++)                                                \
+            V[r * ld + i] = (LOWEST);                                                               \
+        for (ptrdiff_t i = pw + W; i < ld; i++)                                                     \
+            V[r * ld + i] = (LOWEST);                                                               \
+    }                                                                                               \
 }
+PK_ROWS_PAD(pk_rows_pad, float, -INFINITY)
+PK_ROWS_PAD(pk_rows_pad_h16, int16_t, INT16_MIN)
+PK_ROWS_PAD(pk_rows_pad_i32, int32_t, INT32_MIN)
 
 /* 16-bit floats (float16, bfloat16) travel as keys (key in pooling_rows_h16.h): int16s whose signed order is the
  * value order for every value but NaN and -0.0, mapped back to the same bits on the way out.  The
@@ -180,17 +186,6 @@ static inline void pk_rows_pad(float* V, ptrdiff_t ld, ptrdiff_t R, ptrdiff_t W,
 #define PK_RN_L PK_RH_L
 #endif
 #define PK_ROWS_H16_MIN_LANES 8   /* the 16-byte family's lanes: 16-bit rows at least this long */
-
-/* The padding of R 16-bit row buffers of ld keys each (see pk_rows_pad). */
-static inline void pk_rows_pad_h16(int16_t* V, ptrdiff_t ld, ptrdiff_t R, ptrdiff_t W, ptrdiff_t pw)
-{
-    for (ptrdiff_t r = 0; r < R; r++) {
-        for (ptrdiff_t i = 0; i < pw && i < ld; i++)
-            V[r * ld + i] = INT16_MIN;
-        for (ptrdiff_t i = pw + W; i < ld; i++)
-            V[r * ld + i] = INT16_MIN;
-    }
-}
 
 /* The float32 family compares values as they are and checks them for NaN (pass 2 finds the zero
  * results beside which a -0.0 would matter). */
@@ -344,17 +339,6 @@ static inline pk_r32_v pk_r32_trios(const int32_t* p)
 {
     pk_r32_v m = pk_r32_pairs(pk_r32_ld(p), pk_r32_ld(p + PK_R32_L));
     return pk_r32_max(m, pk_r32_even(pk_r32_ld(p + 2), pk_r32_ld(p + 2 + PK_R32_L)));
-}
-
-/* The padding of R int32 row buffers (see pk_rows_pad): INT32_MIN, the lowest key. */
-static inline void pk_rows_pad_i32(int32_t* V, ptrdiff_t ld, ptrdiff_t R, ptrdiff_t W, ptrdiff_t pw)
-{
-    for (ptrdiff_t r = 0; r < R; r++) {
-        for (ptrdiff_t i = 0; i < pw && i < ld; i++)
-            V[r * ld + i] = INT32_MIN;
-        for (ptrdiff_t i = pw + W; i < ld; i++)
-            V[r * ld + i] = INT32_MIN;
-    }
 }
 
 #define PK_RB_T int32_t

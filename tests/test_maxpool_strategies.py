@@ -922,18 +922,8 @@ def test_narrow_random_integer_geometries(rng):
     done = tries = 0
     while (tries < 600 or done < 60) and tries < 20000:
         tries += 1
-        rank = 2 if rng.random() < 0.85 else 1
-        W, H, planes = int(rng.integers(1, 50)), int(rng.integers(1, 20)), int(rng.integers(1, 40))
-        k = tuple(int(v) for v in rng.integers(1, 7, size=rank))
-        attrs = dict(kernel_shape=k,
-                     strides=(int(rng.integers(1, 3)), 1)[2 - rank:],
-                     dilations=tuple(int(v) for v in rng.integers(1, 3, size=rank)),
-                     pads=tuple(int(rng.integers(0, kk)) for kk in k + k),
-                     ceil_mode=bool(rng.random() < 0.3))
-        shape = (1, planes, H, W)[:2] + ((H, W) if rank == 2 else (W,))
-        try:
-            plan = _plan(shape, **attrs)
-        except ValueError:
+        shape, attrs, plan = _random_narrow_geometry(rng)
+        if plan is None:
             continue
         kind = ("int16", "uint16", "int32", "uint32")[int(rng.integers(0, 4))]
         if not serves(S.NARROW, plan, kind, False):
@@ -991,6 +981,25 @@ def test_narrow_geometries_the_fuzzing_found(shape, attrs, nan_at, kind, rng):
         assert_same(pooling.max_pool(x, n_threads=nt, _strategy=S.NARROW, **attrs), want)
 
 
+def _random_narrow_geometry(rng):
+    """(shape, attrs, plan) of a random geometry of the kind NARROW serves (planes up to 49 wide and 19
+    tall, windows of 1-6 taps with pads, dilation, an H stride and ceil_mode, 1-D too); plan None where
+    the attributes are invalid for the shape."""
+    rank = 2 if rng.random() < 0.85 else 1
+    W, H, planes = int(rng.integers(1, 50)), int(rng.integers(1, 20)), int(rng.integers(1, 40))
+    k = tuple(int(v) for v in rng.integers(1, 7, size=rank))
+    attrs = dict(kernel_shape=k,
+                 strides=(int(rng.integers(1, 3)), 1)[2 - rank:],
+                 dilations=tuple(int(v) for v in rng.integers(1, 3, size=rank)),
+                 pads=tuple(int(rng.integers(0, kk)) for kk in k + k),
+                 ceil_mode=bool(rng.random() < 0.3))
+    shape = (1, planes, H, W)[:2] + ((H, W) if rank == 2 else (W,))
+    try:
+        return shape, attrs, _plan(shape, **attrs)
+    except ValueError:
+        return shape, attrs, None
+
+
 def test_narrow_random_geometries(rng):
     """NARROW forced on random geometries it serves here (planes up to 49 wide and 19 tall, windows
     of 1-6 taps with pads, dilation, an H stride and ceil_mode, 1-D too) over values with ties of
@@ -1000,18 +1009,8 @@ def test_narrow_random_geometries(rng):
     done = tries = 0
     while (tries < 1500 or done < 100) and tries < 20000:   # (one-lane builds: rows of up to 3 only)
         tries += 1
-        rank = 2 if rng.random() < 0.85 else 1
-        W, H, planes = int(rng.integers(1, 50)), int(rng.integers(1, 20)), int(rng.integers(1, 40))
-        k = tuple(int(v) for v in rng.integers(1, 7, size=rank))
-        attrs = dict(kernel_shape=k,
-                     strides=(int(rng.integers(1, 3)), 1)[2 - rank:],
-                     dilations=tuple(int(v) for v in rng.integers(1, 3, size=rank)),
-                     pads=tuple(int(rng.integers(0, kk)) for kk in k + k),
-                     ceil_mode=bool(rng.random() < 0.3))
-        shape = (1, planes, H, W)[:2] + ((H, W) if rank == 2 else (W,))
-        try:
-            plan = _plan(shape, **attrs)
-        except ValueError:
+        shape, attrs, plan = _random_narrow_geometry(rng)
+        if plan is None:
             continue
         kind = ("float32", "float16", "bfloat16")[int(rng.integers(0, 3))]
         if not serves(S.NARROW, plan, kind, False):
