@@ -1,10 +1,12 @@
 """Build pooling._core from src/_core.pyx (and its includes, src/kernels/*.pxi).
 
-Four extensions: the kernels three times, pooling._core (baseline),
-pooling._core_avx2 (AVX2 + FMA) and pooling._core_avx512 (AVX-512 F/VL/DQ with
-512-bit vectors preferred; each where the compiler can), and pooling._runtime
-(src/_runtime.pyx: helpers that are not kernels), built once with the
-baseline flags.
+Four extensions: the kernels three times, pooling._core (baseline: on x86-64
+the x86-64-v2 level, SSE4.2 and POPCNT, as numpy 2.4's wheels; plain x86-64 with
+POOLING_X86_BASELINE=x86-64), pooling._core_avx2 (AVX2 + FMA) and
+pooling._core_avx512 (AVX-512 F/VL/DQ with 512-bit vectors preferred; each where
+the compiler can), and pooling._runtime (src/_runtime.pyx: helpers that are not
+kernels, and the CPU checks made before any kernel build loads), built once for
+plain x86-64.
 
 OpenMP is probed by compiling and linking a tiny program with the flags of the
 compiler in use.  Without it the extension is built serial (with a warning),
@@ -13,8 +15,9 @@ that no release wheel ships without threads.  POOLING_DEBUG=1 turns Cython's
 bounds and wraparound checks on and builds with -g (for sanitizer and debugging
 builds).
 
-Only -O3 and -g0 are added to the compiler's own flags (no -march=native):
-wheels must run on any CPU of their platform, and carry no debug information
+Besides the ISA flags above, only -O3 and -g0 are added to the compiler's own
+flags (no -march=native): wheels must run on any CPU of their platform's
+baseline, and carry no debug information
 (Python's own CFLAGS usually have -g, which made each kernel build 6-7 MB
 instead of about 1 MB).  -g in $CFLAGS keeps debug information without
 POOLING_DEBUG's checks (for profilers).  The compiler command, flags and OpenMP
@@ -58,6 +61,18 @@ OPENMP_PROBE = textwrap.dedent(
 )
 
 
+X86_V2_PROBE = textwrap.dedent(
+    """
+    #include <nmmintrin.h>
+    int main(void) {
+        __m128i a = _mm_cmpgt_epi64(_mm_set1_epi64x(2), _mm_set1_epi64x(1));
+        a = _mm_max_epi32(_mm_shuffle_epi8(a, a), _mm_min_epu16(a, a));
+        return _mm_popcnt_u32((unsigned)_mm_cvtsi128_si32(a)) == 32 ? 0 : 1;
+    }
+    """
+)
+
+
 AVX2_PROBE = textwrap.dedent(
     """
     #include <immintrin.h>
@@ -84,6 +99,21 @@ AVX512_PROBE = textwrap.dedent(
     }
     """
 )
+
+
+def _baseline_flags(compiler):
+    """Flags for the baseline kernels (pooling._core): x86-64-v2 (SSE3 to SSE4.2 and POPCNT) where
+    the compiler targets x86-64 and can, the level numpy 2.4's own wheels require; [] elsewhere,
+    or with POOLING_X86_BASELINE=x86-64 (plain x86-64, SSE2: for CPUs older than about 2009, where
+    pooling then runs the 8-byte integers without a vector compare).  docs/design.md, SIMD builds."""
+    level = os.environ.get("POOLING_X86_BASELINE", "x86-64-v2").strip().lower()
+    if level not in ("x86-64-v2", "x86-64"):
+        raise ValueError(f"pooling-kernels: POOLING_X86_BASELINE must be 'x86-64-v2' or 'x86-64', got {level!r}")
+    if level == "x86-64":
+        return []
+    if compiler.compiler_type == "msvc" and not _is_clang_cl(compiler):
+        return []  # (MSVC's /arch:SSE4.2 is recent, and its vectoriser was never measured on it)
+    return _probe_flags(compiler, ["-msse4.2", "-mpopcnt"], X86_V2_PROBE) or []
 
 
 def _avx2_flags(compiler):
@@ -326,8 +356,16 @@ class BuildExt(build_ext):
         # time on CPUs that have those instructions (pooling._dispatch, pooling._tuning); where the
         # compiler cannot target them they are left out.
         avx2 = _avx2_flags(compiler)
-        simd = {"pooling._core_avx2": avx2,
+        baseline = _baseline_flags(compiler)
+        simd = {"pooling._core": baseline,
+                "pooling._core_avx2": avx2,
                 "pooling._core_avx512": _avx512_flags(compiler) if avx2 else None}
+        # pooling._runtime stays plain x86-64: it tells pooling._dispatch whether this CPU can run
+        # the baseline kernels (pk_cpu_runs_baseline) before they are loaded.
+        for ext in self.extensions:
+            if ext.name == "pooling._runtime":
+                ext.define_macros = [m for m in ext.define_macros if m[0] != "PK_KERNELS_X86_V2"]
+                ext.define_macros.append(("PK_KERNELS_X86_V2", "1" if baseline else "0"))
         self.extensions = [e for e in self.extensions if simd.get(e.name, []) is not None]
         # Cython runs here, not when setup.py starts: building an sdist or the metadata needs no .c files.
         _cythonize(self.extensions)
@@ -339,7 +377,7 @@ class BuildExt(build_ext):
                 if _is_clang_cl(compiler):  # as the other compilers build (below)
                     ext.extra_compile_args += ["/clang:-O3", "/clang:-falign-functions=64"]
             else:
-                # Baseline ISA only (wheels must run on any x86-64); faster
+                # The platform's baseline ISA only (x86-64-v2 for the kernels, above); faster
                 # instruction sets are a run-time choice, never -march=native.
                 # Functions start on 64-byte lines, so the hot loops inside one sit where its own
                 # code puts them: without it an unrelated change elsewhere in the module moved

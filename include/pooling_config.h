@@ -150,6 +150,30 @@ static inline int pk_cpu_has_by_cpuid(int avx512)
 #endif
 }
 
+/* Whether this CPU can run pooling._core where it is built for x86-64-v2 (setup.py's
+ * _baseline_flags: SSE3, SSSE3, SSE4.1, SSE4.2 and POPCNT, the level numpy 2.4's wheels require);
+ * PK_KERNELS_X86_V2, which setup.py defines for pooling._runtime as it builds the kernels, says
+ * whether it is.  pooling._runtime itself is built for plain x86-64, so that it can ask on any CPU
+ * and pooling._dispatch can refuse the kernels with an ImportError rather than a SIGILL. */
+#ifndef PK_KERNELS_X86_V2
+#define PK_KERNELS_X86_V2 0
+#endif
+static inline int pk_cpu_runs_baseline(void)
+{
+#if !PK_KERNELS_X86_V2
+    return 1;
+#elif PK_CPUID
+    unsigned int r[4];
+    pk_cpuid(0, 0, r);
+    if (r[0] < 1)
+        return 0;
+    pk_cpuid(1, 0, r);  /* ecx: SSE3 0, SSSE3 9, SSE4.1 19, SSE4.2 20, POPCNT 23 */
+    return (r[2] & 0x00980201u) == 0x00980201u;
+#else
+    return 0;
+#endif
+}
+
 /* Whether this CPU can run pooling._core_avx2 (AVX2 and FMA), asked at run
  * time: wheels are compiled for the baseline ISA of their platform. */
 static inline int pk_cpu_has_avx2(void)

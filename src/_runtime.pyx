@@ -37,6 +37,8 @@ cdef extern from *:
     const void* pk_runtime_api_ptr "(&pk_runtime_api)"
 
 cdef extern from "pooling_config.h":
+    int PK_KERNELS_X86_V2
+    int pk_cpu_runs_baseline() noexcept nogil
     int pk_cpu_has_avx2() noexcept nogil
     int pk_cpu_has_avx512() noexcept nogil
     void pk_cpu_id(char* vendor, int* family, int* model) noexcept nogil
@@ -143,6 +145,17 @@ def openmp_enabled():
 def max_threads():
     """OpenMP's maximum thread count now (OMP_NUM_THREADS, threadpoolctl)."""
     return omp_get_max_threads()
+
+
+def cpu_runs_baseline():
+    """True when this CPU can run the baseline build of these kernels (pooling._core): always,
+    but where that build targets x86-64-v2 (BASELINE_X86_V2) and this CPU lacks SSE4.2 or POPCNT."""
+    return bool(pk_cpu_runs_baseline())
+
+
+# Whether pooling._core was built for x86-64-v2 (setup.py: the default on x86-64; plain x86-64
+# with POOLING_X86_BASELINE=x86-64).
+BASELINE_X86_V2 = bool(PK_KERNELS_X86_V2)
 
 
 def cpu_supports_avx2():

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 import pooling
-from pooling import _config, _version
+from pooling import _config, _runtime, _version
 
 ROOT = Path(__file__).resolve().parents[1]
 needs_source = pytest.mark.skipif(
@@ -257,9 +257,16 @@ def test_show_config_reports_the_recorded_compile_flags():
     assert fields["cython"] == info["cython"]
     flags = fields["c flags"].split()
     assert flags[-len(info["extra_compile_args"]):] == info["extra_compile_args"]
-    # setup.py's own flags target the platform baseline: any faster ISA is a run-time choice.
-    for flag in info["extra_compile_args"]:
-        assert not flag.startswith(("-march", "-mtune", "-mavx", "-msse", "/arch")), flag
+    # setup.py's own flags target the platform baseline: any faster ISA is a run-time choice.  On
+    # x86-64 that baseline is x86-64-v2 (SSE4.2 and POPCNT, setup.py's _baseline_flags), and then
+    # pooling._runtime checks the CPU for it before the kernels load.
+    v2 = ["-msse4.2", "-mpopcnt"]
+    isa = [flag for flag in info["extra_compile_args"]
+           if flag.startswith(("-march", "-mtune", "-mavx", "-msse", "-mpopcnt", "/arch"))]
+    assert isa in ([], v2), isa
+    assert _runtime.BASELINE_X86_V2 == (isa == v2)
+    if isa:
+        assert {"ssse3", "sse4.1", "sse4.2"} <= set(fields["simd"].split(";")[0].split())
     openmp_flag = "/openmp" if info["compiler_type"] == "msvc" else "-fopenmp"
     assert (openmp_flag in info["extra_compile_args"]) == pooling.openmp_enabled()
 

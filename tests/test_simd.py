@@ -67,6 +67,19 @@ def test_forced_levels():
             _dispatch._choose("avx512")
 
 
+def test_a_cpu_below_the_baseline_is_refused_by_name():
+    """Where the baseline kernels target x86-64-v2, a CPU without SSE4.2 or POPCNT gets an
+    ImportError before they load (not a SIGILL inside them), and it names the way out."""
+    from pooling import _runtime
+    assert _runtime.cpu_runs_baseline()  # (this process loaded them)
+    with pytest.raises(ImportError, match=r"x86-64-v2 CPU \(SSE4.2 and POPCNT.*POOLING_X86_BASELINE=x86-64"):
+        _dispatch._require_baseline(False)
+    _dispatch._require_baseline(True)
+    simd = _dispatch._baseline.build_info()["simd_baseline"].split()
+    if _runtime.BASELINE_X86_V2:
+        assert {"sse3", "ssse3", "sse4.1", "sse4.2"} <= set(simd), simd
+
+
 @pytest.mark.parametrize("level", ["baseline", "bogus"])
 def test_environment_variable(level):
     code = "import pooling._dispatch as d; print(d.level)"

@@ -1,7 +1,9 @@
 """Which compiled kernels run: the baseline build, or the same kernels built for AVX2 or AVX-512.
 
 Wheels must run on every CPU of their platform, so ``pooling._core`` is compiled
-for the baseline instruction set (x86-64: SSE2).  Where the compiler can,
+for the baseline instruction set (x86-64: the x86-64-v2 level, SSE4.2 and POPCNT, which
+numpy 2.4's wheels require too; a CPU without them gets an ImportError that says so, and a
+source build with ``POOLING_X86_BASELINE=x86-64`` runs there).  Where the compiler can,
 setup.py also builds ``pooling._core_avx2`` from the same source with AVX2 and
 FMA, and it is used when this CPU has them; and ``pooling._core_avx512`` with
 AVX-512 and 512-bit vectors, whose kernels are used only where they were measured
@@ -16,8 +18,20 @@ nothing.
 """
 import os
 
-from . import _core as _baseline
-from ._runtime import cpu_supports_avx2, cpu_supports_avx512
+from ._runtime import cpu_runs_baseline, cpu_supports_avx2, cpu_supports_avx512
+
+
+def _require_baseline(runs):
+    """Refuse, before it is loaded, a baseline build this CPU cannot run (it would die of SIGILL)."""
+    if not runs:
+        raise ImportError(
+            "pooling: this build of pooling-kernels needs an x86-64-v2 CPU (SSE4.2 and POPCNT, as "
+            "numpy 2.4's wheels do), and this CPU lacks them; build it from source with "
+            "POOLING_X86_BASELINE=x86-64 to run here")
+
+
+_require_baseline(cpu_runs_baseline())
+from . import _core as _baseline  # noqa: E402  (only once the CPU can run it)
 
 LEVELS = ("auto", "baseline", "avx2", "avx512")
 
