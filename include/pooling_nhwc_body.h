@@ -3,7 +3,8 @@
  * (the kind's function name), PK_NB_F(op) (its vector operations: ld, max, and the checks clean / chk /
  * bad, as in pooling_rows_body.h), PK_NB_KEY(v, u) and PK_NB_STY(p, v, u) (its key and sty; u the
  * call's inf_bits, "unsigned" to the integers), PK_NB_V, PK_NB_C (vector and check state types) and
- * PK_NB_L (lanes) defined, and undefines them at its end. */
+ * PK_NB_L (lanes) defined, and for the loops with Indices PK_NB_M, PK_NB_GT and PK_NB_IBLEND
+ * (pooling_nhwc.h); it undefines them at its end. */
 
 /* One block of V vectors at offset off of each row: the first maximum over the taps of nrows
  * rows, ntaps taps step values apart in each, stored at y.  The values of the first ctaps taps
@@ -78,6 +79,134 @@ PK_NB_N(pk_nhwc_row)(const PK_NB_T* const* rows, const unsigned char* chk, ptrdi
     }
     return PK_NB_F(bad)(bad, inf_bits);
 }
+
+#ifdef PK_NB_M
+/* With Indices (pooling_nhwc.h): the lanes of a winners' vector as int64, for the Indices. */
+#if PK_SIMD
+typedef int64_t PK_NB_N(pk_nhwc_wide) __attribute__((vector_size(2 * sizeof(PK_NB_M))));
+#else
+typedef int64_t PK_NB_N(pk_nhwc_wide);
+#endif
+
+static inline PK_NB_M PK_NB_N(pk_nhwc_isplat)(int32_t x)
+{
+#if PK_SIMD
+    PK_NB_M v = {0};
+    return v + x;
+#else
+    return x;
+#endif
+}
+
+/* One tap of a block: values p, pixel tp. */
+#define PK_NB_ITAP(CHECK)                                                                          \
+    for (int i = 0; i < V; i++) {                                                                 \
+        PK_NB_V v = PK_NB_F(ld)(p + t * step + i * PK_NB_L);                                      \
+        if (CHECK)                                                                                \
+            PK_NB_F(chk)(&b, v, v);                                                               \
+        v = PK_NB_KEY(v, u);                                                                      \
+        PK_NB_M g = PK_NB_GT(acc[i], v);                                                          \
+        acc[i] = PK_NB_F(max)(acc[i], v);                                                         \
+        win[i] = PK_NB_IBLEND(tp, win[i], g);                                                     \
+    }
+
+/* The winners are held as pixel * imul (int32: the caller takes this path only where every pixel
+ * of an image times imul is below 2**31), so that an Index is base + winner + channel * icmul:
+ * a widening and an add, with icl the lanes' channel * icmul. */
+static PK_ALWAYS_INLINE void
+PK_NB_N(pk_nhwc_iblock)(const PK_NB_T* const* rows, const int32_t* rpix, const unsigned char* chk,
+                        ptrdiff_t nrows, ptrdiff_t off, int32_t col, ptrdiff_t step, int32_t dw, ptrdiff_t ntaps,
+                        ptrdiff_t ctaps, PK_NB_T* y, int64_t* ind, int64_t base, int32_t imul, int64_t icmul,
+                        const PK_NB_N(pk_nhwc_wide)* icl, ptrdiff_t c0, PK_NB_C* bad, const int V, int u)
+{
+    PK_NB_V acc[PK_NHWC_BLOCK];
+    PK_NB_M win[PK_NHWC_BLOCK];
+    PK_NB_C b = *bad;
+    const PK_NB_T* p = rows[0] + off;
+    for (int i = 0; i < V; i++) {
+        PK_NB_V v = PK_NB_F(ld)(p + i * PK_NB_L);
+        if (chk[0] && ctaps > 0)
+            PK_NB_F(chk)(&b, v, v);
+        acc[i] = PK_NB_KEY(v, u);
+        win[i] = PK_NB_N(pk_nhwc_isplat)((rpix[0] + col) * imul);
+    }
+    for (ptrdiff_t r = 0; r < nrows; r++) {
+        ptrdiff_t t = r == 0;
+        p = rows[r] + off;
+        if (chk[r])
+            for (; t < ctaps; t++) {
+                PK_NB_M tp = PK_NB_N(pk_nhwc_isplat)((rpix[r] + col + (int32_t)t * dw) * imul);
+                PK_NB_ITAP(1)
+            }
+        for (; t < ntaps; t++) {
+            PK_NB_M tp = PK_NB_N(pk_nhwc_isplat)((rpix[r] + col + (int32_t)t * dw) * imul);
+            PK_NB_ITAP(0)
+        }
+    }
+    for (int i = 0; i < V; i++) {
+        PK_NB_STY(y + i * PK_NB_L, acc[i], u);
+        int64_t first = base + (c0 + i * PK_NB_L) * icmul;
+#if PK_SIMD
+        PK_NB_N(pk_nhwc_wide) wide = __builtin_convertvector(win[i], PK_NB_N(pk_nhwc_wide)) + *icl + first;
+        memcpy(ind + c0 + i * PK_NB_L, &wide, sizeof wide);
+#else
+        (void)icl;
+        ind[c0 + i] = first + win[i];
+#endif
+    }
+    *bad = b;
+}
+#undef PK_NB_ITAP
+
+/* As pk_nhwc_row, with the Indices: rpix[r] is the first pixel of row r (its row number times W),
+ * ind the output row's Indices (OW * C), encoded from base, imul and icmul (an image's pixels times
+ * imul below 2**31: the caller's check). */
+static int PK_NB_N(pk_nhwc_irow)(const PK_NB_T* const* rows, const int32_t* rpix, const unsigned char* chk,
+                                 ptrdiff_t nrows, PK_NB_T* y, int64_t* ind, int64_t base, int64_t imul,
+                                 int64_t icmul, ptrdiff_t OW, ptrdiff_t C, ptrdiff_t sw, ptrdiff_t dw,
+                                 ptrdiff_t pw, ptrdiff_t own, const ptrdiff_t* tw, const PK_NB_T* next,
+                                 ptrdiff_t nlen, int inf_bits)
+{
+    const ptrdiff_t B = PK_NHWC_BLOCK * PK_NB_L;
+    const ptrdiff_t step = dw * C;
+    const ptrdiff_t vals = 64 / sizeof(PK_NB_T);                /* values per cache line */
+    const ptrdiff_t per = ((nlen + vals - 1) / vals + OW - 1) / OW;   /* lines of next per column */
+    ptrdiff_t ahead = 0;
+    PK_NB_C bad = PK_NB_F(clean)();
+    ptrdiff_t c = 0;
+    const int32_t imul32 = (int32_t)imul;
+    PK_NB_N(pk_nhwc_wide) icl;
+#if PK_SIMD
+    for (int l = 0; l < PK_NB_L; l++)
+        icl[l] = l * icmul;
+#else
+    icl = 0;
+#endif
+    for (ptrdiff_t ow = 0; ow < OW; ow++, y += C, ind += C) {
+        if (nlen > 0)
+            for (ptrdiff_t l = 0; l < per && ahead < nlen; l++, ahead += vals)
+                pk_prefetch(next + ahead);
+        ptrdiff_t t0 = tw[2 * ow], n = tw[2 * ow + 1] - t0;
+        int32_t col = (int32_t)(ow * sw - pw + t0 * dw);
+        ptrdiff_t off = col * C;
+        ptrdiff_t m = ow == OW - 1 ? n : own - t0 > n ? n : own - t0;
+        for (c = 0; c + B <= C; c += B)
+            PK_NB_N(pk_nhwc_iblock)(rows, rpix, chk, nrows, off + c, col, step, (int32_t)dw, n, m, y + c, ind,
+                                    base, imul32, icmul, &icl, c, &bad, PK_NHWC_BLOCK, inf_bits);
+        for (; c + PK_NB_L <= C; c += PK_NB_L)
+            PK_NB_N(pk_nhwc_iblock)(rows, rpix, chk, nrows, off + c, col, step, (int32_t)dw, n, m, y + c, ind,
+                                    base, imul32, icmul, &icl, c, &bad, 1, inf_bits);
+        if (c < C)
+            PK_NB_N(pk_nhwc_iblock)(rows, rpix, chk, nrows, off + C - PK_NB_L, col, step, (int32_t)dw, n, m,
+                                    y + C - PK_NB_L, ind, base, imul32, icmul, &icl, C - PK_NB_L, &bad, 1,
+                                    inf_bits);
+    }
+    return PK_NB_F(bad)(bad, inf_bits);
+}
+#undef PK_NB_M
+#undef PK_NB_GT
+#undef PK_NB_IBLEND
+#endif
 
 #undef PK_NB_T
 #undef PK_NB_N

@@ -833,6 +833,44 @@ def test_nhwc_with_indices_in_registers(shape, attrs, data, rng):
             np.testing.assert_array_equal(idx, want_idx if fmt == "onnx" else other)
 
 
+@pytest.mark.parametrize("data", ["plain", "bits"])
+@pytest.mark.parametrize("kind", ["int32", "uint32"])
+@pytest.mark.parametrize("shape, attrs", NHWC_BLOCKS_CASES, ids=[f"{c[0]}-{c[1]}" for c in NHWC_BLOCKS_CASES])
+def test_nhwc_with_indices_in_registers_integer_cases(shape, attrs, kind, data, rng):
+    """NHWC with Indices on the 4-byte integers (pk_nhwc_irow_i32, the unsigned ones as keys): crowded
+    ties at both ends of the range and every bit pattern; values and "onnx" Indices as the twin's, the
+    other formats as NHWC by transpose writes them, at 1-3 threads; the input never written."""
+    attrs = for_kind(dict(attrs, layout="NHWC"), kind)
+    x = make_array(rng, shape, kind) if data == "plain" else _integer_bits(rng, shape, kind)
+    want, want_idx = reference.max_pool(x, return_indices=True, **attrs)
+    before = x.copy()
+    for fmt in ("onnx", "plane", "tf"):
+        other = pooling.max_pool(x, return_indices=True, index_format=fmt, _strategy=S.NHWC_TRANSPOSED, **attrs)[1]
+        for nt in (1, 2, 3):
+            got, idx = pooling.max_pool(x, n_threads=nt, return_indices=True, index_format=fmt,
+                                        _strategy=S.NHWC, **attrs)
+            assert_same(got, want)
+            np.testing.assert_array_equal(idx, want_idx if fmt == "onnx" else other)
+    assert_same(x, before)
+
+
+@pytest.mark.parametrize("kind", ["int32", "uint32"])
+@pytest.mark.parametrize("shape, attrs", [NHWC_BLOCKS_CASES[1], NHWC_BLOCKS_CASES[5], NHWC_BLOCKS_CASES[10]])
+def test_nhwc_integer_indices_find_the_first_winner_at_every_pixel(shape, attrs, kind, rng):
+    """The type's maximum (and, unsigned, a value past the signed range) at each pixel in turn among
+    values tied at the minimum and just below: the first maximum in window order, as the twin's."""
+    info = np.iinfo(kind)
+    attrs = for_kind(dict(attrs, layout="NHWC", return_indices=True), kind)
+    base = rng.choice(np.array([info.min, info.max - 1], dtype=kind), size=shape)
+    for pixel in np.ndindex(*shape[1:-1]):
+        x = base.copy()
+        x[(0,) + pixel + (int(rng.integers(shape[-1])),)] = info.max
+        want, want_idx = reference.max_pool(x, **attrs)
+        got, idx = pooling.max_pool(x, n_threads=2, _strategy=S.NHWC, **attrs)
+        assert_same(got, want)
+        np.testing.assert_array_equal(idx, want_idx)
+
+
 @pytest.mark.parametrize("special", [np.nan, -0.0])
 @pytest.mark.parametrize("shape, attrs", [NHWC_BLOCKS_CASES[1], NHWC_BLOCKS_CASES[5], NHWC_BLOCKS_CASES[10]])
 def test_nhwc_with_indices_finds_the_first_winner_at_every_pixel(shape, attrs, special, rng):

@@ -135,7 +135,11 @@ cdef extern from "pooling_nhwc.h":
     int pk_nhwc_irow_f32(const float** rows, const int32_t* rpix, const unsigned char* chk, Py_ssize_t nrows,
                          float* y, int64_t* ind, int64_t base, int64_t imul, int64_t icmul, Py_ssize_t OW,
                          Py_ssize_t C, Py_ssize_t sw, Py_ssize_t dw, Py_ssize_t pw, Py_ssize_t own,
-                         const Py_ssize_t* tw, const float* next, Py_ssize_t nlen) noexcept nogil
+                         const Py_ssize_t* tw, const float* next, Py_ssize_t nlen, int inf_bits) noexcept nogil
+    int pk_nhwc_irow_i32(const int32_t** rows, const int32_t* rpix, const unsigned char* chk, Py_ssize_t nrows,
+                         int32_t* y, int64_t* ind, int64_t base, int64_t imul, int64_t icmul, Py_ssize_t OW,
+                         Py_ssize_t C, Py_ssize_t sw, Py_ssize_t dw, Py_ssize_t pw, Py_ssize_t own,
+                         const Py_ssize_t* tw, const int32_t* next, Py_ssize_t nlen, int inf_bits) noexcept nogil
     enum:
         PK_NHWC_H16_L   # 16-bit floats' lanes of NHWC_BLOCKS' vectors: channels at least this many
         PK_NHWC_I32_L   # the same for 4-byte integers (2-byte ones: PK_NHWC_H16_L)

@@ -27,7 +27,7 @@ cdef class MaxPoolNHWC(_Launch):
     the pool's smallest claim."""
     cdef Py_ssize_t C, wscratch, bscratch   # channels; int32 winners; the register loops' bytes per thread
     cdef bint blocks, holes, half           # NHWC_BLOCKS; some window has no tap; 16-bit floats
-    cdef bint iblocks                       # float32 with Indices in registers (pk_nhwc_irow_f32)
+    cdef bint iblocks                       # float32 or 4-byte integers with Indices in registers (pk_nhwc_irow_*)
 
     def __init__(self, str ctype, tuple x_shape, tuple y_shape, tuple kernel, tuple strides,
                  tuple dilations, tuple pads_begin, const Py_ssize_t[:, ::1] taps not None,
@@ -48,9 +48,11 @@ cdef class MaxPoolNHWC(_Launch):
                              f"4-byte integer and at least {PK_NHWC_I32_L}, got {ctype} "
                              f"(inf_bits {inf_bits:#x}) and {self.C}")
         self.wscratch = _padded(self.C, 4)
-        # With Indices, float32 on a vector of channels or more is computed in registers too
-        # (pk_nhwc_irow_f32), where an image's pixels times imul fit int32 (the winners' form).
-        self.iblocks = (ctype == "float" and self.C >= PK_NARROW_L
+        # With Indices, float32 and the 4-byte integers on a vector of channels or more are computed in
+        # registers too (pk_nhwc_irow_f32, pk_nhwc_irow_i32), where an image's pixels times imul fit
+        # int32 (the winners' form).
+        self.iblocks = (((ctype == "float" and self.C >= PK_NARROW_L)
+                         or (ctype == "int32_t" and self.C >= PK_NHWC_I32_L))
                         and self.g.D * self.g.H * self.g.W * self.g.imul <= 0x7fffffff)
         if blocks or self.iblocks:
             # per thread: the pointers to one output row's window rows, the image each input row
@@ -95,7 +97,10 @@ cdef class MaxPoolNHWC(_Launch):
 cdef void _nhwc_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil:
     """pk_parallel's body for MaxPoolNHWC: output rows [begin, end) on thread tid."""
     if (<_UnitsJob*>job).iblocks:
-        _nhwc_blocks(<float*>NULL, <_UnitsJob*>job, begin, end, tid)
+        if (<_UnitsJob*>job).kind == KIND_INT32:
+            _nhwc_blocks(<int32_t*>NULL, <_UnitsJob*>job, begin, end, tid)
+        else:
+            _nhwc_blocks(<float*>NULL, <_UnitsJob*>job, begin, end, tid)
     elif (<_UnitsJob*>job).blocks:
         if (<_UnitsJob*>job).half:
             _nhwc_blocks(<uint16_t*>NULL, <_UnitsJob*>job, begin, end, tid)
@@ -226,10 +231,10 @@ cdef inline void _nhwc_unit(const pool_t* xb, pool_t* yb, int64_t* ib, Py_ssize_
 
 cdef void _nhwc_blocks(reg_t* kind, const _UnitsJob* j, Py_ssize_t begin, Py_ssize_t end,
                        int tid) noexcept nogil:
-    """NHWC_BLOCKS, and float32 NHWC with Indices (j.iblocks): output rows [begin, end) on thread tid,
+    """NHWC_BLOCKS, and float32 and 4-byte integer NHWC with Indices (j.iblocks): output rows [begin, end) on thread tid,
     float32, 16-bit floats or 2- and 4-byte integers (reg_t), each from its window's input rows in
-    registers (pk_nhwc_row_f32, pk_nhwc_row_h16, pk_nhwc_row_i16, pk_nhwc_row_i32; pk_nhwc_irow_f32
-    with the winners), or by the exact loop where
+    registers (pk_nhwc_row_f32, pk_nhwc_row_h16, pk_nhwc_row_i16, pk_nhwc_row_i32; pk_nhwc_irow_f32 and
+    pk_nhwc_irow_i32 with the winners), or by the exact loop where
     they hold a NaN (16-bit floats: or a -0.0) or a window has no tap.  Each input row is looked for
     those by the first output row of this thread that reads it, in the columns its windows read
     (include/pooling_nhwc.h), and marked clean (clean[row] is the image it was found clean in, plus
@@ -272,6 +277,10 @@ cdef void _nhwc_blocks(reg_t* kind, const _UnitsJob* j, Py_ssize_t begin, Py_ssi
             if reg_t is int16_t:
                 redo = pk_nhwc_row_i16(rows, chk, nrows, y, g.OW, C, g.sw, g.dw, g.pw, own_w, g.twr,
                                        x + (row + 1) * rowlen, nnext, g.inf_bits)
+            elif reg_t is int32_t and ib != NULL:
+                redo = pk_nhwc_irow_i32(rows, rpix, chk, nrows, y, ib + u * g.OW * C, n * g.inbase, g.imul,
+                                        g.icmul, g.OW, C, g.sw, g.dw, g.pw, own_w, g.twr,
+                                        x + (row + 1) * rowlen, nnext, g.inf_bits)
             elif reg_t is int32_t:
                 redo = pk_nhwc_row_i32(rows, chk, nrows, y, g.OW, C, g.sw, g.dw, g.pw, own_w, g.twr,
                                        x + (row + 1) * rowlen, nnext, g.inf_bits)
@@ -282,7 +291,7 @@ cdef void _nhwc_blocks(reg_t* kind, const _UnitsJob* j, Py_ssize_t begin, Py_ssi
             elif ib != NULL:
                 redo = pk_nhwc_irow_f32(rows, rpix, chk, nrows, y, ib + u * g.OW * C, n * g.inbase, g.imul,
                                         g.icmul, g.OW, C, g.sw, g.dw, g.pw, own_w, g.twr,
-                                        x + (row + 1) * rowlen, nnext)
+                                        x + (row + 1) * rowlen, nnext, 0)
             else:
                 redo = pk_nhwc_row_f32(rows, chk, nrows, y, g.OW, C, g.sw, g.dw, g.pw, own_w, g.twr,
                                        x + (row + 1) * rowlen, nnext)
