@@ -69,10 +69,11 @@ cdef inline bint _hrow_interior(const pool_t* xr, pool_t* hv, int32_t* hp, Py_ss
     cdef pool_t v, m
     cdef int32_t old, mask
     cdef bint odd = False
+    cdef uint16_t u = g.inf_bits            # (a local: the stores to hv may alias g)
     for ow in range(lo, hi):
         v = src[ow * sw]
         if not exact and pool_t is not uint16_t:
-            odd |= _odd(v, g.inf_bits)
+            odd |= _odd(v, u)
         hv[ow] = v
     if hp == NULL:
         for t in range(1, g.kw):
@@ -81,8 +82,8 @@ cdef inline bint _hrow_interior(const pool_t* xr, pool_t* hv, int32_t* hp, Py_ss
                 v = src[ow * sw]
                 m = hv[ow]
                 if not exact and pool_t is not uint16_t:
-                    odd |= _odd(v, g.inf_bits)
-                hv[ow] = v if _keep(v, m, g.inf_bits, exact) else m
+                    odd |= _odd(v, u)
+                hv[ow] = v if _keep(v, m, u, exact) else m
     else:
         for ow in range(lo, hi):
             hp[ow] = <int32_t>(pbase + ow * sw - g.pw)
@@ -94,8 +95,8 @@ cdef inline bint _hrow_interior(const pool_t* xr, pool_t* hv, int32_t* hp, Py_ss
                 m = hv[ow]
                 old = hp[ow]
                 if not exact and pool_t is not uint16_t:
-                    odd |= _odd(v, g.inf_bits)
-                mask = -<int32_t>_keep(v, m, g.inf_bits, exact)
+                    odd |= _odd(v, u)
+                mask = -<int32_t>_keep(v, m, u, exact)
                 hv[ow] = v if mask else m
                 hp[ow] = (old & ~mask) | (<int32_t>(ow * sw + tap) & mask)
     if pool_t is uint16_t:
@@ -124,9 +125,21 @@ cdef inline bint _hrow_short(const pool_t* xr, pool_t* hv, int32_t* hp, Py_ssize
     cdef const pool_t* src = xr - g.pw
     cdef pool_t a, b, c, m
     cdef bint odd = False
-    cdef uint16_t top = 0, low = 0xffff
+    cdef uint16_t top = 0, low = 0xffff, u = g.inf_bits   # (a local: the stores to hv may alias g)
     if hp != NULL:
         return _hrow_short_pos(xr, hv, hp, lo, hi, pbase, g, sw, d1, d2)
+    if pool_t is int16_t or pool_t is int32_t or pool_t is int64_t:
+        # Integers: the largest key is the key of the maximum (equal keys are equal bits), one loop
+        # for each order, so that the signed one has no flips (AVX2 has no 64-bit integer max: each
+        # is a compare and a blend).
+        if u:
+            for ow in range(lo, hi):
+                hv[ow] = _ukey(max(max(_ukey(src[ow * sw], 1), _ukey(src[ow * sw + d1], 1)),
+                                   _ukey(src[ow * sw + d2], 1)), 1)
+        else:
+            for ow in range(lo, hi):
+                hv[ow] = max(max(src[ow * sw], src[ow * sw + d1]), src[ow * sw + d2])
+        return False
     for ow in range(lo, hi):
         a = src[ow * sw]
         b = src[ow * sw + d1]
@@ -143,14 +156,14 @@ cdef inline bint _hrow_short(const pool_t* xr, pool_t* hv, int32_t* hp, Py_ssize
                 top = max(top, <uint16_t>(b & 0x7fff))
                 low = min(low, <uint16_t>(b ^ 0x8000))
         else:
-            odd |= _odd2(a, b, g.inf_bits) | _odd(c, g.inf_bits)
-            m = b if _keep(b, a, g.inf_bits, False) else a
-            hv[ow] = c if _keep(c, m, g.inf_bits, False) else m
+            odd |= _odd2(a, b, u) | _odd(c, u)
+            m = b if _keep(b, a, u, False) else a
+            hv[ow] = c if _keep(c, m, u, False) else m
     if pool_t is uint16_t:
         # The values after the last column's first sw: its taps up to d2.
-        odd = (top > g.inf_bits) | (low == 0)
+        odd = (top > u) | (low == 0)
         if hi > lo:
-            odd |= _special(src + hi * sw, d2 - sw + 1, g.inf_bits)
+            odd |= _special(src + hi * sw, d2 - sw + 1, u)
     return odd
 
 
@@ -164,6 +177,7 @@ cdef bint _hrow_short_pos(const pool_t* xr, pool_t* hv, int32_t* hp, Py_ssize_t 
     cdef pool_t a, b, c, m
     cdef int32_t col, mask
     cdef bint odd = False
+    cdef uint16_t u = g.inf_bits            # (a local: the stores to hv may alias g)
     for ow in range(lo, hi):
         a = src[ow * sw]
         b = src[ow * sw + d1]
@@ -171,12 +185,12 @@ cdef bint _hrow_short_pos(const pool_t* xr, pool_t* hv, int32_t* hp, Py_ssize_t 
         if pool_t is uint16_t:
             a, b, c = _ring(a), _ring(b), _ring(c)  # select among keys (_ring)
         else:
-            odd |= _odd2(a, b, g.inf_bits) | _odd(c, g.inf_bits)
+            odd |= _odd2(a, b, u) | _odd(c, u)
         col = <int32_t>(ow * sw + first)
-        mask = -<int32_t>_keep_ring(b, a, g.inf_bits, False)
+        mask = -<int32_t>_keep_ring(b, a, u, False)
         m = b if mask else a
         col = (col & ~mask) | (<int32_t>(ow * sw + first + d1) & mask)
-        mask = -<int32_t>_keep_ring(c, m, g.inf_bits, False)
+        mask = -<int32_t>_keep_ring(c, m, u, False)
         hv[ow] = c if mask else m
         hp[ow] = (col & ~mask) | (<int32_t>(ow * sw + first + d2) & mask)
     return odd
@@ -375,6 +389,14 @@ cdef inline void _vcombine3(pool_t** rv, pool_t* yrow, Py_ssize_t OW, uint16_t i
         for ow in range(OW):
             yrow[ow] = _ring(<uint16_t>max(max(<int16_t>r0[ow], <int16_t>r1[ow]), <int16_t>r2[ow]))
         return
+    if pool_t is int16_t or pool_t is int32_t or pool_t is int64_t:  # as _hrow_short's
+        if inf_bits:
+            for ow in range(OW):
+                yrow[ow] = _ukey(max(max(_ukey(r0[ow], 1), _ukey(r1[ow], 1)), _ukey(r2[ow], 1)), 1)
+        else:
+            for ow in range(OW):
+                yrow[ow] = max(max(r0[ow], r1[ow]), r2[ow])
+        return
     for ow in range(OW):
         a = _ring(r0[ow])
         b = _ring(r1[ow])
@@ -510,8 +532,8 @@ cdef void _pool_rows(const pool_t* xp, pool_t* yp, int64_t* ip, int64_t xoff, co
                             d = wdep[ow]
                         irow[ow] = (xoff + ((<int64_t>d * g.H + hu) * W + wpos[ow]) * g.imul
                                     if wpos[ow] >= 0 else -1)
-            if act:
-                _clamp_row(yrow, OW, lo, hi, act, g.inf_bits)
+        if act:  # the chunk's rows at once: rows of a few vectors left long scalar tails (bool's clamp at 1)
+            _clamp_row(yp + (od * g.OH + c0) * OW, (c1 - c0) * OW, lo, hi, act, g.inf_bits)
         c0 = c1
 
 
