@@ -9,9 +9,9 @@
  * a whole number of vectors, are one more vector ending at C: it overlaps the block before it and
  * writes the same values there again.
  *
- * Exactness: each combine keeps its earlier operand unless the later one is strictly greater
- * (pk_nw_max), so ties (-0.0 against +0.0) resolve to the first in window order, as the contract
- * says.  Only a NaN breaks the cheap compare: each input row is looked for one (in the loads of
+ * Exactness: each combine keeps its earlier operand unless the later one is strictly greater (the
+ * family's max: maxps for float32), so ties (-0.0 against +0.0) resolve to the first in window order,
+ * as the contract says.  Only a NaN breaks the cheap compare: each input row is looked for one (in the loads of
  * the taps, once per column) by the first output row that reads it, which the caller then
  * computes with the exact loop, as it does every later output row reading that input row.
  *

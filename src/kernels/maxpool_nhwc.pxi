@@ -27,7 +27,7 @@ cdef class MaxPoolNHWC(_Launch):
     the pool's smallest claim."""
     cdef Py_ssize_t C, wscratch, bscratch   # channels; int32 winners; the register loops' bytes per thread
     cdef bint blocks, holes, half           # NHWC_BLOCKS; some window has no tap; 16-bit floats
-    cdef bint iblocks                       # float32 or 4-byte integers with Indices in registers (pk_nhwc_irow_*)
+    cdef bint iblocks                       # float32 or 4-byte integers with Indices in registers (pk_nhwc_irow_f32, _i32)
 
     def __init__(self, str ctype, tuple x_shape, tuple y_shape, tuple kernel, tuple strides,
                  tuple dilations, tuple pads_begin, const Py_ssize_t[:, ::1] taps not None,

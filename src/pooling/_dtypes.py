@@ -231,9 +231,7 @@ def as_kernel_array(op, name, x, kinds):
         if flags.c_contiguous and flags.aligned:
             return arr, kind  # the common case: nothing to convert (kernels never write inputs)
     elif arr.dtype is _BOOL and "bool" in kinds and arr.flags.c_contiguous:
-        view = arr.view(np.uint8)  # (a mask: its bytes, read-only)
-        view.flags.writeable = False
-        return view, "bool"
+        return arr, "bool"  # (a mask: the kernels read its bytes, by their item size; no view to make)
     kind = checked_kind(op, name, arr.dtype, kinds)
     storage = _bfloat16_field(arr.dtype) if arr.dtype.fields is not None else arr.dtype
     if storage.byteorder not in "=|":

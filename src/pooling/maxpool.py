@@ -309,7 +309,7 @@ def max_pool(x: ArrayLike, kernel_shape: Ints, *, strides: Ints | None = None, p
                  auto_pad=auto_pad, ceil_mode=ceil_mode, storage_order=storage_order,
                  return_indices=return_indices, layout=layout, activation=activation,
                  activation_params=activation_params, opset=opset, index_format=index_format)
-    xk, kind = as_kernel_array(OP, "x", arr, plan.kinds)
+    xk, kind = as_kernel_array(OP, "x", arr, plan.kinds)  # (bool: as it is, read as uint8's bytes)
     signed = KINDS[kind].signed
     if signed is not None:  # unsigned integers of 2-8 bytes run in the signed type (_dtypes.KindInfo)
         xk = xk.view(signed)
@@ -419,8 +419,8 @@ def _canonical_bool(plan, kind, nt, return_indices, strategy, xk, yk, indices):
     every byte is 0 or 1 (numpy's own bools) the first largest is the first True; a result above 1
     shows a window with another nonzero byte, and then the call runs again on the input read as 0/1
     (a copy)."""
-    if yk.size and yk.max() > 1:
-        launch(plan, kind, nt, return_indices, strategy)((xk != 0).view(np.uint8), yk, indices)
+    if yk.size and yk.view(np.uint8).max() > 1:
+        launch(plan, kind, nt, return_indices, strategy)(xk.view(np.uint8) != 0, yk, indices)
 
 
 def _to_column_major(indices, spatial):
