@@ -38,14 +38,14 @@
  * as pk_nhwc_row (a row holding one is the caller's to compute exactly).  A kind with Indices defines
  * PK_NB_M (its int32 lanes), PK_NB_GT(a, b) (the lanes where b > a, all ones) and PK_NB_IBLEND(w, f, m)
  * (w where m is set, else f) besides the block loops' parameters. */
-static inline pk_nw_m pk_nw_gt(pk_nw_v a, pk_nw_v b)
-{
 #if PK_SIMD
-    return b > a;
+#define PK_NHWC_GT(P) static inline P##_m P##_gt(P##_v a, P##_v b) { return b > a; }
 #else
-    return b > a ? -1 : 0;
+#define PK_NHWC_GT(P) static inline P##_m P##_gt(P##_v a, P##_v b) { return b > a ? -1 : 0; }
 #endif
-}
+PK_NHWC_GT(pk_nw)
+PK_NHWC_GT(pk_r32)   /* the 4-byte integers' keys (pooling_rows.h's pk_r32 family) */
+#undef PK_NHWC_GT
 
 /* one blend of the lanes' bits (blendvps in the AVX2 build) */
 static inline pk_nw_m pk_nw_iblend(pk_nw_m w, pk_nw_m f, pk_nw_m m)
@@ -57,17 +57,7 @@ static inline pk_nw_m pk_nw_iblend(pk_nw_m w, pk_nw_m f, pk_nw_m m)
 #endif
 }
 
-/* the 4-byte integers' keys (pooling_rows.h's pk_r32 family), and their winners blended as float32's
- * bits (the float32 row family has the same width) */
-static inline pk_r32_m pk_r32_gt(pk_r32_v a, pk_r32_v b)
-{
-#if PK_SIMD
-    return b > a;
-#else
-    return b > a ? -1 : 0;
-#endif
-}
-
+/* the 4-byte integers' winners, blended as float32's bits (the float32 row family has the same width) */
 static inline pk_r32_m pk_r32_iblend(pk_r32_m w, pk_r32_m f, pk_r32_m m)
 {
 #if PK_SIMD

@@ -821,16 +821,23 @@ def test_nhwc_with_indices_in_registers(shape, attrs, data, rng):
     """NHWC with Indices, float32 on a vector of channels or more, carries each lane's winner in
     registers (pk_nhwc_irow_f32; rows holding a NaN go to the exact loop): values and "onnx" Indices
     as the twin's, the other formats as NHWC by transpose writes them, at 1-3 threads."""
-    attrs = dict(attrs, layout="NHWC")
-    x = _data(rng, shape, "float32", data)
+    _check_nhwc_with_indices(_data(rng, shape, "float32", data), dict(attrs, layout="NHWC"),
+                             ("onnx", "plane", "tf", "tf_batch"))
+
+
+def _check_nhwc_with_indices(x, attrs, formats):
+    """NHWC forced, with Indices in each of `formats`, at 1-3 threads: values and "onnx" Indices as the
+    twin's, the other formats as NHWC by transpose writes them; x never written."""
     want, want_idx = reference.max_pool(x, return_indices=True, **attrs)
-    for fmt in ("onnx", "plane", "tf", "tf_batch"):
+    before = x.copy()
+    for fmt in formats:
         other = pooling.max_pool(x, return_indices=True, index_format=fmt, _strategy=S.NHWC_TRANSPOSED, **attrs)[1]
         for nt in (1, 2, 3):
             got, idx = pooling.max_pool(x, n_threads=nt, return_indices=True, index_format=fmt,
                                         _strategy=S.NHWC, **attrs)
             assert_same(got, want)
             np.testing.assert_array_equal(idx, want_idx if fmt == "onnx" else other)
+    assert_same(x, before)
 
 
 @pytest.mark.parametrize("data", ["plain", "bits"])
@@ -840,18 +847,8 @@ def test_nhwc_with_indices_in_registers_integer_cases(shape, attrs, kind, data, 
     """NHWC with Indices on the 4-byte integers (pk_nhwc_irow_i32, the unsigned ones as keys): crowded
     ties at both ends of the range and every bit pattern; values and "onnx" Indices as the twin's, the
     other formats as NHWC by transpose writes them, at 1-3 threads; the input never written."""
-    attrs = for_kind(dict(attrs, layout="NHWC"), kind)
     x = make_array(rng, shape, kind) if data == "plain" else _integer_bits(rng, shape, kind)
-    want, want_idx = reference.max_pool(x, return_indices=True, **attrs)
-    before = x.copy()
-    for fmt in ("onnx", "plane", "tf"):
-        other = pooling.max_pool(x, return_indices=True, index_format=fmt, _strategy=S.NHWC_TRANSPOSED, **attrs)[1]
-        for nt in (1, 2, 3):
-            got, idx = pooling.max_pool(x, n_threads=nt, return_indices=True, index_format=fmt,
-                                        _strategy=S.NHWC, **attrs)
-            assert_same(got, want)
-            np.testing.assert_array_equal(idx, want_idx if fmt == "onnx" else other)
-    assert_same(x, before)
+    _check_nhwc_with_indices(x, for_kind(dict(attrs, layout="NHWC"), kind), ("onnx", "plane", "tf"))
 
 
 @pytest.mark.parametrize("kind", ["int32", "uint32"])
