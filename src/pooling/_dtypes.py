@@ -114,8 +114,10 @@ def _bfloat16_field(dtype):
     return field
 
 
-# Native dtypes whose arrays the kernels read as they are, and their kinds.
+# Native dtypes whose arrays the kernels read as they are, and their kinds; and the 16-bit floats
+# (float16, ml_dtypes' bfloat16), which they read as their bits.
 _AS_IS = {dtype: kind for dtype, kind in _PLAIN.items() if kind not in KERNEL_DTYPE}
+_AS_BITS = {dtype: kind for dtype, kind in _PLAIN.items() if kind in ("float16", "bfloat16")}
 
 LEGACY_BFLOAT16 = np.dtype((np.uint16, {"bfloat16": (np.uint16, 0)}))
 _BOOL = np.dtype(np.bool_)
@@ -220,9 +222,9 @@ def as_kernel_array(op, name, x, kinds):
     """(array, kind): `x` as a native-order C-contiguous array the kernels can read.
 
     Raises TypeError naming op, parameter and dtype when the kind is not in
-    `kinds`.  The caller's array is never written: a copy is made when layout,
-    alignment or byte order must change, and the view handed back is read-only
-    either way.
+    `kinds`.  The caller's array is never written (the kernels never write their
+    inputs): it is handed back as it is, or as a view of its bits (16-bit floats),
+    and a copy, read-only, is made when layout, alignment or byte order must change.
     """
     arr = x if type(x) is np.ndarray else np.asarray(x)
     kind = _AS_IS.get(arr.dtype)
@@ -232,6 +234,10 @@ def as_kernel_array(op, name, x, kinds):
             return arr, kind  # the common case: nothing to convert (kernels never write inputs)
     elif arr.dtype is _BOOL and "bool" in kinds and arr.flags.c_contiguous:
         return arr, "bool"  # (a mask: the kernels read its bytes, by their item size; no view to make)
+    elif _AS_BITS.get(arr.dtype) in kinds:
+        flags = arr.flags
+        if flags.c_contiguous and flags.aligned:  # one view, as the copy below ends
+            return arr.view(KERNEL_DTYPE[_AS_BITS[arr.dtype]]), _AS_BITS[arr.dtype]
     kind = checked_kind(op, name, arr.dtype, kinds)
     storage = _bfloat16_field(arr.dtype) if arr.dtype.fields is not None else arr.dtype
     if storage.byteorder not in "=|":
