@@ -78,7 +78,7 @@ AVX2_PROBE = textwrap.dedent(
     #include <immintrin.h>
     int main(void) {
         __m256 a = _mm256_set1_ps(1.0f);
-        a = _mm256_fmadd_ps(a, a, _mm256_max_ps(a, a));
+        a = _mm256_fmadd_ps(a, a, _mm256_max_ps(a, _mm256_cvtph_ps(_mm_set1_epi16(0x3c00))));
         return (int)_mm256_cvtss_f32(a) == 2 ? 0 : 1;
     }
     """
@@ -120,7 +120,7 @@ def _avx2_flags(compiler):
     """Flags that compile AVX2 + FMA code with this compiler, or None (other ISAs, old compilers)."""
     if compiler.compiler_type != "msvc" or _is_clang_cl(compiler):
         # (clang-cl's /arch:AVX2 targets a whole CPU, Haswell: more than pk_cpu_has_avx2 checks)
-        flags = ["-mavx2", "-mfma"]
+        flags = ["-mavx2", "-mfma", "-mf16c"]
     else:
         flags = ["/arch:AVX2"]
     return _probe_flags(compiler, flags, AVX2_PROBE)
@@ -155,7 +155,7 @@ def _avx512_flags(compiler):
     gcc 12.2's build gave wrong float16 whole-plane maxima (docs/design.md, SIMD builds)."""
     if compiler.compiler_type == "msvc":
         return None
-    flags = ["-mavx2", "-mfma", "-mavx512f", "-mavx512vl", "-mavx512dq",
+    flags = ["-mavx2", "-mfma", "-mf16c", "-mavx512f", "-mavx512vl", "-mavx512dq",
              "-mprefer-vector-width=512"]
     return _probe_flags(compiler, flags, AVX512_PROBE)
 

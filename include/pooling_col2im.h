@@ -121,15 +121,43 @@ static inline void pk_col_ahead(const void* a, const void* b, const void* c, con
                                    (d) ? (d) + t0_ : 0, (t1_ - t0_) * (ptrdiff_t)sizeof *(a),       \
                                    (ahead)) : (void)0, 1)
 
+/* The vector steps a run of the gather takes before its loop by value (n sources a..d, n a
+ * constant): none where the compiler vectorises that loop itself; float16 with F16C, eight terms a
+ * step widened in hardware, which GCC does not vectorise (it leaves one vcvtph2ps a value), and the
+ * software widening cost as much as the sums (docs/tuning.md#col2im-gather). */
+#define PK_COL_NOVEC(y, t, t1, n, a, b, c, d) ((void)0)
+#if PK_F16C
+static inline __m256 pk_col_f16c_add(__m256 v, const uint16_t* p)
+{
+    __m256 x = pk_f16x8_to_f32(p);  /* pk_sum_keep_nan, eight lanes */
+    return _mm256_add_ps(v, _mm256_and_ps(x, _mm256_cmp_ps(v, v, _CMP_EQ_OQ)));
+}
+#define PK_COL_F16C(y, t, t1, n, a, b, c, d)                                                        \
+    for (; (t) + 8 <= (t1); (t) += 8) {                                                             \
+        __m256 v_ = pk_col_f16c_add(_mm256_loadu_ps((y) + (t)), (a) + (t));                         \
+        if ((n) > 1)                                                                                \
+            v_ = pk_col_f16c_add(v_, (b) + (t));                                                    \
+        if ((n) > 2)                                                                                \
+            v_ = pk_col_f16c_add(v_, (c) + (t));                                                    \
+        if ((n) > 3)                                                                                \
+            v_ = pk_col_f16c_add(v_, (d) + (t));                                                    \
+        _mm256_storeu_ps((y) + (t), v_);                                                            \
+    }
+#else
+#define PK_COL_F16C PK_COL_NOVEC
+#endif
+
 /* The gather of one type: the sources in groups of up to four over the blocks they all have (one
  * load and store of acc per group), each source's other blocks alone, before the next group; a
  * pixel still gets its terms in source order, and each of its loops is one vectorised pass. */
-#define PK_COL_GATHER(name, T, A, widen, add)                                                       \
+#define PK_COL_GATHER(name, T, A, widen, add, vec)                                                       \
     static void name##_run(A* PK_RESTRICT y, const T* PK_RESTRICT x, ptrdiff_t n, ptrdiff_t ahead)  \
     {                                                                                               \
         const T* none = 0;                                                                          \
         PK_COL_SLICES(n, ahead, x, none, none, none) {                                              \
-            for (ptrdiff_t t = t0_; t < t1_; t++)                                                   \
+            ptrdiff_t t = t0_;                                                                      \
+            vec(y, t, t1_, 1, x, none, none, none);                                                 \
+            for (; t < t1_; t++)                                                   \
                 y[t] = add(y[t], widen(x[t]));                                                      \
         }                                                                                           \
     }                                                                                               \
@@ -138,7 +166,9 @@ static inline void pk_col_ahead(const void* a, const void* b, const void* c, con
     {                                                                                               \
         const T* none = 0;                                                                          \
         PK_COL_SLICES(n, ahead, a, b, none, none) {                                                \
-            for (ptrdiff_t t = t0_; t < t1_; t++)                                                   \
+            ptrdiff_t t = t0_;                                                                      \
+            vec(y, t, t1_, 2, a, b, none, none);                                                    \
+            for (; t < t1_; t++)                                                   \
                 y[t] = add(add(y[t], widen(a[t])), widen(b[t]));                                    \
         }                                                                                           \
     }                                                                                               \
@@ -147,7 +177,9 @@ static inline void pk_col_ahead(const void* a, const void* b, const void* c, con
     {                                                                                               \
         const T* none = 0;                                                                          \
         PK_COL_SLICES(n, ahead, a, b, c, none) {                                                   \
-            for (ptrdiff_t t = t0_; t < t1_; t++)                                                   \
+            ptrdiff_t t = t0_;                                                                      \
+            vec(y, t, t1_, 3, a, b, c, none);                                                       \
+            for (; t < t1_; t++)                                                   \
                 y[t] = add(add(add(y[t], widen(a[t])), widen(b[t])), widen(c[t]));                  \
         }                                                                                           \
     }                                                                                               \
@@ -156,7 +188,9 @@ static inline void pk_col_ahead(const void* a, const void* b, const void* c, con
                             ptrdiff_t ahead)                                                        \
     {                                                                                               \
         PK_COL_SLICES(n, ahead, a, b, c, d) {                                                       \
-            for (ptrdiff_t t = t0_; t < t1_; t++)                                                   \
+            ptrdiff_t t = t0_;                                                                      \
+            vec(y, t, t1_, 4, a, b, c, d);                                                          \
+            for (; t < t1_; t++)                                                   \
                 y[t] = add(add(add(add(y[t], widen(a[t])), widen(b[t])), widen(c[t])),             \
                            widen(d[t]));                                                            \
         }                                                                                           \
@@ -222,15 +256,15 @@ PK_COL_WRAP(uint32_t)
 PK_COL_WRAP(uint64_t)
 #define pk_col_id(v) (v)
 
-PK_COL_GATHER(pk_col_gather_f32, float, float, pk_col_f32, pk_sum_keep_nan)
-PK_COL_GATHER(pk_col_gather_f64, double, double, pk_col_f64, pk_sum_keep_nan_f64)
-PK_COL_GATHER(pk_col_gather_f16, uint16_t, float, pk_f16_to_f32, pk_sum_keep_nan)
-PK_COL_GATHER(pk_col_gather_bf16, uint16_t, float, pk_bf16_to_f32, pk_sum_keep_nan)
-PK_COL_GATHER(pk_col_gather_bool, uint8_t, uint8_t, pk_col_id, pk_col_or)
-PK_COL_GATHER(pk_col_gather_u8, uint8_t, uint8_t, pk_col_id, pk_col_add_uint8_t)
-PK_COL_GATHER(pk_col_gather_u16, uint16_t, uint16_t, pk_col_id, pk_col_add_uint16_t)
-PK_COL_GATHER(pk_col_gather_u32, uint32_t, uint32_t, pk_col_id, pk_col_add_uint32_t)
-PK_COL_GATHER(pk_col_gather_u64, uint64_t, uint64_t, pk_col_id, pk_col_add_uint64_t)
+PK_COL_GATHER(pk_col_gather_f32, float, float, pk_col_f32, pk_sum_keep_nan, PK_COL_NOVEC)
+PK_COL_GATHER(pk_col_gather_f64, double, double, pk_col_f64, pk_sum_keep_nan_f64, PK_COL_NOVEC)
+PK_COL_GATHER(pk_col_gather_f16, uint16_t, float, pk_f16_to_f32, pk_sum_keep_nan, PK_COL_F16C)
+PK_COL_GATHER(pk_col_gather_bf16, uint16_t, float, pk_bf16_to_f32, pk_sum_keep_nan, PK_COL_NOVEC)
+PK_COL_GATHER(pk_col_gather_bool, uint8_t, uint8_t, pk_col_id, pk_col_or, PK_COL_NOVEC)
+PK_COL_GATHER(pk_col_gather_u8, uint8_t, uint8_t, pk_col_id, pk_col_add_uint8_t, PK_COL_NOVEC)
+PK_COL_GATHER(pk_col_gather_u16, uint16_t, uint16_t, pk_col_id, pk_col_add_uint16_t, PK_COL_NOVEC)
+PK_COL_GATHER(pk_col_gather_u32, uint32_t, uint32_t, pk_col_id, pk_col_add_uint32_t, PK_COL_NOVEC)
+PK_COL_GATHER(pk_col_gather_u64, uint64_t, uint64_t, pk_col_id, pk_col_add_uint64_t, PK_COL_NOVEC)
 
 /* The stores of a phase row: y[t*step] = acc[t], rounded for 16-bit floats.
  *
@@ -310,10 +344,34 @@ PK_COL_STORE(pk_col_store_f32, float, float, pk_col_id)
 PK_COL_STORE(pk_col_store_f64, double, double, pk_col_id)
 PK_COL_STORE(pk_col_store_c64, pk_col_c64, pk_col_c64, pk_col_id)
 PK_COL_STORE(pk_col_store_c128, pk_col_c128, pk_col_c128, pk_col_id)
-PK_COL_STORE(pk_col_store_f16, uint16_t, float, pk_f32_to_f16)
 PK_COL_STORE(pk_col_store_bf16, uint16_t, float, pk_f32_to_bf16)
 PK_COL_STORE(pk_col_store_u8, uint8_t, uint8_t, pk_col_id)
 PK_COL_STORE(pk_col_store_u16, uint16_t, uint16_t, pk_col_id)
+#if PK_F16C
+/* float16 with F16C: the phase rows narrowed eight values a step into a copy, which is then stored
+ * as uint16's (the conversion by value, inside the interleave, cost as much as the sums).  The
+ * accumulators always lie in a buffer of PK_COL_GRID_CHUNK bytes, so the copy's rows fit. */
+static PK_NOINLINE void pk_col_store_f16(void* y, const void* acc, ptrdiff_t r0, ptrdiff_t r1,
+                                         ptrdiff_t ld, ptrdiff_t s, ptrdiff_t c0, ptrdiff_t c1,
+                                         ptrdiff_t w0, ptrdiff_t w1)
+{
+    uint16_t tmp[PK_COL_GRID_CHUNK / sizeof(float)];
+    for (ptrdiff_t r = 0; r < r1 - r0; r++)
+        pk_f32_to_f16_run(tmp + r * ld, (const float*)acc + r * ld, c1 - c0);
+    pk_col_store_u16(y, tmp, r0, r1, ld, s, c0, c1, w0, w1);
+}
+static PK_NOINLINE void pk_col_store_f16_pair(void* y, const void* a, const void* b, ptrdiff_t n0,
+                                              ptrdiff_t n1)
+{
+    uint16_t tmp[PK_COL_GRID_CHUNK / sizeof(float)];
+    ptrdiff_t ld = (const float*)b - (const float*)a;
+    pk_f32_to_f16_run(tmp, (const float*)a, n0);
+    pk_f32_to_f16_run(tmp + ld, (const float*)b, n1);
+    pk_col_store_u16_pair(y, tmp, tmp + ld, n0, n1);
+}
+#else
+PK_COL_STORE(pk_col_store_f16, uint16_t, float, pk_f32_to_f16)
+#endif
 PK_COL_STORE(pk_col_store_u32, uint32_t, uint32_t, pk_col_id)
 PK_COL_STORE(pk_col_store_u64, uint64_t, uint64_t, pk_col_id)
 

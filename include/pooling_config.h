@@ -55,6 +55,11 @@
 #else
 #define PK_ISA_FMA ""
 #endif
+#if defined(__F16C__)
+#define PK_ISA_F16C " f16c"
+#else
+#define PK_ISA_F16C ""
+#endif
 #if defined(__AVX512F__)
 #define PK_ISA_AVX512F " avx512f"
 #else
@@ -70,7 +75,7 @@
 /* SSE and SSE2 are part of x86-64 itself. MSVC defines no __SSE*__ macros, only
  * __AVX__ and up under /arch. */
 #define PK_SIMD_BASELINE "sse sse2" PK_ISA_SSE3 PK_ISA_SSSE3 PK_ISA_SSE41 PK_ISA_SSE42 \
-    PK_ISA_AVX PK_ISA_AVX2 PK_ISA_FMA PK_ISA_AVX512F
+    PK_ISA_AVX PK_ISA_AVX2 PK_ISA_FMA PK_ISA_F16C PK_ISA_AVX512F
 #elif defined(__aarch64__) || defined(_M_ARM64) || defined(__ARM_NEON)
 #define PK_SIMD_BASELINE "neon" PK_ISA_SVE
 #else
@@ -108,7 +113,7 @@ static inline void pk_cpuid(unsigned int leaf, unsigned int sub, unsigned int* r
 
 /* The same two questions from CPUID and XCR0 alone, where PK_CPUID is 1: what MSVC and clang-cl
  * builds ask (__builtin_cpu_supports needs compiler-rt's builtins, which link.exe is not given).
- * AVX2 and FMA (avx512 = 0), or also AVX-512 F, BW, VL and DQ (1), with the OS saving the ymm (and
+ * AVX2, FMA and F16C (avx512 = 0), or also AVX-512 F, BW, VL and DQ (1), with the OS saving the ymm (and
  * zmm) registers. */
 #if PK_CPUID
 static inline unsigned long long pk_xcr0(void)
@@ -131,8 +136,8 @@ static inline int pk_cpu_has_by_cpuid(int avx512)
     pk_cpuid(0, 0, r);
     if (r[0] < 7)
         return 0;
-    pk_cpuid(1, 0, r);  /* ecx: FMA 12, OSXSAVE 27, AVX 28 */
-    if (!((r[2] >> 12) & 1) || !((r[2] >> 27) & 1) || !((r[2] >> 28) & 1))
+    pk_cpuid(1, 0, r);  /* ecx: FMA 12, OSXSAVE 27, AVX 28, F16C 29 */
+    if ((r[2] & 0x38001000u) != 0x38001000u)
         return 0;
     xcr0 = pk_xcr0();
     if ((xcr0 & 0x6) != 0x6)  /* xmm and ymm state */
@@ -174,15 +179,28 @@ static inline int pk_cpu_runs_baseline(void)
 #endif
 }
 
-/* Whether this CPU can run pooling._core_avx2 (AVX2 and FMA), asked at run
+/* F16C (CPUID leaf 1, ecx bit 29), which the AVX2 and AVX-512 builds are compiled with: every CPU
+ * with AVX2 has it, but a hypervisor may hide it. */
+static inline int pk_cpu_has_f16c(void)
+{
+#if PK_CPUID
+    unsigned int r[4];
+    pk_cpuid(1, 0, r);
+    return (r[2] >> 29) & 1;
+#else
+    return 0;
+#endif
+}
+
+/* Whether this CPU can run pooling._core_avx2 (AVX2, FMA and F16C), asked at run
  * time: wheels are compiled for the baseline ISA of their platform. */
 static inline int pk_cpu_has_avx2(void)
 {
 #if defined(_MSC_VER)
     return pk_cpu_has_by_cpuid(0);
 #elif (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    __builtin_cpu_init();  /* (clang 14 knows no "f16c" here: CPUID's bit) */
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && pk_cpu_has_f16c();
 #else
     return 0;
 #endif

@@ -11,6 +11,7 @@
 #ifndef POOLING_HALF_CONV_H
 #define POOLING_HALF_CONV_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -79,4 +80,28 @@ static inline uint16_t pk_f32_to_bf16(float f)
     return (uint16_t)pk_select((x & 0x7fffffffu) > 0x7f800000u, nan, rounded);
 }
 
+/* With F16C (the AVX2 and AVX-512 builds: every CPU with AVX2 has it, and pk_cpu_has_avx2 asks),
+ * eight values a step in hardware, for Col2Im's 16-bit sums.  Widening is exact as above, except
+ * that a signalling NaN comes back quiet: every widened term here is summed, and a sum makes it
+ * quiet with the same bits either way.  Narrowing rounds to nearest even whatever MXCSR says, with
+ * the NaN rule above: the same bits as pk_f32_to_f16 for every float32. */
+#if defined(__F16C__)
+#include <immintrin.h>
+#define PK_F16C 1
+static inline __m256 pk_f16x8_to_f32(const uint16_t* p)
+{
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)p));
+}
+/* y[i] = pk_f32_to_f16(a[i]), i < n */
+static inline void pk_f32_to_f16_run(uint16_t* y, const float* a, ptrdiff_t n)
+{
+    ptrdiff_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i*)(y + i), _mm256_cvtps_ph(_mm256_loadu_ps(a + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; i++)
+        y[i] = pk_f32_to_f16(a[i]);
+}
+#else
+#define PK_F16C 0
+#endif
 #endif

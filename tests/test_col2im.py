@@ -337,6 +337,28 @@ def test_16bit_every_pattern_through_the_kernel(kind):
     assert ybits[0x8000] == 0  # -0.0 + the +0.0 start is +0.0
 
 
+@pytest.mark.parametrize("rank", [1, 2])
+@pytest.mark.parametrize("kind", ["float16", "bfloat16"])
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_16bit_every_pattern_through_the_strided_gather(kind, rank, n_threads):
+    # k3 s2: the gather by phases, whose 16-bit runs widen eight terms a step and whose stores
+    # narrow eight sums a step where the build has F16C.  Every pattern is a term (odd positions:
+    # its only one; even positions: the first of two, the second a neighbour's pattern, so the
+    # sums round at ties, overflow and underflow to subnormals), against the twin.
+    bits = np.arange(65536, dtype=np.uint32).astype(np.uint16)
+    if rank == 1:
+        image, block, strides = (2 * 65536 + 1,), (3,), (2,)
+        x = np.stack([bits, bits, np.roll(bits, 4099)]).view(ALL_DTYPES[kind])[None]
+    else:
+        image, block, strides = (2 * 64 + 1, 2 * 1024 + 1), (3, 3), (2, 2)
+        x = np.stack([np.roll(bits, 97 * k) for k in range(9)]).view(ALL_DTYPES[kind])[None]
+    y = pooling.col2im(x, image, block, strides=strides, n_threads=n_threads)
+    want = reference.col2im(x, image, block, strides=strides)
+    assert_same_or_nan(y, want)
+    one = y[(Ellipsis,) + (slice(1, None, 2),) * rank]  # one term each: exact bits, NaN included
+    assert_same(one, want[(Ellipsis,) + (slice(1, None, 2),) * rank])
+
+
 # ---------------------------------------------------------------------------
 # 16-bit conversions (include/pooling_half_conv.h) over every bit pattern.
 # ---------------------------------------------------------------------------

@@ -228,8 +228,8 @@ def test_show_config_reports_compiler_openmp_and_simd():
     simd = fields["simd"]
     assert simd.startswith("baseline ")
     baseline = simd.removeprefix("baseline ").split(";")[0].split()
-    known = {"sse", "sse2", "sse3", "ssse3", "sse4.1", "sse4.2", "avx", "avx2", "fma", "avx512f",
-             "neon", "sve", "scalar"}
+    known = {"sse", "sse2", "sse3", "ssse3", "sse4.1", "sse4.2", "avx", "avx2", "fma", "f16c",
+             "avx512f", "neon", "sve", "scalar"}
     assert baseline and set(baseline) <= known, simd
     machine = platform.machine().lower()
     if machine in ("x86_64", "amd64"):
