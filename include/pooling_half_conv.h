@@ -92,14 +92,17 @@ static inline __m256 pk_f16x8_to_f32(const uint16_t* p)
 {
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)p));
 }
-/* y[i] = pk_f32_to_f16(a[i]), i < n */
+/* y[i] = pk_f32_to_f16(a[i]), i < n; y and a do not overlap */
 static inline void pk_f32_to_f16_run(uint16_t* y, const float* a, ptrdiff_t n)
 {
     ptrdiff_t i = 0;
     for (; i + 8 <= n; i += 8)
         _mm_storeu_si128((__m128i*)(y + i), _mm256_cvtps_ph(_mm256_loadu_ps(a + i), _MM_FROUND_TO_NEAREST_INT));
-    for (; i < n; i++)
-        y[i] = pk_f32_to_f16(a[i]);
+    if (i < n && n >= 8)  /* the last eight again (y is not a) */
+        _mm_storeu_si128((__m128i*)(y + n - 8), _mm256_cvtps_ph(_mm256_loadu_ps(a + n - 8), _MM_FROUND_TO_NEAREST_INT));
+    else
+        for (; i < n; i++)
+            y[i] = pk_f32_to_f16(a[i]);
 }
 #else
 #define PK_F16C 0

@@ -337,26 +337,39 @@ def test_16bit_every_pattern_through_the_kernel(kind):
     assert ybits[0x8000] == 0  # -0.0 + the +0.0 start is +0.0
 
 
-@pytest.mark.parametrize("rank", [1, 2])
+@pytest.mark.parametrize("form", ["gather 1-D", "gather 2-D", "tiled 1-D", "tiled 2-D", "tiled 2-D padded"])
 @pytest.mark.parametrize("kind", ["float16", "bfloat16"])
 @pytest.mark.parametrize("n_threads", [1, 2])
-def test_16bit_every_pattern_through_the_strided_gather(kind, rank, n_threads):
-    # k3 s2: the gather by phases, whose 16-bit runs widen eight terms a step and whose stores
-    # narrow eight sums a step where the build has F16C.  Every pattern is a term (odd positions:
-    # its only one; even positions: the first of two, the second a neighbour's pattern, so the
-    # sums round at ties, overflow and underflow to subnormals), against the twin.
+def test_16bit_every_pattern_through_the_strided_paths(kind, form, n_threads):
+    # The gather by phases (k3 s2), whose 16-bit runs widen eight terms a step and whose stores narrow
+    # eight sums a step where the build has F16C, and the tiled copies (block = stride), which make
+    # each value a sum of its one term eight a step.  Gather: every pattern is a term (odd positions:
+    # its only one; even positions: the first of two, the second another pattern, so the sums round
+    # at ties, overflow and underflow to subnormals).  Tiled: every pattern is a pixel's one term.
     bits = np.arange(65536, dtype=np.uint32).astype(np.uint16)
-    if rank == 1:
+    pads = None
+    if form == "gather 1-D":
         image, block, strides = (2 * 65536 + 1,), (3,), (2,)
-        x = np.stack([bits, bits, np.roll(bits, 4099)]).view(ALL_DTYPES[kind])[None]
-    else:
+        x = np.stack([bits, bits, np.roll(bits, 4099)])
+    elif form == "gather 2-D":
         image, block, strides = (2 * 64 + 1, 2 * 1024 + 1), (3, 3), (2, 2)
-        x = np.stack([np.roll(bits, 97 * k) for k in range(9)]).view(ALL_DTYPES[kind])[None]
-    y = pooling.col2im(x, image, block, strides=strides, n_threads=n_threads)
-    want = reference.col2im(x, image, block, strides=strides)
+        x = np.stack([np.roll(bits, 97 * k) for k in range(9)])
+    elif form == "tiled 1-D":
+        image, block, strides = (4 * 16384,), (4,), (4,)
+        x = np.stack([np.roll(bits, 16384 * k)[:16384] for k in range(4)])
+    else:
+        image, block, strides = (2 * 128, 2 * 256), (2, 2), (2, 2)
+        x = np.stack([np.roll(bits, 11 * k)[::2] for k in range(4)])
+        if form == "tiled 2-D padded":  # the rows go through a buffer, the image's window copied
+            image, pads = (2 * 128 - 1, 2 * 256 - 1), (0, 1, 1, 0)
+    x = x.view(ALL_DTYPES[kind])[None]
+    attrs = dict(strides=strides) if pads is None else dict(strides=strides, pads=pads)
+    y = pooling.col2im(x, image, block, n_threads=n_threads, **attrs)
+    want = reference.col2im(x, image, block, **attrs)
     assert_same_or_nan(y, want)
-    one = y[(Ellipsis,) + (slice(1, None, 2),) * rank]  # one term each: exact bits, NaN included
-    assert_same(one, want[(Ellipsis,) + (slice(1, None, 2),) * rank])
+    rank = len(image)
+    one = (Ellipsis,) + (slice(1, None, 2),) * rank if form.startswith("gather") else Ellipsis
+    assert_same(y[one], want[one])  # one term each: exact bits, NaN included
 
 
 # ---------------------------------------------------------------------------

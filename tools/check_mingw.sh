@@ -95,7 +95,7 @@ if [[ -n "$CLANG" ]]; then
     step "clang --target=x86_64-w64-mingw32: the pool and the vector headers on Win32"
     libgcc=$(dirname "$("$MINGW" -print-libgcc-file-name)")
     build pool_clang.exe "$CLANG" --target=x86_64-w64-mingw32 -L"$libgcc"
-    build pool_clang_avx2.exe "$CLANG" --target=x86_64-w64-mingw32 -mavx2 -mfma -L"$libgcc"
+    build pool_clang_avx2.exe "$CLANG" --target=x86_64-w64-mingw32 -mavx2 -mfma -mf16c -L"$libgcc"
     runs+=(pool_clang.exe)
     grep -q ' avx2 ' /proc/cpuinfo 2>/dev/null && runs+=(pool_clang_avx2.exe)
 else
