@@ -2,7 +2,7 @@
 
 Four extensions: the kernels three times, pooling._core (baseline: on x86-64
 the x86-64-v2 level, SSE4.2 and POPCNT, as numpy 2.4's wheels; plain x86-64 with
-POOLING_X86_BASELINE=x86-64), pooling._core_avx2 (AVX2 + FMA) and
+POOLING_X86_BASELINE=x86-64), pooling._core_avx2 (AVX2 + FMA + F16C) and
 pooling._core_avx512 (AVX-512 F/VL/DQ with 512-bit vectors preferred; each where
 the compiler can), and pooling._runtime (src/_runtime.pyx: helpers that are not
 kernels, and the CPU checks made before any kernel build loads), built once for
