@@ -47,15 +47,21 @@ def warm_up(fn, seconds=WARM_UP_S):
 
 def check(case, name, result):
     """The member computed the reference's result: bit for bit, except Col2Im's
-    float sums, whose order may differ between implementations."""
+    float sums, whose order and precision may differ between implementations
+    (pooling sums 16-bit floats in float32, rounded once: exact against the
+    reference; torch's fold rounds every float16 sum, a few of its ulps)."""
     want = expected(case)
     got = to_numpy(case, name, result)
     if case.indices:
         assert got[0].tobytes() == want[0].tobytes(), f"{name}: Y differs"
         np.testing.assert_array_equal(got[1], want[1], err_msg=f"{name}: Indices differ")
+    elif case.op == "Col2Im" and name.startswith("pooling"):
+        assert got.shape == want.shape and got.tobytes() == want.tobytes(), f"{name}: Y differs"
     elif case.op == "Col2Im":
         assert got.shape == want.shape
-        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=f"{name}: Y differs")
+        tol = 1e-2 if case.dtype in ("float16", "bfloat16") else 1e-5
+        np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=tol, atol=tol,
+                                   err_msg=f"{name}: Y differs")
     else:
         assert got.shape == want.shape and got.tobytes() == want.tobytes(), f"{name}: Y differs"
 
