@@ -150,14 +150,14 @@ static inline __m256 pk_col_f16c_add(__m256 v, const uint16_t* p)
 /* The gather of one type: the sources in groups of up to four over the blocks they all have (one
  * load and store of acc per group), each source's other blocks alone, before the next group; a
  * pixel still gets its terms in source order, and each of its loops is one vectorised pass. */
-#define PK_COL_GATHER(name, T, A, widen, add, vec)                                                       \
+#define PK_COL_GATHER(name, T, A, widen, add, vec)                                                  \
     static void name##_run(A* PK_RESTRICT y, const T* PK_RESTRICT x, ptrdiff_t n, ptrdiff_t ahead)  \
     {                                                                                               \
         const T* none = 0;                                                                          \
         PK_COL_SLICES(n, ahead, x, none, none, none) {                                              \
             ptrdiff_t t = t0_;                                                                      \
             vec(y, t, t1_, 1, x, none, none, none);                                                 \
-            for (; t < t1_; t++)                                                   \
+            for (; t < t1_; t++)                                                                    \
                 y[t] = add(y[t], widen(x[t]));                                                      \
         }                                                                                           \
     }                                                                                               \
@@ -168,7 +168,7 @@ static inline __m256 pk_col_f16c_add(__m256 v, const uint16_t* p)
         PK_COL_SLICES(n, ahead, a, b, none, none) {                                                \
             ptrdiff_t t = t0_;                                                                      \
             vec(y, t, t1_, 2, a, b, none, none);                                                    \
-            for (; t < t1_; t++)                                                   \
+            for (; t < t1_; t++)                                                                    \
                 y[t] = add(add(y[t], widen(a[t])), widen(b[t]));                                    \
         }                                                                                           \
     }                                                                                               \
@@ -179,7 +179,7 @@ static inline __m256 pk_col_f16c_add(__m256 v, const uint16_t* p)
         PK_COL_SLICES(n, ahead, a, b, c, none) {                                                   \
             ptrdiff_t t = t0_;                                                                      \
             vec(y, t, t1_, 3, a, b, c, none);                                                       \
-            for (; t < t1_; t++)                                                   \
+            for (; t < t1_; t++)                                                                    \
                 y[t] = add(add(add(y[t], widen(a[t])), widen(b[t])), widen(c[t]));                  \
         }                                                                                           \
     }                                                                                               \
@@ -190,7 +190,7 @@ static inline __m256 pk_col_f16c_add(__m256 v, const uint16_t* p)
         PK_COL_SLICES(n, ahead, a, b, c, d) {                                                       \
             ptrdiff_t t = t0_;                                                                      \
             vec(y, t, t1_, 4, a, b, c, d);                                                          \
-            for (; t < t1_; t++)                                                   \
+            for (; t < t1_; t++)                                                                    \
                 y[t] = add(add(add(add(y[t], widen(a[t])), widen(b[t])), widen(c[t])),             \
                            widen(d[t]));                                                            \
         }                                                                                           \
