@@ -149,6 +149,36 @@ def test_channel_ranges_in_the_kernel(rng):
                 np.testing.assert_array_equal(yy, want)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_parts_zeroed_just_ahead_of_targets_in_any_order(dtype, rng):
+    """Each part of dx is zeroed just ahead of its targets, a stretch at a time, as the terms reach
+    them (src/kernels/maxpool_grad.pxi): targets rising, falling and in random order with repeats,
+    jumps past several stretches, elements no target reaches (they stay zero; in the last case the
+    whole last two thirds of each part), into an out= full of NaN, whole parts and NHWC ranges of
+    channels: the twin to the bit."""
+    for layout, x_shape, g_shape in (("NCHW", (2, 3, 64, 70), (2, 3, 30, 31)),
+                                     ("NHWC", (1, 40, 41, 32), (1, 30, 31, 32)),
+                                     ("NHWC", (2, 40, 41, 32), (2, 30, 31, 32))):
+        plane = x_shape[2] * x_shape[3] if layout == "NCHW" else x_shape[1] * x_shape[2]
+        g = rng.standard_normal(g_shape).astype(dtype)
+        axes = (2, 3) if layout == "NCHW" else (1, 2)
+        flat = np.moveaxis(rng.integers(0, plane, g_shape), axes, (-2, -1))
+        lead = flat.shape[:-2]
+        flat = flat.reshape(lead + (-1,))
+        flat[..., ::7] = -1
+        rising = np.sort(flat, axis=-1)
+        for order in (rising, rising[..., ::-1], flat, np.where(flat < 0, -1, flat // 3)):  # (last: dx's end unreached)
+            idx = np.ascontiguousarray(np.moveaxis(order.reshape(lead + tuple(g_shape[a] for a in axes)),
+                                                   (-2, -1), axes))
+            want = reference.max_pool_grad(g, idx, x_shape, index_format="plane", layout=layout)
+            assert (want == 0).mean() > 0.5  # most of dx is reached by no term
+            for nt in (1, 2):
+                out = np.full(x_shape, np.nan, dtype)
+                got = pooling.max_pool_grad(g, idx, x_shape, index_format="plane", layout=layout, n_threads=nt,
+                                            out=out)
+                assert_same(got, want)
+
+
 @pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
 @pytest.mark.parametrize("kind", FLOAT_KINDS)
 def test_onnx_indices_into_other_planes_are_summed_in_order(kind, layout, rng):

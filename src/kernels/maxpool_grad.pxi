@@ -59,14 +59,33 @@ cdef struct _GradJob:
     int status                      # pk_atomic_or: 1 a target outside its part, 2 out of range
 
 
+# Elements of y zeroed at a time ahead of the scatter's targets (a float32 part: 8 KB).
+cdef enum:
+    GRAD_ZERO_AHEAD = 2048
+
+
+cdef inline uint64_t _zero_ahead(grad_t* y, uint64_t z, uint64_t d, uint64_t span) noexcept nogil:
+    """y[z:e] set to zero, e past the target d and at least GRAD_ZERO_AHEAD past z (at most span);
+    returns e."""
+    cdef uint64_t e = max(d + 1, z + GRAD_ZERO_AHEAD)
+    e = min(e, span)
+    memset(y + z, 0, (e - z) * sizeof(grad_t))
+    return e
+
+
 cdef inline int _grad_run(const grad_t* g, const int64_t* idx, Py_ssize_t n, grad_t* y, float* acc,
                           uint64_t limit, int64_t a, int64_t lo, uint64_t span, Py_ssize_t C,
-                          bint per_channel, bint f16) noexcept nogil:
-    """_grad_part's loop, with the channel term (per_channel) and the 16-bit format (f16: float16,
-    else bfloat16) as constants once inlined."""
+                          bint per_channel, bint f16, bint zero) noexcept nogil:
+    """_grad_part's loop, with the channel term (per_channel), the 16-bit format (f16: float16,
+    else bfloat16) and the zeroing (zero: y's part is zeroed here) as constants once inlined.
+
+    The part is zeroed just ahead of the targets, not all at once before them: y[:z] is zero or
+    summed, and a target at or past z first zeroes up to it and some way on.  A MaxPool's targets
+    advance with j, so each stretch is zeroed while the terms landing on it are added, in cache,
+    rather than written out to memory and read back for a part larger than L2 (an NHWC image)."""
     cdef Py_ssize_t k, c = 0
     cdef int64_t v
-    cdef uint64_t d
+    cdef uint64_t d, z = 0
     cdef int status = 0
     for k in range(n):
         v = idx[k]
@@ -76,6 +95,8 @@ cdef inline int _grad_run(const grad_t* g, const int64_t* idx, Py_ssize_t n, gra
                 if grad_t is uint16_t:
                     acc[d] += pk_f16_to_f32(g[k]) if f16 else pk_bf16_to_f32(g[k])
                 else:
+                    if zero and d >= z:
+                        z = _zero_ahead(y, z, d, span)
                     y[d] += g[k]
             else:
                 status |= 1
@@ -85,6 +106,9 @@ cdef inline int _grad_run(const grad_t* g, const int64_t* idx, Py_ssize_t n, gra
             c += 1
             if c == C:
                 c = 0
+    if grad_t is not uint16_t:
+        if zero and z < span:
+            memset(y + z, 0, (span - z) * sizeof(grad_t))
     return status
 
 
@@ -93,13 +117,18 @@ cdef inline int _grad_part(const grad_t* g, const int64_t* idx, Py_ssize_t n, gr
     """Add one part's terms in order; the status bits of what could not be added."""
     cdef uint64_t limit = <uint64_t>j.limit, span = <uint64_t>j.out_block
     cdef bint f16 = grad_t is uint16_t and j.inf_bits == PK_F16_INF
-    if j.cc:  # NHWC "plane": the channel is the term's own (j.cc is 0 or 1)
+    if grad_t is not uint16_t:
+        if not j.zeroed:  # (16-bit floats sum into scratch, zeroed by the caller)
+            if j.cc:  # NHWC "plane": the channel is the term's own (j.cc is 0 or 1)
+                return _grad_run(g, idx, n, y, acc, limit, j.a, lo, span, j.C, True, False, True)
+            return _grad_run(g, idx, n, y, acc, limit, j.a, lo, span, j.C, False, False, True)
+    if j.cc:
         if f16:
-            return _grad_run(g, idx, n, y, acc, limit, j.a, lo, span, j.C, True, True)
-        return _grad_run(g, idx, n, y, acc, limit, j.a, lo, span, j.C, True, False)
+            return _grad_run(g, idx, n, y, acc, limit, j.a, lo, span, j.C, True, True, False)
+        return _grad_run(g, idx, n, y, acc, limit, j.a, lo, span, j.C, True, False, False)
     if f16:
-        return _grad_run(g, idx, n, y, acc, limit, j.a, lo, span, j.C, False, True)
-    return _grad_run(g, idx, n, y, acc, limit, j.a, lo, span, j.C, False, False)
+        return _grad_run(g, idx, n, y, acc, limit, j.a, lo, span, j.C, False, True, False)
+    return _grad_run(g, idx, n, y, acc, limit, j.a, lo, span, j.C, False, False, False)
 
 
 cdef inline uint64_t pk_fastmod(uint64_t d, uint64_t m, uint64_t C) noexcept nogil:
@@ -168,8 +197,6 @@ cdef void _grad_parts(grad_t* kind, _GradJob* j, Py_ssize_t begin, Py_ssize_t en
         if grad_t is uint16_t:
             acc = j.acc + tid * j.acc_stride
             memset(acc, 0, ob * sizeof(float))
-        elif not j.zeroed:
-            memset(y + b * ob, 0, ob * sizeof(grad_t))
         status |= _grad_part(g + b * ib, j.idx + b * ib, ib, y + b * ob, acc, j, b * j.base)
         if grad_t is uint16_t:
             if j.inf_bits == PK_F16_INF:
