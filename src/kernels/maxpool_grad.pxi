@@ -167,13 +167,11 @@ cdef inline int _grad_cols_run(const grad_t* g, const int64_t* idx, Py_ssize_t p
 cdef int _grad_cols(grad_t* kind, _GradJob* j, Py_ssize_t b) noexcept nogil:
     """Part b of an image cut into j.groups ranges of channels (float32 and float64; the kernel
     refuses groups for 16-bit floats): zero them and add their terms."""
-    cdef Py_ssize_t image = b // j.groups, group = b % j.groups, C = j.C, ob = j.out_block, p, i
+    cdef Py_ssize_t image = b // j.groups, group = b % j.groups, C = j.C, ob = j.out_block
     cdef Py_ssize_t c0 = group * C // j.groups, c1 = (group + 1) * C // j.groups
     cdef grad_t* y = <grad_t*>j.y + image * ob
-    if not j.zeroed:  # (plain loops, not a memset call per pixel's few channels)
-        for p in range(ob // C):
-            for i in range(p * C + c0, p * C + c1):
-                y[i] = 0
+    if not j.zeroed:  # (vector stores, not a memset call per pixel's few channels: pooling_zero.h)
+        pk_zero_rows(y + c0, ob // C, C * sizeof(grad_t), (c1 - c0) * sizeof(grad_t))
     cdef const grad_t* g = <const grad_t*>j.g + image * j.in_block
     cdef const int64_t* idx = j.idx + image * j.in_block
     if j.cc:
