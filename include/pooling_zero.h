@@ -40,33 +40,11 @@ static PK_NO_MEMSET_IDIOM void pk_zero(void* p, size_t bytes)
         b[i] = 0;
 }
 
-/* `bytes` at each of `rows` places `stride` bytes apart set to zero, by the same stores: a range of
- * channels of every pixel (max_pool_grad's NHWC ranges, src/kernels/maxpool_grad.pxi), a few cache lines
- * each, which as a loop the compiler made one memset call per pixel (23% of that call's time). */
-static PK_NO_MEMSET_IDIOM void pk_zero_rows(void* p, size_t rows, size_t stride, size_t bytes)
-{
-    const pk_zero_v z = {0};
-    for (size_t r = 0; r < rows; r++) {
-        char* b = (char*)p + r * stride;
-        size_t i = 0;
-        for (; i + sizeof z <= bytes; i += sizeof z)
-            memcpy(b + i, &z, sizeof z);
-        for (; i < bytes; i++)
-            b[i] = 0;
-    }
-}
-
 #else
 
 static void pk_zero(void* p, size_t bytes)
 {
     memset(p, 0, bytes);
-}
-
-static void pk_zero_rows(void* p, size_t rows, size_t stride, size_t bytes)
-{
-    for (size_t r = 0; r < rows; r++)
-        memset((char*)p + r * stride, 0, bytes);
 }
 
 #endif

@@ -73,80 +73,113 @@ def test_twin_bit_identical_every_format_and_n_threads(kind, rank, layout, rng):
             assert_same(got, want)
 
 
-@pytest.mark.parametrize("group_channels", [1, 16])
+# NHWC windows (kernel, strides, pads, dilations) whose rows reach 0 to 3 rows over a band's cut either way
+BAND_WINDOWS = ((2, 2, 0, 1), (3, 2, 1, 1), (3, 1, 1, 1), (5, 1, 2, 1), (7, 1, 3, 1), (3, 1, 2, 2), (1, 3, 0, 1))
+
+
+@pytest.mark.parametrize("band_rows", [1, 4])
+@pytest.mark.parametrize("rank", [1, 2, 3])
 @pytest.mark.parametrize("kind", FLOAT_KINDS)
-def test_nhwc_images_cut_into_channel_ranges(kind, group_channels, rng, monkeypatch):
-    # (16-bit floats keep whole images, so they check that the ranges stay off there.)
-    """NHWC with fewer images than threads: each image summed as ranges of channels, one thread
-    each (ranges of unequal width where C does not divide), bit for bit the twin for every format
-    and n_threads; an index that moves to another channel (not MaxPool's) sends the call back to
-    whole images, and one into another image to the ordered pass."""
+def test_nhwc_images_cut_into_bands_of_rows(kind, rank, band_rows, rng, monkeypatch):
+    # (16-bit floats keep whole images, so they check that the bands stay off there.)
+    """NHWC with fewer images than threads: each image summed as bands of rows, one thread each, a
+    band's thread taking the terms of its neighbours' rows that reach into its slice; with windows
+    from none to three rows over a cut, bands as short as one row (whose halos can pass a whole
+    band: summed again), bit for bit the twin for every format and n_threads.  An index beyond its
+    window's rows (not MaxPool's) sends the call back to whole images, one into another image to
+    the ordered pass."""
     import pooling.maxpool_grad as grad_module
     from pooling._dtypes import HALF_INF_BITS
-    monkeypatch.setattr(grad_module, "_GROUP_CHANNELS", group_channels)
-    for n, c in ((1, 5), (1, 37), (2, 40)):
-        g, onnx, x_shape = _case(rng, kind, "NHWC", 2, shape=(n, c, 7, 6))
+    monkeypatch.setattr(grad_module, "_BAND_ROWS", band_rows)
+    half = HALF_INF_BITS.get(kind, 0)
+    for n, rows in ((1, 7), (1, 13), (2, 9), (3, 4)):
         for nt in (2, 3, 5):
-            half = HALF_INF_BITS.get(kind, 0)
-            groups = grad_module._channel_groups("NHWC", n, c, int(np.prod(x_shape[1:])), nt, half)
-            assert groups == (1 if n >= nt or half else max(1, min(-(-nt // n), c // group_channels)))
-        assert grad_module._channel_groups("NCHW", 1, 64, 64 * 49, 2) == 1
+            bands = grad_module._row_bands("NHWC", n, rows, nt, half)
+            assert bands == (1 if n >= nt or half else max(1, min(-(-nt // n), rows // band_rows)))
+        assert grad_module._row_bands("NCHW", 1, 64, 2) == 1
+    for n, c, (k, s, p, d) in itertools.product((1, 2), (1, 3), BAND_WINDOWS):
+        x = make_array(rng, (n, c) + (13, 5, 4)[:rank], kind)
+        x = to_nhwc(x)
+        y, onnx = pooling.max_pool(x, (k,) + (2,) * (rank - 1), strides=(s,) + (1,) * (rank - 1),
+                                   pads=(p,) + (0,) * (rank - 1) + (p,) + (1,) * (rank - 1),
+                                   dilations=(d,) + (1,) * (rank - 1), return_indices=True, layout="NHWC")
+        g = to_dtype(np.round(rng.standard_normal(y.shape) * 64) / 16 + rng.standard_normal(y.shape) * 1e-3, kind)
         for fmt in FORMATS:
-            idx = pooling.convert_indices(onnx, x_shape, from_format="onnx", to_format=fmt, layout="NHWC")
+            idx = pooling.convert_indices(onnx, x.shape, from_format="onnx", to_format=fmt, layout="NHWC")
             cases = [idx]
-            if fmt != "plane":  # (a "plane" index names a pixel: its channel is the term's own)
-                moved = idx.copy()
-                flat = moved.reshape(-1)
-                at = np.flatnonzero(flat >= 0)[[0, -1]]
-                flat[at[0]] = flat[at[-1]]  # a term of channel 0 into the last channel's target
-                cases.append(moved)
+            valid = np.flatnonzero(idx.reshape(-1) >= 0)
+            if valid.size > 1:
+                far = idx.copy()
+                far.reshape(-1)[valid[0]] = idx.reshape(-1)[valid[-1]]  # a first row's term into the last row
+                cases.append(far)
             if fmt in ("onnx", "tf_batch") and n > 1:
                 other = idx.copy()
-                other[0, 0, 0, 1] = np.prod(x_shape[1:]) + 3  # into the second image
+                other.reshape(-1)[0] = np.prod(x.shape[1:]) + 1  # into the second image
                 cases.append(other)
             for case in cases:
-                want = reference.max_pool_grad(g, case, x_shape, index_format=fmt, layout="NHWC")
+                want = reference.max_pool_grad(g, case, x.shape, index_format=fmt, layout="NHWC")
                 for nt in (1, 2, 3, 5):
-                    got = pooling.max_pool_grad(g, case, x_shape, index_format=fmt, layout="NHWC", n_threads=nt)
+                    got = pooling.max_pool_grad(g, case, x.shape, index_format=fmt, layout="NHWC", n_threads=nt)
                     assert_same(got, want)
 
 
-def test_channel_ranges_in_the_kernel(rng):
-    """The kernel's contract on groups, and pk_fastmod through every channel count's ranges."""
+def _band_kernel(dtype):
     from pooling._dispatch import core
     from pooling._dtypes import C_TYPES
-    kernel = core.max_pool_grad[C_TYPES[np.dtype(np.float32)]]
-    g = np.ones(12, np.float32)
-    idx = np.arange(12, dtype=np.int64)
-    y = np.empty(12, np.float32)
-    run = lambda groups, C=3, blocks=1, out=y: kernel(g, idx, out, None, blocks, C, 12, 1, 0, 12, 0, False, 2,
-                                                      groups)
-    assert run(0) == -2 and run(4) == -2 and run(2, C=5) == -2  # groups in [1, C]; parts whole pixels
-    half = core.max_pool_grad[C_TYPES[np.dtype(np.uint16)]]  # (16-bit floats as their bits)
+    return core.max_pool_grad[C_TYPES[np.dtype(dtype)]]
+
+
+def test_bands_of_rows_in_the_kernel(rng):
+    """The kernel's contract on groups (bands of rows), and the status it returns: 0 for MaxPool's
+    indices with every undilated window and band count (the bands' own path, not the whole images'),
+    1 for a target where no band looks: two rows or more beyond a cut, or behind a row of the halo
+    that does not reach over it."""
+    kernel = _band_kernel(np.float32)
+    g, idx, y = np.ones(12, np.float32), np.arange(12, dtype=np.int64), np.empty(12, np.float32)
+    run = lambda groups, rows_out, rows_in, C=1: kernel(g, idx, y, None, 1, C, 12, 1, 0, 12, 0, False, 2, groups,
+                                                        rows_out, rows_in)
+    assert run(1, 1, 1) == 0 and run(2, 2, 2) == 0 and run(2, 12, 12) == 0 and run(2, 3, 4) == 0
+    assert run(0, 2, 2) == -2 and run(3, 2, 2) == -2  # groups in [1, rows_out]
+    assert run(2, 5, 2) == -2 and run(2, 2, 5) == -2  # whole rows of g and of y
+    assert run(2, 2, 2, C=4) == -2  # a row of g a whole number of pixels
+    assert run(2, 2, 2, C=3) == 0
+    half = _band_kernel(np.uint16)  # (16-bit floats as their bits): whole parts only
     h, hy, acc = np.ones(12, np.float16).view(np.uint16), np.empty(12, np.uint16), np.empty((2, 12), np.float32)
-    assert half(h, idx, hy, acc, 1, 3, 12, 1, 0, 12, 0x7C00, False, 2, 2) == -2  # 16-bit floats: whole parts
-    assert half(h, idx, hy, acc, 1, 3, 12, 1, 0, 12, 0x7C00, False, 2, 1) == 0
-    for groups in (1, 2, 3):
-        y[...] = np.nan
-        assert run(groups) == 0
-        np.testing.assert_array_equal(y, 1)
-    for C in (1, 2, 3, 7, 64, 65535, 65536, 1 << 20):
-        pixels = max(2, 96 // C)
-        size = pixels * C
-        groups = min(C, 3)
-        bounds = [k * C // groups for k in range(groups + 1)]
-        own = np.searchsorted(bounds, np.arange(size) % C, side="right") - 1  # each term's range
-        gg = rng.standard_normal(size).astype(np.float32)
-        kept = (rng.permutation(pixels)[np.arange(size) // C] * C + np.arange(size) % C).astype(np.int64)
-        for ii in (kept, rng.permutation(size).astype(np.int64)):
-            yy = np.full(size, np.nan, np.float32)
-            status = kernel(gg, ii, yy, None, 1, C, size, 1, 0, size, 0, False, 2, groups)
-            crossing = (own != np.searchsorted(bounds, ii % C, side="right") - 1).any()
-            assert status == int(crossing), C  # a target outside its term's range: 1 (summed again)
-            if not crossing:
-                want = np.zeros(size, np.float32)
-                want[ii] = gg
-                np.testing.assert_array_equal(yy, want)
+    assert half(h, idx, hy, acc, 1, 1, 12, 1, 0, 12, 0x7C00, False, 2, 2, 2, 2) == -2
+    assert half(h, idx, hy, acc, 1, 1, 12, 1, 0, 12, 0x7C00, False, 2, 1, 2, 2) == 0
+    for (k, s, p, dil), c, fmt in itertools.product(BAND_WINDOWS, (1, 4), ("onnx", "plane")):
+        x = rng.standard_normal((1, 23, 3, c)).astype(np.float32)
+        _, ii = pooling.max_pool(x, (k, 2), strides=(s, 1), pads=(p, 0, p, 1), dilations=(dil, 1),
+                                 return_indices=True, layout="NHWC", index_format=fmt)
+        gg = rng.standard_normal(ii.shape).astype(np.float32)
+        want = reference.max_pool_grad(gg, ii, x.shape, index_format=fmt, layout="NHWC")
+        a, cc = (c, 1) if fmt == "plane" else (1, 0)
+        for groups in range(1, ii.shape[1] // 3 + 1):  # (bands of 3 rows or more: no window reaches further)
+            out = np.full(x.size, np.nan, np.float32)
+            status = kernel(gg.reshape(-1), ii.reshape(-1), out, None, 1, c, x.size, a, cc, x.size * (a == 1), 0,
+                            False, 2, groups, ii.shape[1], x.shape[1])
+            # A window's crossing rows follow one another, except with dilated taps: rows of the other
+            # parity may not reach over the cut between two that do, and a halo stops at the first
+            # row that does not (summed again, in the other test).
+            assert status == 0 or (dil > 1 and status == 1), (k, s, p, dil, groups)
+            if status == 0:
+                np.testing.assert_array_equal(out.reshape(x.shape), want)
+    # Targets placed by hand, one pixel per row (C=1, W=1): dy's 8 rows in two bands (rows 0-3, 4-7),
+    # dx's 8 rows likewise (cut at 4).
+    base = np.arange(8, dtype=np.int64)
+    for changed, status in (({}, 0), ({3: 4}, 0), ({3: 4, 4: 3}, 0), ({3: 5, 2: 4}, 0),  # halos of 1 and 2 rows
+                            ({2: 4}, 1),          # row 2 reaches over the cut, row 3 (its halo's end) does not
+                            ({5: 3}, 1),          # likewise forwards: row 5, behind row 4
+                            ({0: 7}, 1), ({7: 0}, 1)):  # no halo reaches that far
+        ii = base.copy()
+        for row, target in changed.items():
+            ii[row] = target
+        gg = rng.standard_normal(8).astype(np.float32)
+        out = np.full(8, np.nan, np.float32)
+        assert kernel(gg, ii, out, None, 1, 1, 8, 1, 0, 8, 0, False, 2, 2, 8, 8) == status, changed
+        if status == 0:
+            want = reference.max_pool_grad(gg.reshape(1, 8, 1), ii.reshape(1, 8, 1), (1, 8, 1), layout="NHWC")
+            np.testing.assert_array_equal(out, want.reshape(-1))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -154,20 +187,31 @@ def test_parts_zeroed_just_ahead_of_targets_in_any_order(dtype, rng):
     """Each part of dx is zeroed just ahead of its targets, a stretch at a time, as the terms reach
     them (src/kernels/maxpool_grad.pxi): targets rising, falling and in random order with repeats,
     jumps past several stretches, elements no target reaches (they stay zero; in the last case the
-    whole last two thirds of each part), into an out= full of NaN, whole parts and NHWC ranges of
-    channels: the twin to the bit."""
+    whole last two thirds of each part), into an out= full of NaN, whole parts and NHWC bands of
+    rows (targets kept inside each band's slice, so that the bands' own path sums them): the twin to
+    the bit."""
     for layout, x_shape, g_shape in (("NCHW", (2, 3, 64, 70), (2, 3, 30, 31)),
                                      ("NHWC", (1, 40, 41, 32), (1, 30, 31, 32)),
                                      ("NHWC", (2, 40, 41, 32), (2, 30, 31, 32))):
         plane = x_shape[2] * x_shape[3] if layout == "NCHW" else x_shape[1] * x_shape[2]
         g = rng.standard_normal(g_shape).astype(dtype)
         axes = (2, 3) if layout == "NCHW" else (1, 2)
-        flat = np.moveaxis(rng.integers(0, plane, g_shape), axes, (-2, -1))
-        lead = flat.shape[:-2]
-        flat = flat.reshape(lead + (-1,))
-        flat[..., ::7] = -1
-        rising = np.sort(flat, axis=-1)
-        for order in (rising, rising[..., ::-1], flat, np.where(flat < 0, -1, flat // 3)):  # (last: dx's end unreached)
+        lead = tuple(np.delete(g_shape, axes))
+        # Segments of a part's terms and the targets they get: one image with two threads is cut
+        # into two bands, dy's rows 0-14 and 15-29, whose slices are dx's rows 0-19 and 20-39.
+        cut = g_shape[3] * 15, x_shape[2] * 20
+        segments = ([(slice(None), 0, plane)] if x_shape[0] > 1 or layout == "NCHW" else
+                    [(slice(0, cut[0]), 0, cut[1]), (slice(cut[0], None), cut[1], plane - cut[1])])
+        orders = {name: np.empty(lead + (g_shape[axes[0]] * g_shape[axes[1]],), np.int64)
+                  for name in ("rising", "falling", "random", "third")}
+        for part, low, width in segments:  # (terms, their targets' range [low, low + width))
+            flat = low + rng.integers(0, width, orders["random"][..., part].shape)
+            flat[..., ::7] = -1
+            orders["random"][..., part] = flat
+            orders["rising"][..., part] = np.sort(flat, axis=-1)
+            orders["falling"][..., part] = np.sort(flat, axis=-1)[..., ::-1]
+            orders["third"][..., part] = np.where(flat < 0, -1, low + (flat - low) // 3)  # (the end unreached)
+        for order in orders.values():
             idx = np.ascontiguousarray(np.moveaxis(order.reshape(lead + tuple(g_shape[a] for a in axes)),
                                                    (-2, -1), axes))
             want = reference.max_pool_grad(g, idx, x_shape, index_format="plane", layout=layout)
@@ -292,10 +336,10 @@ def test_index_out_of_range(fmt, limit, layout):
 
 
 @pytest.mark.parametrize("fmt, limit", [("onnx", 48), ("plane", 16), ("tf", 48), ("tf_batch", 48)])
-def test_index_out_of_range_in_channel_ranges(fmt, limit, monkeypatch):
-    """NHWC with one image cut into ranges of channels (SPEC 5: the first bad index is named)."""
+def test_index_out_of_range_in_bands_of_rows(fmt, limit, monkeypatch):
+    """NHWC with one image cut into bands of rows (SPEC 5: the first bad index is named)."""
     import pooling.maxpool_grad as grad_module
-    monkeypatch.setattr(grad_module, "_GROUP_CHANNELS", 1)
+    monkeypatch.setattr(grad_module, "_BAND_ROWS", 1)
     g = np.ones((1, 2, 2, 3), np.float32)
     for bad in (limit, -2, 2**62):
         idx = np.zeros(g.shape, np.int64)

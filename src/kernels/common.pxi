@@ -152,7 +152,6 @@ cdef extern from "pooling_unpool.h":
 
 cdef extern from "pooling_zero.h":
     void pk_zero(void* p, size_t nbytes) noexcept nogil
-    void pk_zero_rows(void* p, size_t rows, size_t stride, size_t nbytes) noexcept nogil
 
 cdef extern from "pooling_add.h":
     void pk_add_f32(float* y, const float* x, Py_ssize_t n) noexcept nogil

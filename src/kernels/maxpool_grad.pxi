@@ -23,11 +23,15 @@
 # rounded once, as Col2Im does.
 #
 # NHWC with fewer images than threads: each image is cut further into
-# `groups` ranges of channels, and a part is one range of one image: its
-# thread adds the terms of its channels (j % C) whose targets lie in its
-# channels, in order of j.  A MaxPool index keeps its channel, so every
-# target is in range; a term whose target lies in another range is not
-# written (status 1: the call is summed again in order, as above).
+# `groups` bands, a band of dy's rows (its first spatial axis) and the band of
+# dx's rows in the same proportion, its slice; a part is one band of one image.
+# Its thread adds, in order of j, every term whose target lies in its slice:
+# those of its own rows, and those of the neighbouring bands' rows next to it
+# whose windows reach over the cut (the halos, found from the indices
+# themselves: _crossing).  Every slice is summed in order by one thread, so the
+# result is the ordered one.  A term whose target lies where no thread looks
+# (beyond a neighbour's slice, or in a neighbour's slice from a row its halo
+# does not reach) is not written: status 1, summed again in order, as above.
 # ===========================================================================
 
 ctypedef fused grad_t:
@@ -50,8 +54,8 @@ cdef struct _GradJob:
     float* acc                      # 16-bit floats: float32 sums, one part per thread; else NULL
     Py_ssize_t acc_stride           # floats from one thread's part to the next (acc's rows)
     Py_ssize_t in_block, out_block, C
-    Py_ssize_t groups               # parts per image (NHWC: ranges of channels), else 1
-    uint64_t mod_m                  # groups > 1: pk_fastmod's multiplier for C
+    Py_ssize_t groups               # parts per image (NHWC: bands of rows), else 1
+    Py_ssize_t rows_in, rows_out    # groups > 1: rows of a part of dx and of dy (first spatial axis)
     int64_t limit, a, cc, base
     uint16_t inf_bits
     bint zeroed                     # y holds zeros already (a fresh calloc'd result)
@@ -83,29 +87,27 @@ cdef inline int _grad_run(const grad_t* g, const int64_t* idx, Py_ssize_t n, gra
     summed, and a target at or past z first zeroes up to it and some way on.  A MaxPool's targets
     advance with j, so each stretch is zeroed while the terms landing on it are added, in cache,
     rather than written out to memory and read back for a part larger than L2 (an NHWC image)."""
-    cdef Py_ssize_t k, c = 0
+    cdef Py_ssize_t k, q, c, w = C if per_channel else max(n, 1)
     cdef int64_t v
     cdef uint64_t d, z = 0
     cdef int status = 0
-    for k in range(n):
-        v = idx[k]
-        if <uint64_t>v < limit:
-            d = <uint64_t>(v * a + c - lo) if per_channel else <uint64_t>(v * a - lo)
-            if d < span:
-                if grad_t is uint16_t:
-                    acc[d] += pk_f16_to_f32(g[k]) if f16 else pk_bf16_to_f32(g[k])
+    for q in range(n // w):  # (per_channel: pixel by pixel, the channel the inner loop's own)
+        for c in range(w):
+            k = q * w + c
+            v = idx[k]
+            if <uint64_t>v < limit:
+                d = <uint64_t>(v * a + c - lo) if per_channel else <uint64_t>(v * a - lo)
+                if d < span:
+                    if grad_t is uint16_t:
+                        acc[d] += pk_f16_to_f32(g[k]) if f16 else pk_bf16_to_f32(g[k])
+                    else:
+                        if zero and d >= z:
+                            z = _zero_ahead(y, z, d, span)
+                        y[d] += g[k]
                 else:
-                    if zero and d >= z:
-                        z = _zero_ahead(y, z, d, span)
-                    y[d] += g[k]
-            else:
-                status |= 1
-        elif v != -1:
-            status |= 2
-        if per_channel:
-            c += 1
-            if c == C:
-                c = 0
+                    status |= 1
+            elif v != -1:
+                status |= 2
     if grad_t is not uint16_t:
         if zero and z < span:
             memset(y + z, 0, (span - z) * sizeof(grad_t))
@@ -131,52 +133,118 @@ cdef inline int _grad_part(const grad_t* g, const int64_t* idx, Py_ssize_t n, gr
     return _grad_run(g, idx, n, y, acc, limit, j.a, lo, span, j.C, False, False, False)
 
 
-cdef inline uint64_t pk_fastmod(uint64_t d, uint64_t m, uint64_t C) noexcept nogil:
-    """d % C for d, C < 2**32, m = 2**64 // C + 1 (wrapping): the high 64 bits of (m * d) * C
-    (Lemire, Kaser and Kurz, "Faster remainder by direct computation"), from 32-bit halves."""
-    cdef uint64_t x = m * d
-    return ((x >> 32) * C + (((x << 32) >> 32) * C >> 32)) >> 32
+cdef inline bint _row_crosses(const int64_t* idx, Py_ssize_t n, uint64_t vlo, uint64_t vcut, uint64_t vspan,
+                              bint below) noexcept nogil:
+    """Whether a row of n indices has a target below the cut (below), else one at or past it inside the
+    image.  In the indices' own terms: an index v is the target (v - vlo) * a, plus its channel where
+    a is C (the NHWC "plane" formula, with vlo 0), and cuts lie between whole pixels, so v names a
+    target below the cut exactly when v - vlo < vcut (the cut / a), and -1 or an index outside the
+    image never does.  No early exit: the loop is a vector compare."""
+    cdef Py_ssize_t k
+    cdef uint64_t u
+    cdef bint found = False
+    for k in range(n):
+        u = <uint64_t>idx[k] - vlo
+        found |= (u < vcut) if below else (u - vcut < vspan - vcut)
+    return found
 
 
-cdef inline int _grad_cols_run(const grad_t* g, const int64_t* idx, Py_ssize_t pixels, grad_t* y,
-                               const _GradJob* j, int64_t lo, Py_ssize_t c0, Py_ssize_t c1,
-                               bint per_channel) noexcept nogil:
-    """One range of channels [c0, c1) of one NHWC image: its terms in order, those whose targets
-    lie in the range added (per_channel: the NHWC "plane" formula, whose target is in the term's
-    own channel; else the target's channel is its offset modulo C)."""
-    cdef uint64_t limit = <uint64_t>j.limit, span = <uint64_t>j.out_block, C = <uint64_t>j.C
-    cdef uint64_t d, w = <uint64_t>(c1 - c0)
-    cdef Py_ssize_t q, c, k
-    cdef int64_t v, a = j.a
+cdef Py_ssize_t _crossing(const int64_t* idx, Py_ssize_t n, uint64_t vlo, uint64_t vcut, uint64_t vspan,
+                          Py_ssize_t r, Py_ssize_t stop, bint below) noexcept nogil:
+    """A halo: how many rows of dy (n terms each), from row r on towards row stop (backwards when below
+    is False, forwards when True; stop not included), have a target on the far side of the cut (below
+    it, or at or past it), one after the other.
+    Rows past the first that has none are not looked at: a target beyond them is caught by its own
+    band's check (_grad_band), and the call summed again in order.  (A MaxPool window's rows that
+    reach over a cut follow one another: a row's winner over the cut is in the next row's window,
+    or that window lies wholly past it.  Dilated taps along the rows can leave a gap.)"""
+    cdef Py_ssize_t step = 1 if below else -1, count = 0
+    while r != stop and _row_crosses(idx + r * n, n, vlo, vcut, vspan, below):
+        count += 1
+        r += step
+    return count
+
+
+cdef inline int _grad_band_run(const grad_t* g, const int64_t* idx, Py_ssize_t n, grad_t* y,
+                               uint64_t limit, int64_t a, int64_t lo, Py_ssize_t C, bint per_channel,
+                               uint64_t s_size, const uint64_t* ok, uint64_t* z, bint zero) noexcept nogil:
+    """One row of dy for a band: its terms whose targets lie in the band's slice, y[:s_size] (lo: the
+    slice's first element in the index formula's terms), added in order, zeroing ahead of them as
+    _grad_run does (z: the zeroed stretch's end); a target outside the ok[1] elements from ok[0]
+    before the slice, where the thread that owns it does not look, sets status 1.  (ok is read only
+    there, so that it holds no register in the loop.)"""
+    cdef Py_ssize_t k, q, c, w = C if per_channel else max(n, 1)
+    cdef int64_t v
+    cdef uint64_t d, zeroed = z[0]
     cdef int status = 0
-    for q in range(pixels):
-        for c in range(c0, c1):
-            k = q * j.C + c
+    for q in range(n // w):  # (per_channel: pixel by pixel, the channel the inner loop's own)
+        for c in range(w):
+            k = q * w + c
             v = idx[k]
             if <uint64_t>v < limit:
                 d = <uint64_t>(v * a + c - lo) if per_channel else <uint64_t>(v * a - lo)
-                if d < span and (per_channel or pk_fastmod(d, j.mod_m, C) - <uint64_t>c0 < w):
+                if d < s_size:
+                    if zero and d >= zeroed:
+                        zeroed = _zero_ahead(y, zeroed, d, s_size)
                     y[d] += g[k]
-                else:
+                elif d + ok[0] >= ok[1]:
                     status |= 1
             elif v != -1:
                 status |= 2
+    z[0] = zeroed
     return status
 
 
-cdef int _grad_cols(grad_t* kind, _GradJob* j, Py_ssize_t b) noexcept nogil:
-    """Part b of an image cut into j.groups ranges of channels (float32 and float64; the kernel
-    refuses groups for 16-bit floats): zero them and add their terms."""
-    cdef Py_ssize_t image = b // j.groups, group = b % j.groups, C = j.C, ob = j.out_block
-    cdef Py_ssize_t c0 = group * C // j.groups, c1 = (group + 1) * C // j.groups
-    cdef grad_t* y = <grad_t*>j.y + image * ob
-    if not j.zeroed:  # (vector stores, not a memset call per pixel's few channels: pooling_zero.h)
-        pk_zero_rows(y + c0, ob // C, C * sizeof(grad_t), (c1 - c0) * sizeof(grad_t))
+cdef int _grad_band(grad_t* kind, _GradJob* j, Py_ssize_t b) noexcept nogil:
+    """Part b of an image cut into j.groups bands of rows (float32 and float64; the kernel refuses
+    groups for 16-bit floats): zero its slice of dx and add the terms that land there, in order."""
+    cdef Py_ssize_t image = b // j.groups, t = b % j.groups, T = j.groups
+    cdef Py_ssize_t R = j.rows_out, n = j.in_block // R, rowlen = j.out_block // j.rows_in, oh
+    cdef Py_ssize_t o[4]           # first rows of dy's bands t - 1 .. t + 2 (clamped)
+    cdef uint64_t cut[4]           # and the first elements of their slices of dx
+    cdef Py_ssize_t i, back0 = 0, fwd0 = 0, back1 = 0, fwd1 = 0
+    cdef int64_t lo = image * j.base
     cdef const grad_t* g = <const grad_t*>j.g + image * j.in_block
     cdef const int64_t* idx = j.idx + image * j.in_block
-    if j.cc:
-        return _grad_cols_run(g, idx, j.in_block // C, y, j, image * j.base, c0, c1, True)
-    return _grad_cols_run(g, idx, j.in_block // C, y, j, image * j.base, c0, c1, False)
+    cdef grad_t* y = <grad_t*>j.y + image * j.out_block
+    cdef uint64_t ok_lo, ok_hi, z = 0
+    cdef uint64_t ok[2]            # a core row's targets outside the slice: where its neighbours look
+    cdef int status = 0
+    cdef bint zero = not j.zeroed
+    for i in range(4):
+        o[i] = min(max(t - 1 + i, 0), T) * R // T
+        cut[i] = <uint64_t>((o[i] * j.rows_in // R) * rowlen)
+    # The halos at the band's two cuts, worked out by both threads that meet there, alike (in the
+    # indices' terms, _row_crosses: a is 1, or C with lo 0, and the cuts are whole rows of pixels).
+    cdef uint64_t vlo = <uint64_t>(lo // j.a), vspan = <uint64_t>(j.out_block // j.a)
+    if t > 0:
+        back0 = _crossing(idx, n, vlo, cut[1] // j.a, vspan, o[1] - 1, o[0] - 1, False)  # band t - 1's last rows
+        fwd0 = _crossing(idx, n, vlo, cut[1] // j.a, vspan, o[1], o[2], True)            # this band's first rows
+    if t + 1 < T:
+        back1 = _crossing(idx, n, vlo, cut[2] // j.a, vspan, o[2] - 1, o[1] - 1, False)
+        fwd1 = _crossing(idx, n, vlo, cut[2] // j.a, vspan, o[2], o[3], True)
+    for oh in range(o[1] - back0, o[2] + fwd1):
+        ok_lo, ok_hi = 0, <uint64_t>(-1)  # (rows of the neighbours': their own threads check them)
+        if o[1] <= oh < o[2]:
+            ok_lo = cut[0] if t > 0 and oh < o[1] + fwd0 else cut[1]
+            ok_hi = cut[3] if t + 1 < T and oh >= o[2] - back1 else cut[2]
+        ok[0], ok[1] = cut[1] - ok_lo, ok_hi - ok_lo
+        # (the flags constants at each call, so that each loop is compiled for its own)
+        if j.cc and zero:
+            status |= _grad_band_run(g + oh * n, idx + oh * n, n, y + cut[1], <uint64_t>j.limit, j.a,
+                                     lo + <int64_t>cut[1], j.C, True, cut[2] - cut[1], ok, &z, True)
+        elif j.cc:
+            status |= _grad_band_run(g + oh * n, idx + oh * n, n, y + cut[1], <uint64_t>j.limit, j.a,
+                                     lo + <int64_t>cut[1], j.C, True, cut[2] - cut[1], ok, &z, False)
+        elif zero:
+            status |= _grad_band_run(g + oh * n, idx + oh * n, n, y + cut[1], <uint64_t>j.limit, j.a,
+                                     lo + <int64_t>cut[1], j.C, False, cut[2] - cut[1], ok, &z, True)
+        else:
+            status |= _grad_band_run(g + oh * n, idx + oh * n, n, y + cut[1], <uint64_t>j.limit, j.a,
+                                     lo + <int64_t>cut[1], j.C, False, cut[2] - cut[1], ok, &z, False)
+    if zero and z < cut[2] - cut[1]:
+        memset(y + cut[1] + z, 0, (cut[2] - cut[1] - z) * sizeof(grad_t))
+    return status
 
 
 cdef void _grad_parts(grad_t* kind, _GradJob* j, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil:
@@ -187,7 +255,7 @@ cdef void _grad_parts(grad_t* kind, _GradJob* j, Py_ssize_t begin, Py_ssize_t en
     cdef int status = 0
     if j.groups > 1:
         for b in range(begin, end):
-            status |= _grad_cols(kind, j, b)
+            status |= _grad_band(kind, j, b)
         if status:
             pk_atomic_or(&j.status, status)
         return
@@ -210,13 +278,14 @@ cdef void _grad_parts(grad_t* kind, _GradJob* j, Py_ssize_t begin, Py_ssize_t en
 def max_pool_grad(const grad_t[::1] g not None, const int64_t[::1] indices not None,
                   grad_t[::1] y not None, float[:, ::1] acc, Py_ssize_t blocks, Py_ssize_t C,
                   int64_t limit, int64_t a, int64_t cc, int64_t base, uint16_t inf_bits,
-                  bint zeroed, int n_threads, Py_ssize_t groups=1):
+                  bint zeroed, int n_threads, Py_ssize_t groups=1, Py_ssize_t rows_out=1,
+                  Py_ssize_t rows_in=1):
     """dx = zeros, then dx[target] += dy in order of dy, part by part (all arrays flat).
 
     blocks (>= 1): the equal parts g and y are cut into.  C: channels (the period of j % C,
-    used where cc is 1).  groups: each part cut further into this many ranges of channels
-    (NHWC parts, whose elements' channel is their offset modulo C; at most C, parts of y below
-    2**32 elements, float32 and float64 only).  limit: the encoding's range; a, cc, base: the target formula above.
+    used where cc is 1: a part of g is then whole pixels).  groups: each part cut further into this many bands of rows (NHWC parts,
+    at most rows_out; float32 and float64 only), a part of g being rows_out rows and one of y
+    rows_in rows.  limit: the encoding's range; a, cc, base: the target formula above.
     inf_bits: 0, or the +inf pattern of float16 / bfloat16 when g and y hold those bits; then
     acc is float32 scratch of shape (n_threads, y.shape[0] // blocks), else None.  zeroed: y
     holds zeros already (a fresh result from calloc), so float and double parts are not zeroed
@@ -228,9 +297,9 @@ def max_pool_grad(const grad_t[::1] g not None, const int64_t[::1] indices not N
     """
     cdef Py_ssize_t n = g.shape[0], size = y.shape[0]
     if (indices.shape[0] != n or size == 0 or blocks < 1 or n % blocks or size % blocks
-            or n_threads < 1 or C < 1 or groups < 1 or (groups > 1 and (
-                grad_t is uint16_t or groups > C or (n // blocks) % C or (size // blocks) % C
-                or size // blocks >= (1 << 32)))
+            or n_threads < 1 or C < 1 or (cc and (n // blocks) % C) or groups < 1 or (groups > 1 and (
+                grad_t is uint16_t or rows_out < groups or rows_in < 1 or (n // blocks) % rows_out
+                or (size // blocks) % rows_in or (n // blocks // rows_out) % C))
             or (grad_t is uint16_t and (
                 acc is None or acc.shape[0] < n_threads or acc.shape[1] < size // blocks))):
         return -2
@@ -245,7 +314,7 @@ def max_pool_grad(const grad_t[::1] g not None, const int64_t[::1] indices not N
     else:
         j.kind = GRAD_DOUBLE
     j.in_block, j.out_block, j.C, j.groups = n // blocks, size // blocks, C, groups
-    j.mod_m = (~(<uint64_t>0)) // (<uint64_t>C) + 1
+    j.rows_out, j.rows_in = rows_out, rows_in
     j.limit, j.a, j.cc, j.base, j.inf_bits, j.status = limit, a, cc, base, inf_bits, 0
     j.zeroed = zeroed
     with nogil:

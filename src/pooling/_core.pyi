@@ -104,5 +104,5 @@ def col2im(
 def max_pool_grad(
     g: npt.NDArray[np.generic], indices: npt.NDArray[np.int64], y: npt.NDArray[np.generic],
     acc: npt.NDArray[np.float32] | None, blocks: int, C: int, limit: int, a: int, cc: int, base: int,
-    inf_bits: int, zeroed: bool, n_threads: int,
+    inf_bits: int, zeroed: bool, n_threads: int, groups: int = ..., rows_out: int = ..., rows_in: int = ...,
 ) -> int: ...

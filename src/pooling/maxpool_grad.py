@@ -81,8 +81,9 @@ def max_pool_grad(grad_y: ArrayLike, indices: ArrayLike, x_shape: Sequence[Int],
     Notes
     -----
     Every element of the result sums its terms in row-major order of `grad_y`, for every
-    `n_threads` (each plane, or NHWC image, is summed by one thread; indices that point into
-    another plane than their own are summed in one ordered pass). float16 and bfloat16 are
+    `n_threads` (each plane, NHWC image, or band of an NHWC image's rows when there are fewer images
+    than threads, is summed by one thread; indices that point where no thread of theirs looks are
+    summed in one ordered pass). float16 and bfloat16 are
     summed in float32 and rounded once. Every format, "plane" included, is read as row-major
     positions: indices made with ``max_pool(..., storage_order=1)`` (column-major, "onnx" or
     "plane") do not give this gradient. docs/behaviour.md, section 6, has every rule.
@@ -136,12 +137,12 @@ def max_pool_grad(grad_y: ArrayLike, indices: ArrayLike, x_shape: Sequence[Int],
     elif index_format == "tf":  # NHWC: the offset inside the image
         base = 0
     inf_bits = HALF_INF_BITS.get(kind, 0)
-    groups = _channel_groups(layout, blocks, channels, part, nt, inf_bits)
+    groups = _row_bands(layout, blocks, g.shape[1], nt, inf_bits)
     status = _run(gk, ik, y.view(gk.dtype), blocks, channels, limit, a, cc, base, inf_bits, zeroed,
-                  min(nt, blocks * groups), groups)
+                  min(nt, blocks * groups), groups, g.shape[1], shape[1])
     if status == 1 and groups > 1:
-        # Some target lies in another range of channels than its term (an index that changes
-        # channel, which MaxPool's never do): the images whole again, each by one thread.
+        # Some target lies where no band's thread looks (an index beyond its window's rows, which
+        # MaxPool's never are): the images whole again, each by one thread.
         status = _run(gk, ik, y.view(gk.dtype), blocks, channels, limit, a, cc, base, inf_bits, False,
                       min(nt, blocks))
     if status == 1:
@@ -157,30 +158,30 @@ def max_pool_grad(grad_y: ArrayLike, indices: ArrayLike, x_shape: Sequence[Int],
     return y
 
 
-# NHWC images are cut into ranges of at least this many channels (a cache line of float32) when
-# there are fewer images than threads, so that two threads never write the same line.
-_GROUP_CHANNELS = 16
+# NHWC images are cut into bands of at least this many rows of grad_y when there are fewer images
+# than threads: a band's thread also reads the rows of its neighbours' whose windows reach into its
+# slice (one or two rows on either side for the usual windows), a small share of a band this long.
+_BAND_ROWS = 4
 
 
-def _channel_groups(layout, images, channels, part, nt, inf_bits=0):
-    """Ranges of channels per NHWC image, each summed by one thread: enough for nt threads where
-    there are fewer images than threads (N=1), else 1.  (The kernel finds a target's channel as
-    its offset modulo C in 32-bit arithmetic: images of fewer than 2**32 elements.)  float32 and
-    float64 only (inf_bits 0): 16-bit floats, summed in float32 scratch, took 1.4x longer so
-    (docs/tuning.md#max_pool_grad-nhwc-channel-ranges)."""
-    if layout != "NHWC" or images >= nt or part >= 1 << 32 or inf_bits:
+def _row_bands(layout, images, rows, nt, inf_bits=0):
+    """Bands of rows per NHWC image, each summed by one thread: enough for nt threads where there
+    are fewer images than threads (N=1), else 1.  rows: grad_y's first spatial axis.  float32 and
+    float64 only (inf_bits 0): 16-bit floats are summed in float32 scratch a whole image at a time
+    (docs/tuning.md#max_pool_grad-nhwc-bands-of-rows)."""
+    if layout != "NHWC" or images >= nt or inf_bits:
         return 1
-    return max(1, min(-(-nt // images), channels // _GROUP_CHANNELS))
+    return max(1, min(-(-nt // images), rows // _BAND_ROWS))
 
 
-def _run(gk, ik, yk, blocks, channels, limit, a, cc, base, inf_bits, zeroed, nt, groups=1):
+def _run(gk, ik, yk, blocks, channels, limit, a, cc, base, inf_bits, zeroed, nt, groups=1, rows_out=1, rows_in=1):
     """The kernel's status (0 written, 1 a target outside its part, 2 an index out of range)."""
     # 16-bit floats' float32 sums, a row per thread, a page (1024 floats) longer than a part, so
     # that no two threads' parts share a page (docs/tuning.md#per-thread-scratch-a-page-apart)
     acc = np.empty((nt, yk.size // blocks + 1024), np.float32) if inf_bits else None
     status = _core.max_pool_grad[C_TYPES[gk.dtype]](gk.reshape(-1), ik.reshape(-1), yk.reshape(-1), acc,
                                                     blocks, channels, limit, a, cc, base, inf_bits, zeroed,
-                                                    nt, groups)
+                                                    nt, groups, rows_out, rows_in)
     if status == -2:  # the kernel's contract on its arguments, which the checks above keep
         raise RuntimeError(f"{OP}: internal error: the kernel rejected its arguments")
     return status
