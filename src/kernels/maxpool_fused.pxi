@@ -411,7 +411,7 @@ cdef inline void _index_row(int64_t* irow, const int32_t* wpos, Py_ssize_t OW, i
 
     Its own function so that nothing in the loop is read through a pointer the stores could
     alias: written inline with the Geom's fields, GCC reloaded them after every store and the
-    loop cost Zen 4 about 2.5 us per 1000 indices (docs/tuning.md#fused-index-rows)."""
+    loop took most of a call with Indices on Zen 4 (docs/tuning.md#fused-kernel-loops)."""
     cdef Py_ssize_t ow
     for ow in range(OW):
         irow[ow] = base + wpos[ow] * imul if wpos[ow] >= 0 else -1
