@@ -88,9 +88,20 @@ def test_nhwc_images_cut_into_bands_of_rows(kind, rank, band_rows, rng, monkeypa
     band: summed again), bit for bit the twin for every format and n_threads.  An index beyond its
     window's rows (not MaxPool's) sends the call back to whole images, one into another image to
     the ordered pass."""
+    import pooling._threads
     import pooling.maxpool_grad as grad_module
     from pooling._dtypes import HALF_INF_BITS
     monkeypatch.setattr(grad_module, "_BAND_ROWS", band_rows)
+    monkeypatch.setattr(pooling._threads, "SERIAL_BELOW", 0)  # (these small calls would run on one thread)
+    runs = []  # (groups, status) of each kernel run of a call
+
+    def run(*args):
+        status = real_run(*args)
+        runs.append((args[12] if len(args) > 12 else 1, status))
+        return status
+
+    real_run = grad_module._run
+    monkeypatch.setattr(grad_module, "_run", run)
     half = HALF_INF_BITS.get(kind, 0)
     for n, rows in ((1, 7), (1, 13), (2, 9), (3, 4)):
         for nt in (2, 3, 5):
@@ -116,11 +127,18 @@ def test_nhwc_images_cut_into_bands_of_rows(kind, rank, band_rows, rng, monkeypa
                 other = idx.copy()
                 other.reshape(-1)[0] = np.prod(x.shape[1:]) + 1  # into the second image
                 cases.append(other)
-            for case in cases:
+            for case, name in zip(cases, ("maxpool", "far", "other")):
                 want = reference.max_pool_grad(g, case, x.shape, index_format=fmt, layout="NHWC")
                 for nt in (1, 2, 3, 5):
+                    runs.clear()
                     got = pooling.max_pool_grad(g, case, x.shape, index_format=fmt, layout="NHWC", n_threads=nt)
                     assert_same(got, want)
+                    bands = grad_module._row_bands("NHWC", n, y.shape[1], nt, half)
+                    assert runs[0][0] == bands
+                    if bands > 1 and name == "maxpool" and d == 1 and y.shape[1] // bands >= 3:
+                        assert runs == [(bands, 0)]  # summed by the bands themselves
+                    if bands > 1 and name == "far":
+                        assert runs[0][1] == 1  # where no band looks: summed again
 
 
 def _band_kernel(dtype):
@@ -338,8 +356,10 @@ def test_index_out_of_range(fmt, limit, layout):
 @pytest.mark.parametrize("fmt, limit", [("onnx", 48), ("plane", 16), ("tf", 48), ("tf_batch", 48)])
 def test_index_out_of_range_in_bands_of_rows(fmt, limit, monkeypatch):
     """NHWC with one image cut into bands of rows (SPEC 5: the first bad index is named)."""
+    import pooling._threads
     import pooling.maxpool_grad as grad_module
     monkeypatch.setattr(grad_module, "_BAND_ROWS", 1)
+    monkeypatch.setattr(pooling._threads, "SERIAL_BELOW", 0)
     g = np.ones((1, 2, 2, 3), np.float32)
     for bad in (limit, -2, 2**62):
         idx = np.zeros(g.shape, np.int64)
