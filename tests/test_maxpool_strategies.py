@@ -1064,7 +1064,9 @@ def test_narrow_random_geometries(rng):
     ((1, 832, 7, 7), 3, 1, S.INTERLEAVED),        # Inception 5b's branch pool
     ((1, 512, 8, 8), 3, 1, S.ROWS_FIRST),
     ((1, 832, 7, 7), 5, 2, S.INTERLEAVED),
-    ((1, 512, 13, 13), 2, (0, 0, 1, 1), S.ROWS_FIRST),    # YOLOv3-tiny's k2 s1: on one vector only
+    ((1, 512, 13, 13), 2, (0, 0, 1, 1), S.ROWS_FIRST),    # YOLOv3-tiny's k2 s1: on two vectors at most
+    ((1, 512, 20, 20), 2, (0, 0, 1, 1), S.ROWS_FIRST),
+    ((1, 512, 20, 20), (1, 2), (0, 0, 0, 1), S.ROWS_FIRST),  # a 1-tap axis: on one vector only
     ((1, 256, 20, 20), 5, 2, S.PLANES),                   # YOLOv5's SPPF
     ((1, 192, 28, 28), 3, 1, S.ROWS_FIRST),               # Inception 3a's branch pool
     ((1, 288, 35, 35), 3, 1, S.ROWS_FIRST),               # Inception-v3's 35x35 branch pool
@@ -1073,11 +1075,13 @@ def test_narrow_random_geometries(rng):
 def test_narrow_takes_rows_up_to_the_builds_lanes(shape, kernel, pads, wider):
     """NARROW serves rows of up to three vectors of the build it runs from: 24 values in the AVX2
     build, 48 where it runs from the AVX-512 build (a rule of pooling._tuning); in the baseline build
-    (12) wider rows go to the strategy after it.  2-tap windows take it on one vector only."""
+    (12) wider rows go to the strategy after it.  2-tap windows take it on two vectors at most, windows
+    with a 1-tap axis on one."""
     plan = _plan(shape, kernel, 1, pads)
     fits = [core for core in _narrow_builds() if core.NARROW_WIDTH >= shape[-1]]
-    if kernel == 2:  # (on the build the lane rule picks: the process's where both fit one vector)
-        fits = [core for core in fits if core.NARROW_LANES >= shape[-1]]
+    taps = min(kernel) if isinstance(kernel, tuple) else kernel
+    if taps < 3:  # (on the build the lane rule picks: the process's where both fit)
+        fits = [core for core in fits if core.NARROW_LANES * taps >= shape[-1]]
     want = S.NARROW if fits else wider
     for nt in (1, 2):
         assert choose_strategy(plan, "float32", nt, False) is want
@@ -1096,10 +1100,10 @@ def test_narrow_takes_rows_up_to_the_builds_lanes(shape, kernel, pads, wider):
 @pytest.mark.parametrize("kind", ["float16", "bfloat16"])
 def test_narrow_takes_16_bit_rows_of_up_to_two_vectors(shape, kernel, pads, wider, kind):
     """16-bit floats take NARROW on rows of at most two vectors of their keys (32 values in the AVX2
-    and AVX-512 builds, 16 in the baseline one; docs/tuning.md#narrow-strategy), 2-tap windows on one."""
+    and AVX-512 builds, 16 in the baseline one; docs/tuning.md#narrow-strategy), 2-tap windows too."""
     plan = _plan(shape, kernel, 1, pads)
     lanes = _maxpool_strategies._core.NARROW_LANES_H16
-    fits = shape[-1] <= (lanes if kernel == 2 else 2 * lanes) and lanes > 1
+    fits = shape[-1] <= 2 * lanes and lanes > 1
     for nt in (1, 2):
         got = choose_strategy(plan, kind, nt, False)
         assert got is (S.NARROW if fits else wider) or (lanes == 1 and serves(got, plan, kind, False))
