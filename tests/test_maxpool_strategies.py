@@ -197,7 +197,7 @@ CHOOSER_CASES = [
     (S.ROWS_FIRST, _plan((1, 64, 112, 112), 3, 2, 1), "float32", False),
     (S.ROWS_FIRST, _plan((1, 480, 28, 28), 3, 2, ceil_mode=True), "float32", False),
     (S.ROWS_FIRST, _plan((1, 192, 56, 56), 3, 1, 1), "float32", False),
-    (S.ROWS_FIRST, _plan((1, 512, 26, 26), 2, 1, (0, 0, 1, 1)), "float32", False),
+    (S.ROWS_FIRST, _plan((1, 512, 34, 34), 2, 1, (0, 0, 1, 1)), "float32", False),  # (k2: NARROW to two vectors)
     (S.ROWS_FIRST, _plan((1, 64, 56, 56), 3, 1, 2, dilations=(2, 2)), "float32", False),
     (S.FUSED, _plan((1, 64, 112, 112), 3, 2, 1, return_indices=True), "float32", True),
     (S.ROWS_FIRST, _plan((1, 64, 112, 112), 3, 2, 1), "float16", False),
