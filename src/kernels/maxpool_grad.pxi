@@ -283,9 +283,10 @@ def max_pool_grad(const grad_t[::1] g not None, const int64_t[::1] indices not N
     """dx = zeros, then dx[target] += dy in order of dy, part by part (all arrays flat).
 
     blocks (>= 1): the equal parts g and y are cut into.  C: channels (the period of j % C,
-    used where cc is 1: a part of g is then whole pixels).  groups: each part cut further into this many bands of rows (NHWC parts,
-    at most rows_out; float32 and float64 only), a part of g being rows_out rows and one of y
-    rows_in rows.  limit: the encoding's range; a, cc, base: the target formula above.
+    used where cc is 1: a part of g is then whole pixels).  groups: each part cut further into
+    this many bands of rows (NHWC parts, at most rows_out; float32 and float64 only), a part of g
+    being rows_out rows and one of y rows_in rows.  limit: the encoding's range; a, cc, base: the
+    target formula above.
     inf_bits: 0, or the +inf pattern of float16 / bfloat16 when g and y hold those bits; then
     acc is float32 scratch of shape (n_threads, y.shape[0] // blocks), else None.  zeroed: y
     holds zeros already (a fresh result from calloc), so float and double parts are not zeroed
