@@ -92,6 +92,9 @@ static inline int pk_nw_odd1(float x, int inf_bits) { (void)inf_bits; return x !
 #define PK_NR_KEY(v, u) ((void)(u), pk_nw_key(v))
 #define PK_NR_STY(p, v, u) ((void)(u), pk_nw_sty(p, v))
 #define PK_NR_STY_FIRST(p, v, n, u) ((void)(u), pk_nw_sty_first(p, v, n))
+#define PK_NR_OFF 0
+#define PK_NR_TAP(x, m, neg, u) ((void)(u), pk_nw_blend(x, neg, m))
+#define PK_NR_FLOOR(m, neg) (m)
 #include "pooling_narrow_body.h"
 
 /* 16-bit floats: ROWS_FIRST's int16 keys (pooling_rows_h16.h: vectors of at most 32 bytes, so 16
@@ -139,6 +142,12 @@ static inline int pk_rh_odd1(int16_t x, int inf_bits) { return ((x & 0x7fff) > i
 #define PK_NR_KEY(v, u) ((void)(u), pk_rh_key(v))
 #define PK_NR_STY(p, v, u) ((void)(u), pk_rh_sty(p, v))
 #define PK_NR_STY_FIRST(p, v, n, u) ((void)(u), pk_rh_sty_first(p, v, n))
+/* A lane outside the row is set to all ones before its key is taken: a NaN's bits, whose key lies below
+ * every other value's (-inf's included), so one OR stands in for the blend; the row's maximum is then
+ * raised to -inf's key, for a window wholly in the padding. */
+#define PK_NR_OFF 1
+#define PK_NR_TAP(x, m, neg, u) ((void)(neg), (void)(u), pk_rh_key((x) | (m)))
+#define PK_NR_FLOOR(m, neg) pk_rh_max(m, neg)
 #include "pooling_narrow_body.h"
 
 /* The 2- and 4-byte integers: ROWS_FIRST's integer families (pooling_rows.h; vectors of at most 32
@@ -173,6 +182,9 @@ PK_NARROW_INT_OPS(pk_r32, int32_t, PK_R32_L, INT32_MIN)
 #define PK_NR_KEY(v, u) pk_ri_key(v, u)
 #define PK_NR_STY(p, v, u) pk_ri_sty(p, v, u)
 #define PK_NR_STY_FIRST(p, v, n, u) pk_ri_sty_first(p, v, n, u)
+#define PK_NR_OFF 0
+#define PK_NR_TAP(x, m, neg, u) pk_ri_blend(pk_ri_key(x, u), neg, m)
+#define PK_NR_FLOOR(m, neg) (m)
 #include "pooling_narrow_body.h"
 
 #define PK_NR_T int32_t
@@ -185,6 +197,9 @@ PK_NARROW_INT_OPS(pk_r32, int32_t, PK_R32_L, INT32_MIN)
 #define PK_NR_KEY(v, u) pk_r32_key(v, u)
 #define PK_NR_STY(p, v, u) pk_r32_sty(p, v, u)
 #define PK_NR_STY_FIRST(p, v, n, u) pk_r32_sty_first(p, v, n, u)
+#define PK_NR_OFF 0
+#define PK_NR_TAP(x, m, neg, u) pk_r32_blend(pk_r32_key(x, u), neg, m)
+#define PK_NR_FLOOR(m, neg) (m)
 #include "pooling_narrow_body.h"
 
 #endif

@@ -12,9 +12,13 @@
  *                  inf_bits) (one value the cheap compare gets wrong)
  *   PK_NR_KEY(v, u), PK_NR_STY(p, v, u), PK_NR_STY_FIRST(p, v, n, u)  its key, sty and sty_first (u:
  *                  the call's inf_bits, "unsigned" to the integer kinds, as in pooling_rows_body.h)
+ *   PK_NR_OFF      1 where a tap's mask marks the lanes outside the row (-1 there, 0 elsewhere), 0 where
+ *                  it marks those inside
+ *   PK_NR_TAP(x, m, neg, u)  the keys of a tap's loaded values x, those of lanes outside the row (mask m)
+ *                  at or below neg's, and PK_NR_FLOOR(m, neg) what makes them neg's again after a row's taps
  *   PK_NR_V, PK_NR_M, PK_NR_C  its vector, mask and check types; PK_NR_L its lanes */
 
-/* Lane l of a strip whose first column is c0: tap t reads column c0 + l - pw + t * dw */
+/* Lane l of a strip whose first column is c0: tap t reads column c0 + l - pw + t * dw (masks: PK_NR_OFF) */
 static inline void PK_NR_N(pk_narrow_lane_masks)(PK_NR_M* masks, PK_NR_M* valid, ptrdiff_t W, ptrdiff_t c0,
                                     ptrdiff_t kw, ptrdiff_t dw, ptrdiff_t pw)
 {
@@ -22,13 +26,13 @@ static inline void PK_NR_N(pk_narrow_lane_masks)(PK_NR_M* masks, PK_NR_M* valid,
     for (ptrdiff_t t = 0; t < kw; t++)
         for (int l = 0; l < PK_NR_L; l++) {
             ptrdiff_t c = c0 + l - pw + t * dw;
-            masks[t][l] = (0 <= c && c < W) ? -1 : 0;
+            masks[t][l] = (0 <= c && c < W) != PK_NR_OFF ? -1 : 0;
         }
     for (int l = 0; l < PK_NR_L; l++)
         (*valid)[l] = c0 + l < W ? -1 : 0;
 #else
     for (ptrdiff_t t = 0; t < kw; t++)
-        masks[t] = (0 <= c0 + t * dw - pw && c0 + t * dw - pw < W) ? -1 : 0;
+        masks[t] = (0 <= c0 + t * dw - pw && c0 + t * dw - pw < W) != PK_NR_OFF ? -1 : 0;
     *valid = c0 < W ? -1 : 0;
 #endif
 }
@@ -53,10 +57,10 @@ static PK_ALWAYS_INLINE PK_NR_V PK_NR_N(pk_narrow_row)(const PK_NR_T* row, const
     PK_NR_V x0 = PK_NR_F(ld)(row);
     PK_NR_F(chkv)(bad, x0, valid);
     for (ptrdiff_t t = 0; t < kw; t++) {
-        PK_NR_V v = PK_NR_F(blend)(PK_NR_KEY(PK_NR_F(ld)(row + t * dw - pw), u), neg, tap[t]);
+        PK_NR_V v = PK_NR_TAP(PK_NR_F(ld)(row + t * dw - pw), tap[t], neg, u);
         m = t == 0 ? v : PK_NR_F(max)(m, v);
     }
-    return m;
+    return PK_NR_FLOOR(m, neg);
 }
 
 /* Output row oh's strip vector to y + oh * OW (y: the strip's first column): whole where it ends
@@ -215,3 +219,6 @@ static inline ptrdiff_t PK_NR_N(pk_narrow)(const PK_NR_T* x, PK_NR_T* y, ptrdiff
 #undef PK_NR_KEY
 #undef PK_NR_STY
 #undef PK_NR_STY_FIRST
+#undef PK_NR_OFF
+#undef PK_NR_TAP
+#undef PK_NR_FLOOR

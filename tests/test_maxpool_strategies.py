@@ -203,7 +203,8 @@ CHOOSER_CASES = [
     (S.ROWS_FIRST, _plan((1, 64, 112, 112), 3, 2, 1), "float16", False),
     (S.ROWS_FIRST, _plan((1, 96, 109, 109), 3, 2, ceil_mode=True), "bfloat16", False),
     (S.NARROW, _plan((1, 256, 16, 16), 5, 1, 2), "float16", False),   # (two vectors of every build)
-    (S.PLANES, _plan((1, 256, 40, 40), 5, 1, 2), "float16", False),
+    (S.NARROW, _plan((1, 256, 24, 24), 5, 1, 2), "float16", False),   # (three of the baseline's: a k5 window)
+    (S.PLANES, _plan((1, 256, 56, 56), 5, 1, 2), "float16", False),   # (past three vectors of every build)
     (S.FUSED, _plan((1, 64, 112, 112), 3, 3, 1), "float32", False),
     (S.TILES, _plan((1, 64, 112, 112), 2, 2), "float32", False),
     # float32 planes of rows that fit one vector (4 values in every build), stride 1 and an
@@ -736,6 +737,11 @@ NARROW_CASES = [
     ((1, 2, 40, 40), dict(kernel_shape=(5, 5), pads=(2, 2, 2, 2))),
     ((1, 3, 6, 48), dict(kernel_shape=(2, 2), pads=(0, 0, 1, 1))),
     ((1, 3, 7, 45), dict(kernel_shape=(3, 5), strides=(2, 1), pads=(1, 2, 1, 2))),
+    # windows wholly in the padding along W, at either end (-inf there; 16-bit floats' masked taps
+    # are NaN keys raised to -inf's), on one and on three strips
+    ((1, 3, 5, 6), dict(kernel_shape=(2, 2), pads=(0, 3, 1, 2))),
+    ((1, 2, 6, 40), dict(kernel_shape=(3, 2), pads=(1, 1, 0, 4))),
+    ((1, 2, 5, 33), dict(kernel_shape=(2, 3), dilations=(1, 2), pads=(1, 5, 1, 5))),
 ]
 
 
@@ -1094,16 +1100,20 @@ def test_narrow_takes_rows_up_to_the_builds_lanes(shape, kernel, pads, wider):
     ((1, 512, 13, 13), 2, (0, 0, 1, 1), S.ROWS_FIRST),
     ((1, 256, 20, 20), 5, 2, S.PLANES),
     ((1, 192, 28, 28), 3, 1, S.ROWS_FIRST),
-    ((1, 288, 35, 35), 3, 1, S.ROWS_FIRST),               # three vectors: not NARROW's
-    ((1, 256, 40, 40), 5, 2, S.PLANES),
+    ((1, 288, 35, 35), 3, 1, S.ROWS_FIRST),               # three vectors, a window ROWS_FIRST takes
+    ((1, 256, 40, 40), 5, 2, S.PLANES),                   # three vectors, one it does not: NARROW's
+    ((1, 128, 48, 48), 5, 2, S.PLANES),
+    ((1, 64, 36, 36), (4, 4), (1, 1, 2, 2), S.PLANES),
 ])
 @pytest.mark.parametrize("kind", ["float16", "bfloat16"])
 def test_narrow_takes_16_bit_rows_of_up_to_two_vectors(shape, kernel, pads, wider, kind):
     """16-bit floats take NARROW on rows of at most two vectors of their keys (32 values in the AVX2
-    and AVX-512 builds, 16 in the baseline one; docs/tuning.md#narrow-strategy), 2-tap windows too."""
+    and AVX-512 builds, 16 in the baseline one; docs/tuning.md#narrow-strategy), 2-tap windows too,
+    and on three where ROWS_FIRST does not serve the window (more than three taps on an axis)."""
     plan = _plan(shape, kernel, 1, pads)
     lanes = _maxpool_strategies._core.NARROW_LANES_H16
-    fits = shape[-1] <= 2 * lanes and lanes > 1
+    taps = max(kernel) if isinstance(kernel, tuple) else kernel
+    fits = (shape[-1] <= 2 * lanes or (shape[-1] <= 3 * lanes and taps > 3)) and lanes > 1
     for nt in (1, 2):
         got = choose_strategy(plan, kind, nt, False)
         assert got is (S.NARROW if fits else wider) or (lanes == 1 and serves(got, plan, kind, False))

@@ -152,7 +152,7 @@ def test_prefetching_starts_at_a_fraction_of_the_last_level_cache(caches):
 
 
 def test_planes_is_chosen_while_its_scratch_fits_one_cores_l2(caches):
-    sppf = plan((1, 256, 40, 40), (5, 5), None, (2, 2, 2, 2))        # float16: 15.5 KB of scratch
+    sppf = plan((1, 256, 56, 56), (5, 5), None, (2, 2, 2, 2))        # float16 rows past NARROW's three vectors
     scratch = _maxpool_strategies._planes_scratch(sppf, "float16")
     caches(l2=scratch)
     assert choose_strategy(sppf, "float16", 2, False) is S.PLANES

@@ -558,7 +558,8 @@ class Narrow(Unit):
     most three vectors of the build it runs from (`_narrow_core`), a W stride of 1 and at most
     _NARROW_MAX_K taps along W; pays for stride 1 with an output of the input's shape, windows of at
     most 5 taps per axis, 2-tap windows only on rows of at most two vectors and 1-tap ones on rows one
-    vector holds, and 2-byte kinds on rows of at most two vectors (docs/tuning.md#narrow-strategy)."""
+    vector holds, and 2-byte kinds on three vectors only where ROWS_FIRST does not serve
+    (docs/tuning.md#narrow-strategy)."""
     strategy = Strategy.NARROW
 
     def serves(self, plan, kind, with_indices):
@@ -576,11 +577,11 @@ class Narrow(Unit):
         if core is None:
             return False
         lanes = _narrow_lanes(core, kind)[0]
-        # (2-tap windows on rows of at most two vectors, 1-tap ones on one; 2-byte kinds: rows of at
-        # most two vectors, since on three ROWS_FIRST and PLANES were as fast or faster for 16-bit floats)
+        # (2-tap windows on rows of at most two vectors, 1-tap ones on one; 2-byte kinds on three
+        # vectors only where ROWS_FIRST does not serve the window: ROWS_FIRST was as fast on one CPU)
         taps = min(plan.kernel)
         return ((taps >= 3 or plan.spatial[-1] <= lanes or (taps == 2 and plan.spatial[-1] <= 2 * lanes))
-                and (KINDS[kind].itemsize != 2 or plan.spatial[-1] <= 2 * lanes))
+                and (KINDS[kind].itemsize != 2 or plan.spatial[-1] <= 2 * lanes or not _rows_first(plan, kind)))
 
     def build(self, plan, kind, nt, act, inf_bits, with_indices):
         g = _geometry(plan)
