@@ -373,4 +373,45 @@ static inline int pk_tiles_w2_f32(const float* src, float* dst, ptrdiff_t n)
     return odd | pk_rows_any(bad);
 }
 
+/* The same for 16-bit floats' bits: dst[i] = the fast key (pk_half_fast_key, what the batch form's
+ * passes hold) of the first maximum of src[2i], src[2i + 1]; returns whether src held a NaN or a -0.0.
+ * The compiler's own vectorisation of the pair loop widened each value's check to 32 bits. */
+static inline pk_rh_v pk_rh_fast_key(pk_rh_v v) { return v ^ ((v >> 15) & 0x7fff); }
+static inline int pk_tiles_w2_h16(const int16_t* src, int16_t* dst, ptrdiff_t n, int inf_bits)
+{
+    pk_rh_c bad = pk_rh_clean();
+    ptrdiff_t i = 0;
+    int odd = 0;
+    for (; i + PK_RH_L <= n; i += PK_RH_L) {
+        pk_rh_v a = pk_rh_ld(src + 2 * i), b = pk_rh_ld(src + 2 * i + PK_RH_L);
+        pk_rh_chk(&bad, a, b);
+        pk_rh_st(dst + i, pk_rh_order(pk_rh_pairs(pk_rh_fast_key(a), pk_rh_fast_key(b)), 1));
+    }
+    for (; i < n; i++) {
+        uint16_t a = (uint16_t)src[2 * i], b = (uint16_t)src[2 * i + 1];
+        int16_t ka = (int16_t)(a ^ ((a >> 15) * 0x7fffu)), kb = (int16_t)(b ^ ((b >> 15) * 0x7fffu));
+        odd |= ((a & 0x7fff) > inf_bits) | (a == 0x8000) | ((b & 0x7fff) > inf_bits) | (b == 0x8000);
+        dst[i] = kb > ka ? kb : ka;
+    }
+    return odd | pk_rh_bad(bad, inf_bits);
+}
+
+/* TILES' batch form along H for 16-bit keys on rows of 4 to 8 (VGG's pool5 in float16): output rows
+ * q < n - 1 of y (OW apart) as 8 values each, the maxima of buf's rows 2q and 2q + 1 (OW apart); the
+ * lanes past OW write the start of the next output row, which its own pass writes again, so the caller
+ * does the last row.  The loop in Cython stayed scalar (8 compares and stores a row). */
+#if PK_SIMD && PK_SIMD_BYTES >= 32
+#define PK_TILES_H8(op) pk_rn_##op
+#else
+#define PK_TILES_H8(op) pk_rh_##op
+#endif
+static inline void pk_tiles_h2_k16(const int16_t* buf, int16_t* y, ptrdiff_t n, ptrdiff_t OW)
+{
+    for (ptrdiff_t q = 0; q + 1 < n; q++)
+        for (int c = 0; c < 8; c += PK_RN_L)
+            PK_TILES_H8(st)(y + q * OW + c, PK_TILES_H8(max)(PK_TILES_H8(ld)(buf + 2 * q * OW + c),
+                                                              PK_TILES_H8(ld)(buf + (2 * q + 1) * OW + c)));
+}
+#undef PK_TILES_H8
+
 #endif

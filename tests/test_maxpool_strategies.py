@@ -467,6 +467,46 @@ def test_rows_first_cases_against_the_twin(shape, attrs, kind, data, rng):
         assert_same(pooling.max_pool(x, n_threads=nt, _strategy="rows_first", **attrs), want)
 
 
+@pytest.mark.parametrize("data", ["plain", "special", "zeros", "bits", "nan-plane"])
+@pytest.mark.parametrize("kind", ["float16", "bfloat16"])
+@pytest.mark.parametrize("shape, kernel", [
+    ((1, 40, 14, 14), (2, 2)),         # VGG's pool5: rows of 7, many batch rows, whole vectors of pairs
+    ((8, 5, 14, 14), (2, 2)),
+    ((2, 3, 4, 10, 14), (2, 2, 2)),    # depth taps after the H pass
+    ((1, 3, 10, 6), (2, 2)),           # rows of 3: the H pass's own loop
+    ((1, 3, 10, 2), (2, 2)),
+    ((3, 7, 6), (2,)),                 # 1-D: pairs only, a remainder past the vectors
+])
+def test_tiles_batch_form_16_bit_pairs(shape, kernel, kind, data, rng):
+    """TILES' batch form on 16-bit floats (rows under the one pass's 8): the W pairs as vectors of
+    fast keys whose loads are checked for NaN and -0.0 (pk_tiles_w2_h16), the H pass of rows of 4 to 8
+    as one vector a row (pk_tiles_h2_k16); "bits" gives every pattern but NaN and -0.0 on that path."""
+    attrs = dict(kernel_shape=kernel, strides=kernel)
+    x = _data(rng, shape, kind, data)
+    before = x.copy()
+    want = reference.max_pool(x, **attrs)
+    for nt in (1, 2, 3):
+        assert_same(pooling.max_pool(x, n_threads=nt, _strategy=S.TILES, **attrs), want)
+    assert_same(x, before)
+
+
+@pytest.mark.parametrize("kind", ["float16", "bfloat16"])
+@pytest.mark.parametrize("special", [np.nan, -np.nan, -0.0])
+def test_tiles_batch_form_finds_a_special_at_every_position(kind, special, rng):
+    """The batch form's W pass checks every value it pairs: a NaN of either sign or a -0.0 (among +0.0
+    and -1) put at
+    each position of a pool5-like input in turn reaches the output as the twin says.  (48 output rows
+    in chunks of 3, so a batch's 42 pairs are two vectors of the AVX2 build's keys and a remainder; with
+    fewer rows every batch would be the remainder.)"""
+    shape, attrs = (1, 16, 6, 14), dict(kernel_shape=(2, 2), strides=(2, 2))
+    assert _maxpool_strategies.chunk_size(16 * 3, 1) == 3
+    base = to_dtype(rng.choice(np.array([-1.0, 0.0]), size=shape), kind)
+    for i in range(base.size):
+        x = base.copy()
+        x.reshape(-1)[i] = special
+        assert_same(pooling.max_pool(x, n_threads=1, _strategy=S.TILES, **attrs), reference.max_pool(x, **attrs))
+
+
 def _integer_bits(rng, shape, kind):
     """Every bit pattern of an integer kind, uniformly (its sign bit set in half of them)."""
     info = np.iinfo(kind)

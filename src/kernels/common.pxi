@@ -199,6 +199,8 @@ cdef extern from "pooling_reduce.h":
 
 cdef extern from "pooling_rows.h":
     int pk_tiles_w2_f32(const float* src, float* dst, Py_ssize_t n) noexcept nogil
+    int pk_tiles_w2_h16(const int16_t* src, int16_t* dst, Py_ssize_t n, int inf_bits) noexcept nogil
+    void pk_tiles_h2_k16(const int16_t* buf, int16_t* y, Py_ssize_t n, Py_ssize_t OW) noexcept nogil
     int pk_tiles_k2_f32(const float* x0, const float* x1, float* y, Py_ssize_t n,
                         Py_ssize_t OW, int inf_bits) noexcept nogil
     int pk_tiles_k2_h16(const int16_t* x0, const int16_t* x1, int16_t* y, Py_ssize_t n,

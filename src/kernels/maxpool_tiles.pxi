@@ -34,6 +34,8 @@ cdef inline bint _tiles_w(const pool_t* src, pool_t* dst, Py_ssize_t n, Py_ssize
     cdef pool_t a, b
     if pool_t is float and kw == 2 and not exact:
         return pk_tiles_w2_f32(src, dst, n)
+    if pool_t is uint16_t and kw == 2 and not exact:
+        return pk_tiles_w2_h16(<const int16_t*>src, <int16_t*>dst, n, inf_bits)
     if kw == 2:
         for i in range(n):
             a = src[2 * i]
@@ -119,7 +121,10 @@ cdef inline bint _tiles_batch(const pool_t* x, pool_t* y, const Geom* g, Py_ssiz
             # rows of buf and write the start of the next output row (no further: OW >= 4),
             # which its own pass then writes again; the last row, with nothing after it, goes
             # as below: one vector per row where the loop of 7 was scalar
-            # (docs/tuning.md#tiles-strategy).
+            # (docs/tuning.md#tiles-strategy); 16-bit keys in C, where this loop stayed scalar.
+            if pool_t is uint16_t and not exact:
+                pk_tiles_h2_k16(<const int16_t*>buf, <int16_t*>yb, n, OW)
+                q = max(n - 1, 0)
             while q < n - 1:
                 a = buf + q * 2 * OW
                 d = yb + q * OW
