@@ -77,19 +77,14 @@ cdef inline uint64_t _zero_ahead(grad_t* y, uint64_t z, uint64_t d, uint64_t spa
     return e
 
 
-cdef inline int _grad_run(const grad_t* g, const int64_t* idx, Py_ssize_t n, grad_t* y, float* acc,
-                          uint64_t limit, int64_t a, int64_t lo, uint64_t span, Py_ssize_t C,
-                          bint per_channel, bint f16, bint zero) noexcept nogil:
-    """_grad_part's loop, with the channel term (per_channel), the 16-bit format (f16: float16,
-    else bfloat16) and the zeroing (zero: y's part is zeroed here) as constants once inlined.
-
-    The part is zeroed just ahead of the targets, not all at once before them: y[:z] is zero or
-    summed, and a target at or past z first zeroes up to it and some way on.  A MaxPool's targets
-    advance with j, so each stretch is zeroed while the terms landing on it are added, in cache,
-    rather than written out to memory and read back for a part larger than L2 (an NHWC image)."""
+cdef inline int _grad_half_run(const uint16_t* g, const int64_t* idx, Py_ssize_t n, float* acc,
+                               uint64_t limit, int64_t a, int64_t lo, uint64_t span, Py_ssize_t C,
+                               bint per_channel, bint f16) noexcept nogil:
+    """_grad_part's loop for 16-bit floats, into float32 scratch acc (zeroed by the caller), with the
+    channel term (per_channel) and the format (f16: float16, else bfloat16) constants once inlined."""
     cdef Py_ssize_t k, q, c, w = C if per_channel else max(n, 1)
     cdef int64_t v
-    cdef uint64_t d, z = 0
+    cdef uint64_t d
     cdef int status = 0
     for q in range(n // w):  # (per_channel: pixel by pixel, the channel the inner loop's own)
         for c in range(w):
@@ -98,39 +93,44 @@ cdef inline int _grad_run(const grad_t* g, const int64_t* idx, Py_ssize_t n, gra
             if <uint64_t>v < limit:
                 d = <uint64_t>(v * a + c - lo) if per_channel else <uint64_t>(v * a - lo)
                 if d < span:
-                    if grad_t is uint16_t:
-                        acc[d] += pk_f16_to_f32(g[k]) if f16 else pk_bf16_to_f32(g[k])
-                    else:
-                        if zero and d >= z:
-                            z = _zero_ahead(y, z, d, span)
-                        y[d] += g[k]
+                    acc[d] += pk_f16_to_f32(g[k]) if f16 else pk_bf16_to_f32(g[k])
                 else:
                     status |= 1
             elif v != -1:
                 status |= 2
-    if grad_t is not uint16_t:
-        if zero and z < span:
-            memset(y + z, 0, (span - z) * sizeof(grad_t))
     return status
 
 
 cdef inline int _grad_part(const grad_t* g, const int64_t* idx, Py_ssize_t n, grad_t* y, float* acc,
                            const _GradJob* j, int64_t lo) noexcept nogil:
-    """Add one part's terms in order; the status bits of what could not be added."""
-    cdef uint64_t limit = <uint64_t>j.limit, span = <uint64_t>j.out_block
-    cdef bint f16 = grad_t is uint16_t and j.inf_bits == PK_F16_INF
-    if grad_t is not uint16_t:
-        if not j.zeroed:  # (16-bit floats sum into scratch, zeroed by the caller)
+    """Add one part's terms in order; the status bits of what could not be added.  float32 and
+    float64 run a band's loop (_grad_band_run) over the whole part: its slice is the part, and no
+    target outside it is allowed (ok: none)."""
+    cdef uint64_t limit = <uint64_t>j.limit, span = <uint64_t>j.out_block, z = 0
+    cdef uint64_t ok[2]
+    cdef int status
+    if grad_t is uint16_t:
+        if j.cc:
+            if j.inf_bits == PK_F16_INF:
+                return _grad_half_run(g, idx, n, acc, limit, j.a, lo, span, j.C, True, True)
+            return _grad_half_run(g, idx, n, acc, limit, j.a, lo, span, j.C, True, False)
+        if j.inf_bits == PK_F16_INF:
+            return _grad_half_run(g, idx, n, acc, limit, j.a, lo, span, j.C, False, True)
+        return _grad_half_run(g, idx, n, acc, limit, j.a, lo, span, j.C, False, False)
+    else:
+        ok[0], ok[1] = 0, 0
+        # (the flags constants at each call, so that each loop is compiled for its own)
+        if j.zeroed:  # (a fresh calloc'd result)
             if j.cc:  # NHWC "plane": the channel is the term's own (j.cc is 0 or 1)
-                return _grad_run(g, idx, n, y, acc, limit, j.a, lo, span, j.C, True, False, True)
-            return _grad_run(g, idx, n, y, acc, limit, j.a, lo, span, j.C, False, False, True)
-    if j.cc:
-        if f16:
-            return _grad_run(g, idx, n, y, acc, limit, j.a, lo, span, j.C, True, True, False)
-        return _grad_run(g, idx, n, y, acc, limit, j.a, lo, span, j.C, True, False, False)
-    if f16:
-        return _grad_run(g, idx, n, y, acc, limit, j.a, lo, span, j.C, False, True, False)
-    return _grad_run(g, idx, n, y, acc, limit, j.a, lo, span, j.C, False, False, False)
+                return _grad_band_run(g, idx, n, y, limit, j.a, lo, j.C, True, span, ok, &z, False)
+            return _grad_band_run(g, idx, n, y, limit, j.a, lo, j.C, False, span, ok, &z, False)
+        if j.cc:
+            status = _grad_band_run(g, idx, n, y, limit, j.a, lo, j.C, True, span, ok, &z, True)
+        else:
+            status = _grad_band_run(g, idx, n, y, limit, j.a, lo, j.C, False, span, ok, &z, True)
+        if z < span:
+            memset(y + z, 0, (span - z) * sizeof(grad_t))
+        return status
 
 
 cdef inline bint _row_crosses(const int64_t* idx, Py_ssize_t n, uint64_t vlo, uint64_t vcut, uint64_t vspan,
@@ -168,11 +168,18 @@ cdef Py_ssize_t _crossing(const int64_t* idx, Py_ssize_t n, uint64_t vlo, uint64
 cdef inline int _grad_band_run(const grad_t* g, const int64_t* idx, Py_ssize_t n, grad_t* y,
                                uint64_t limit, int64_t a, int64_t lo, Py_ssize_t C, bint per_channel,
                                uint64_t s_size, const uint64_t* ok, uint64_t* z, bint zero) noexcept nogil:
-    """One row of dy for a band: its terms whose targets lie in the band's slice, y[:s_size] (lo: the
-    slice's first element in the index formula's terms), added in order, zeroing ahead of them as
-    _grad_run does (z: the zeroed stretch's end); a target outside the ok[1] elements from ok[0]
-    before the slice, where the thread that owns it does not look, sets status 1.  (ok is read only
-    there, so that it holds no register in the loop.)"""
+    """n terms of dy (a row of a band, or a whole part: _grad_part) whose targets lie in the slice
+    y[:s_size] (lo: the slice's first element in the index formula's terms), added in order; a target
+    outside the ok[1] elements from ok[0] before the slice, where the thread that owns it does not
+    look, sets status 1 (a whole part passes ok = 0, 0: none).  (ok is read only there, so that it
+    holds no register in the loop.)  The channel term (per_channel) and the zeroing (zero) are
+    constants once inlined.
+
+    zero: the slice is zeroed just ahead of the targets, not all at once before them: y[:z[0]] is
+    zero or summed, and a target at or past it first zeroes up to it and some way on (the caller
+    zeroes the rest at the end).  A MaxPool's targets advance with j, so each stretch is zeroed
+    while the terms landing on it are added, in cache, rather than written out to memory and read
+    back for a part larger than L2 (an NHWC image)."""
     cdef Py_ssize_t k, q, c, w = C if per_channel else max(n, 1)
     cdef int64_t v
     cdef uint64_t d, zeroed = z[0]
