@@ -21,8 +21,8 @@
  * any -inf it ties with.  Only NaN breaks the cheap compare: every input value of the plane is
  * checked (lanes below W of each strip's unshifted load, and the columns past the strips where
  * the output is narrower than the input), and pk_narrow_f32 returns the first plane holding one;
- * the caller redoes it with the exact compare.  16-bit floats compare int16 keys, which tie -0.0
- * with +0.0, so their checks look for -0.0 as well (pk_narrow_h16).
+ * the caller redoes it with the exact compare.  16-bit floats compare keys made once per plane, which
+ * tie -0.0 with +0.0, so the plane is checked for -0.0 as well as it is keyed (pk_narrow_h16).
  *
  * The loops are written once for both kinds (pooling_narrow_body.h); this file holds the kinds.
  *
@@ -92,27 +92,55 @@ static inline int pk_nw_odd1(float x, int inf_bits) { (void)inf_bits; return x !
 #define PK_NR_KEY(v, u) ((void)(u), pk_nw_key(v))
 #define PK_NR_STY(p, v, u) ((void)(u), pk_nw_sty(p, v))
 #define PK_NR_STY_FIRST(p, v, n, u) ((void)(u), pk_nw_sty_first(p, v, n))
-#define PK_NR_OFF 0
 #define PK_NR_TAP(x, m, neg, u) ((void)(u), pk_nw_blend(x, neg, m))
 #define PK_NR_FLOOR(m, neg) (m)
 #include "pooling_narrow_body.h"
 
-/* 16-bit floats: ROWS_FIRST's int16 keys (pooling_rows_h16.h: vectors of at most 32 bytes, so 16
- * lanes in the AVX2 and AVX-512 builds, 8 in the baseline one), which find -0.0 as well as NaN.
- * -inf's key stands in for a missing tap, and stores back as -inf's bits. */
+/* 16-bit floats: each plane's bits are turned once into keys in unsigned order in scratch (ROWS_FIRST's
+ * int16 key, pooling_rows_h16.h, plus 0x8000: every value's key lies above 0), and its NaN and -0.0 (which that key ties with +0.0) are looked for there; the loops then
+ * run on the keys as on integers: a tap's lanes outside the row are ANDed to 0, below every key, and
+ * taps combine with an unsigned max, two operations a tap where a key and a mask on the bits took five.
+ * A row's maximum is raised to -inf's key (a window wholly in the padding), and a result is stored as
+ * its value's bits.  Vectors of at most 32 bytes, so 16 lanes in the AVX2 and AVX-512 builds, 8 in the
+ * baseline one. */
 #define PK_NARROW_H16_L PK_RH_L
 #define PK_NARROW_H16_WIDTH (PK_NARROW_STRIPS * PK_NARROW_H16_L)
-static inline void pk_rh_chkv(pk_rh_c* c, pk_rh_v v, pk_rh_m valid)
+typedef pk_rh_v pk_nk_v;
+typedef pk_rh_m pk_nk_m;
+typedef int pk_nk_c;
+static inline pk_nk_v pk_nk_ld(const int16_t* p) { return pk_rh_ld(p); }
+static inline void pk_nk_st(int16_t* p, pk_nk_v v) { pk_rh_st(p, v); }
+static inline pk_nk_v pk_nk_max(pk_nk_v a, pk_nk_v b)
 {
-    c->top = pk_rh_max(c->top, v & 0x7fff & valid);
-    c->low = pk_rh_min(c->low, v | ~valid);
+#if PK_SIMD && PK_SIMD_BYTES >= 32 && defined(__AVX2__)
+    return (pk_nk_v)_mm256_max_epu16((__m256i)a, (__m256i)b);
+#elif PK_SIMD && defined(__SSE4_1__)
+    return (pk_nk_v)_mm_max_epu16((__m128i)a, (__m128i)b);
+#elif PK_SIMD
+    typedef uint16_t pk_nk_u __attribute__((vector_size(sizeof(pk_nk_v))));
+    pk_nk_m g = (pk_nk_m)((pk_nk_u)b > (pk_nk_u)a);
+    return (b & g) | (a & ~g);
+#else
+    return (uint16_t)b > (uint16_t)a ? b : a;
+#endif
 }
-static inline pk_rh_v pk_rh_blend(pk_rh_v v, pk_rh_v f, pk_rh_m m) { return (v & m) | (f & ~m); }
-static inline void pk_rh_sty_first(int16_t* p, pk_rh_v v, ptrdiff_t n)
+static inline pk_nk_c pk_nk_clean(void) { return 0; }
+static inline void pk_nk_chkv(pk_nk_c* c, pk_nk_v v, pk_nk_m valid) { (void)c; (void)v; (void)valid; }
+static inline int pk_nk_bad(pk_nk_c c, int inf_bits) { (void)c; (void)inf_bits; return 0; }
+static inline int pk_nk_odd1(int16_t x, int inf_bits) { (void)x; (void)inf_bits; return 0; }
+static inline pk_nk_v pk_nk_neg(int inf_bits)   /* (-inf's key: 0x8000 - inf_bits, or one less without psignw) */
+{
+    pk_nk_v v;
+    memset(&v, 0, sizeof v);
+    return pk_rh_key(v + (int16_t)(0x8000 | inf_bits)) ^ (int16_t)0x8000;
+}
+/* A key's value, stored: ROWS_FIRST's key (the sign bit flipped back), then its bits. */
+static inline void pk_nk_sty(int16_t* p, pk_nk_v v) { pk_rh_st(p, pk_rh_bits(v ^ (int16_t)0x8000)); }
+static inline void pk_nk_sty_first(int16_t* p, pk_nk_v v, ptrdiff_t n)
 {
     /* (AVX2 stores 32-bit lanes under a mask: the pairs, then an odd last value) */
     int16_t lanes[PK_RH_L];
-    v = pk_rh_bits(v);
+    v = pk_rh_bits(v ^ (int16_t)0x8000);
     memcpy(lanes, &v, sizeof v);
 #if PK_SIMD && PK_SIMD_BYTES >= 32
     __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
@@ -124,30 +152,48 @@ static inline void pk_rh_sty_first(int16_t* p, pk_rh_v v, ptrdiff_t n)
         p[t] = lanes[t];
 #endif
 }
-static inline pk_rh_v pk_rh_neg(int inf_bits)
+/* A plane's keys: the size values of x into kb as keys, two vectors at a time (the checks take a pair),
+ * then one that ends at the plane's end, overlapping those before it (or, under a vector, through one's
+ * room); returns whether x holds a NaN or a -0.0. */
+static inline void pk_nk_keys2(const int16_t* x, int16_t* kb, ptrdiff_t i, ptrdiff_t j, pk_rh_c* bad)
 {
-    pk_rh_v v;
-    memset(&v, 0, sizeof v);
-    return pk_rh_key(v + (int16_t)(0x8000 | inf_bits));
+    pk_rh_v a = pk_rh_ld(x + i), b = pk_rh_ld(x + j);
+    pk_rh_chk(bad, a, b);
+    pk_nk_st(kb + i, pk_rh_key(a) ^ (int16_t)0x8000);
+    pk_nk_st(kb + j, pk_rh_key(b) ^ (int16_t)0x8000);
 }
-static inline int pk_rh_odd1(int16_t x, int inf_bits) { return ((x & 0x7fff) > inf_bits) | (x == INT16_MIN); }
+static inline int pk_narrow_keys_h16(const int16_t* x, int16_t* kb, ptrdiff_t size, int inf_bits)
+{
+    pk_rh_c bad = pk_rh_clean();
+    ptrdiff_t i = 0;
+    if (size < PK_RH_L) {
+        int16_t room[PK_RH_L];
+        memset(room, 0, sizeof room);
+        memcpy(room, x, (size_t)size * sizeof *x);
+        pk_nk_keys2(room, room, 0, 0, &bad);
+        memcpy(kb, room, (size_t)size * sizeof *kb);
+        return pk_rh_bad(bad, inf_bits);
+    }
+    for (; i + 2 * PK_RH_L <= size; i += 2 * PK_RH_L)
+        pk_nk_keys2(x, kb, i, i + PK_RH_L, &bad);
+    if (i < size)   /* (one or two vectors more, the last ending at the plane's end) */
+        pk_nk_keys2(x, kb, i < size - PK_RH_L ? i : size - PK_RH_L, size - PK_RH_L, &bad);
+    return pk_rh_bad(bad, inf_bits);
+}
 
 #define PK_NR_T int16_t
 #define PK_NR_N(name) name##_h16
-#define PK_NR_F(op) pk_rh_##op
-#define PK_NR_V pk_rh_v
-#define PK_NR_M pk_rh_m
-#define PK_NR_C pk_rh_c
+#define PK_NR_F(op) pk_nk_##op
+#define PK_NR_V pk_nk_v
+#define PK_NR_M pk_nk_m
+#define PK_NR_C pk_nk_c
 #define PK_NR_L PK_RH_L
-#define PK_NR_KEY(v, u) ((void)(u), pk_rh_key(v))
-#define PK_NR_STY(p, v, u) ((void)(u), pk_rh_sty(p, v))
-#define PK_NR_STY_FIRST(p, v, n, u) ((void)(u), pk_rh_sty_first(p, v, n))
-/* A lane outside the row is set to all ones before its key is taken: a NaN's bits, whose key lies below
- * every other value's (-inf's included), so one OR stands in for the blend; the row's maximum is then
- * raised to -inf's key, for a window wholly in the padding. */
-#define PK_NR_OFF 1
-#define PK_NR_TAP(x, m, neg, u) ((void)(neg), (void)(u), pk_rh_key((x) | (m)))
-#define PK_NR_FLOOR(m, neg) pk_rh_max(m, neg)
+#define PK_NR_KEY(v, u) ((void)(u), (v))
+#define PK_NR_STY(p, v, u) ((void)(u), pk_nk_sty(p, v))
+#define PK_NR_STY_FIRST(p, v, n, u) ((void)(u), pk_nk_sty_first(p, v, n))
+#define PK_NR_TAP(x, m, neg, u) ((void)(neg), (void)(u), (x) & (m))
+#define PK_NR_FLOOR(m, neg) pk_nk_max(m, neg)
+#define PK_NR_KEYS pk_narrow_keys_h16
 #include "pooling_narrow_body.h"
 
 /* The 2- and 4-byte integers: ROWS_FIRST's integer families (pooling_rows.h; vectors of at most 32
@@ -182,7 +228,6 @@ PK_NARROW_INT_OPS(pk_r32, int32_t, PK_R32_L, INT32_MIN)
 #define PK_NR_KEY(v, u) pk_ri_key(v, u)
 #define PK_NR_STY(p, v, u) pk_ri_sty(p, v, u)
 #define PK_NR_STY_FIRST(p, v, n, u) pk_ri_sty_first(p, v, n, u)
-#define PK_NR_OFF 0
 #define PK_NR_TAP(x, m, neg, u) pk_ri_blend(pk_ri_key(x, u), neg, m)
 #define PK_NR_FLOOR(m, neg) (m)
 #include "pooling_narrow_body.h"
@@ -197,7 +242,6 @@ PK_NARROW_INT_OPS(pk_r32, int32_t, PK_R32_L, INT32_MIN)
 #define PK_NR_KEY(v, u) pk_r32_key(v, u)
 #define PK_NR_STY(p, v, u) pk_r32_sty(p, v, u)
 #define PK_NR_STY_FIRST(p, v, n, u) pk_r32_sty_first(p, v, n, u)
-#define PK_NR_OFF 0
 #define PK_NR_TAP(x, m, neg, u) pk_r32_blend(pk_r32_key(x, u), neg, m)
 #define PK_NR_FLOOR(m, neg) (m)
 #include "pooling_narrow_body.h"

@@ -12,13 +12,14 @@
  *                  inf_bits) (one value the cheap compare gets wrong)
  *   PK_NR_KEY(v, u), PK_NR_STY(p, v, u), PK_NR_STY_FIRST(p, v, n, u)  its key, sty and sty_first (u:
  *                  the call's inf_bits, "unsigned" to the integer kinds, as in pooling_rows_body.h)
- *   PK_NR_OFF      1 where a tap's mask marks the lanes outside the row (-1 there, 0 elsewhere), 0 where
- *                  it marks those inside
- *   PK_NR_TAP(x, m, neg, u)  the keys of a tap's loaded values x, those of lanes outside the row (mask m)
- *                  at or below neg's, and PK_NR_FLOOR(m, neg) what makes them neg's again after a row's taps
+ *   PK_NR_TAP(x, m, neg, u)  the keys of a tap's loaded values x, those of lanes outside the row (mask m:
+ *                  0 there) at or below neg's, and PK_NR_FLOOR(m, neg) what makes them neg's again after a
+ *                  row's taps
+ *   PK_NR_KEYS     defined for 16-bit floats: PK_NR_KEYS(x, kb, size, inf_bits) puts a plane's keys in
+ *                  scratch kb and returns whether it holds a value they get wrong; the loops read kb
  *   PK_NR_V, PK_NR_M, PK_NR_C  its vector, mask and check types; PK_NR_L its lanes */
 
-/* Lane l of a strip whose first column is c0: tap t reads column c0 + l - pw + t * dw (masks: PK_NR_OFF) */
+/* Lane l of a strip whose first column is c0: tap t reads column c0 + l - pw + t * dw */
 static inline void PK_NR_N(pk_narrow_lane_masks)(PK_NR_M* masks, PK_NR_M* valid, ptrdiff_t W, ptrdiff_t c0,
                                     ptrdiff_t kw, ptrdiff_t dw, ptrdiff_t pw)
 {
@@ -26,13 +27,13 @@ static inline void PK_NR_N(pk_narrow_lane_masks)(PK_NR_M* masks, PK_NR_M* valid,
     for (ptrdiff_t t = 0; t < kw; t++)
         for (int l = 0; l < PK_NR_L; l++) {
             ptrdiff_t c = c0 + l - pw + t * dw;
-            masks[t][l] = (0 <= c && c < W) != PK_NR_OFF ? -1 : 0;
+            masks[t][l] = (0 <= c && c < W) ? -1 : 0;
         }
     for (int l = 0; l < PK_NR_L; l++)
         (*valid)[l] = c0 + l < W ? -1 : 0;
 #else
     for (ptrdiff_t t = 0; t < kw; t++)
-        masks[t] = (0 <= c0 + t * dw - pw && c0 + t * dw - pw < W) != PK_NR_OFF ? -1 : 0;
+        masks[t] = (0 <= c0 + t * dw - pw && c0 + t * dw - pw < W) ? -1 : 0;
     *valid = c0 < W ? -1 : 0;
 #endif
 }
@@ -183,7 +184,8 @@ static inline ptrdiff_t PK_NR_N(pk_narrow_tail)(const PK_NR_T* x, ptrdiff_t n, p
     return n;
 }
 
-/* Planes [0, n) of x (H x W each) into y (OH x OW each), through hb (H vectors of scratch): rows
+/* Planes [0, n) of x (H x W each) into y (OH x OW each), through hb (H vectors of scratch; with
+ * PK_NR_KEYS each plane goes through kb first, which has the margins the loads need): rows
  * of up to three vectors, as strips of a vector's columns, the last strip first (its stores spill
  * into the next row's first strip, which is stored after it); the W masks are made once per
  * strip.  Returns the first plane that holds a value the cheap compare gets wrong in the columns
@@ -192,7 +194,7 @@ static inline ptrdiff_t PK_NR_N(pk_narrow_tail)(const PK_NR_T* x, ptrdiff_t n, p
 static inline ptrdiff_t PK_NR_N(pk_narrow)(const PK_NR_T* x, PK_NR_T* y, ptrdiff_t n, ptrdiff_t H, ptrdiff_t W,
                                            ptrdiff_t OH, ptrdiff_t OW, ptrdiff_t kh, const ptrdiff_t* rows,
                                            ptrdiff_t sh, ptrdiff_t dh, ptrdiff_t ph, ptrdiff_t kw, ptrdiff_t dw,
-                                           ptrdiff_t pw, PK_NR_T* hb, int inf_bits)
+                                           ptrdiff_t pw, PK_NR_T* hb, PK_NR_T* kb, int inf_bits)
 {
     PK_NR_N(pk_narrow_masks) mk[PK_NARROW_STRIPS];
     const PK_NR_V neg = PK_NR_F(neg)(inf_bits);
@@ -200,11 +202,20 @@ static inline ptrdiff_t PK_NR_N(pk_narrow)(const PK_NR_T* x, PK_NR_T* y, ptrdiff
     memset(mk, 0, sizeof mk);
     for (j = 0; j < strips; j++)
         PK_NR_N(pk_narrow_lane_masks)(mk[j].tap, &mk[j].valid, W, j * PK_NR_L, kw, dw, pw);
-    for (p = 0; p < n; p++)
+    for (p = 0; p < n; p++) {
+        const PK_NR_T* xp = x + p * H * W;
+#ifdef PK_NR_KEYS
+        if (PK_NR_KEYS(xp, kb, H * W, inf_bits))   /* (kb: the plane's keys, with the loads' margins) */
+            return p;
+        xp = kb;
+#else
+        (void)kb;
+#endif
         for (j = strips - 1; j >= 0; j--)
-            if (PK_NR_N(pk_narrow_strip)(x + p * H * W, y + p * OH * OW, H, W, OH, OW, j * PK_NR_L, kh, rows,
+            if (PK_NR_N(pk_narrow_strip)(xp, y + p * OH * OW, H, W, OH, OW, j * PK_NR_L, kh, rows,
                                 sh, dh, ph, kw, dw, pw, &mk[j], neg, hb, inf_bits))
                 return p;
+    }
     return n;
 }
 
@@ -219,6 +230,6 @@ static inline ptrdiff_t PK_NR_N(pk_narrow)(const PK_NR_T* x, PK_NR_T* y, ptrdiff
 #undef PK_NR_KEY
 #undef PK_NR_STY
 #undef PK_NR_STY_FIRST
-#undef PK_NR_OFF
+#undef PK_NR_KEYS
 #undef PK_NR_TAP
 #undef PK_NR_FLOOR

@@ -978,6 +978,27 @@ def test_narrow_16_bit_cases_against_the_twin(shape, attrs, kind, data, rng):
     assert_same(x, before)
 
 
+@pytest.mark.parametrize("kind", ["float16", "bfloat16"])
+@pytest.mark.parametrize("special", [np.nan, -np.nan, -0.0])
+@pytest.mark.parametrize("shape, attrs", [
+    ((2, 2, 3, 3), dict(kernel_shape=(3, 3), pads=(1, 1, 1, 1))),   # planes under a vector of keys
+    ((1, 3, 5, 7), dict(kernel_shape=(3, 3), pads=(1, 1, 1, 1))),   # whole vectors and one overlapping
+    ((1, 2, 4, 40), dict(kernel_shape=(2, 5), pads=(0, 2, 1, 2))),   # three strips
+])
+def test_narrow_16_bit_keys_find_a_special_at_every_position(shape, attrs, kind, special, rng):
+    """NARROW keys each 16-bit plane once and checks it as it does: a NaN of either sign or a -0.0 (among
+    +0.0 and -1) at each position in turn reaches the output as the twin says, the planes before and
+    after it keyed as usual."""
+    base = to_dtype(rng.choice(np.array([-1.0, 0.0]), size=shape), kind)
+    if not serves(S.NARROW, _plan(shape, **attrs), kind, False):
+        pytest.skip("rows wider than NARROW takes here")
+    for i in range(base.size):
+        x = base.copy()
+        x.reshape(-1)[i] = special
+        for nt in (1, 2):
+            assert_same(pooling.max_pool(x, n_threads=nt, _strategy=S.NARROW, **attrs), reference.max_pool(x, **attrs))
+
+
 @pytest.mark.parametrize("data", ["plain", "bits"])
 @pytest.mark.parametrize("kind", ["int16", "uint16", "int32", "uint32"])
 @pytest.mark.parametrize("shape, attrs", NARROW_CASES, ids=[f"{c[0]}-{c[1]}" for c in NARROW_CASES])

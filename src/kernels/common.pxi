@@ -94,26 +94,24 @@ cdef extern from "pooling_narrow.h":
     Py_ssize_t pk_narrow_margin_h16(Py_ssize_t kw, Py_ssize_t dw) noexcept nogil
     Py_ssize_t pk_narrow_tail_f32(const float* x, Py_ssize_t n, Py_ssize_t H, Py_ssize_t W,
                                   Py_ssize_t OW, int inf_bits) noexcept nogil
-    Py_ssize_t pk_narrow_tail_h16(const int16_t* x, Py_ssize_t n, Py_ssize_t H, Py_ssize_t W,
-                                  Py_ssize_t OW, int inf_bits) noexcept nogil
     Py_ssize_t pk_narrow_f32(const float* x, float* y, Py_ssize_t n, Py_ssize_t H, Py_ssize_t W,
                              Py_ssize_t OH, Py_ssize_t OW, Py_ssize_t kh, const Py_ssize_t* rows,
                              Py_ssize_t sh, Py_ssize_t dh, Py_ssize_t ph, Py_ssize_t kw, Py_ssize_t dw,
-                             Py_ssize_t pw, float* hb, int inf_bits) noexcept nogil
+                             Py_ssize_t pw, float* hb, float* kb, int inf_bits) noexcept nogil
     Py_ssize_t pk_narrow_h16(const int16_t* x, int16_t* y, Py_ssize_t n, Py_ssize_t H, Py_ssize_t W,
                              Py_ssize_t OH, Py_ssize_t OW, Py_ssize_t kh, const Py_ssize_t* rows,
                              Py_ssize_t sh, Py_ssize_t dh, Py_ssize_t ph, Py_ssize_t kw, Py_ssize_t dw,
-                             Py_ssize_t pw, int16_t* hb, int inf_bits) noexcept nogil
+                             Py_ssize_t pw, int16_t* hb, int16_t* kb, int inf_bits) noexcept nogil
     Py_ssize_t pk_narrow_margin_i16(Py_ssize_t kw, Py_ssize_t dw) noexcept nogil
     Py_ssize_t pk_narrow_margin_i32(Py_ssize_t kw, Py_ssize_t dw) noexcept nogil
     Py_ssize_t pk_narrow_i16(const int16_t* x, int16_t* y, Py_ssize_t n, Py_ssize_t H, Py_ssize_t W,
                              Py_ssize_t OH, Py_ssize_t OW, Py_ssize_t kh, const Py_ssize_t* rows,
                              Py_ssize_t sh, Py_ssize_t dh, Py_ssize_t ph, Py_ssize_t kw, Py_ssize_t dw,
-                             Py_ssize_t pw, int16_t* hb, int inf_bits) noexcept nogil
+                             Py_ssize_t pw, int16_t* hb, int16_t* kb, int inf_bits) noexcept nogil
     Py_ssize_t pk_narrow_i32(const int32_t* x, int32_t* y, Py_ssize_t n, Py_ssize_t H, Py_ssize_t W,
                              Py_ssize_t OH, Py_ssize_t OW, Py_ssize_t kh, const Py_ssize_t* rows,
                              Py_ssize_t sh, Py_ssize_t dh, Py_ssize_t ph, Py_ssize_t kw, Py_ssize_t dw,
-                             Py_ssize_t pw, int32_t* hb, int inf_bits) noexcept nogil
+                             Py_ssize_t pw, int32_t* hb, int32_t* kb, int inf_bits) noexcept nogil
 
 cdef extern from "pooling_nhwc.h":
     int pk_nhwc_row_f32(const float** rows, const unsigned char* chk, Py_ssize_t nrows, float* y,

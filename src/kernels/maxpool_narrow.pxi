@@ -79,37 +79,35 @@ cdef void _narrow_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noe
 
 
 cdef inline Py_ssize_t _narrow_run(const reg_t* x, reg_t* y, Py_ssize_t n, const Geom* g,
-                                   reg_t* hb) noexcept nogil:
-    """pk_narrow_f32 or pk_narrow_h16 on planes [0, n) of x: the first plane that holds a value
-    the cheap compare gets wrong, or n."""
+                                   reg_t* hb, reg_t* kb) noexcept nogil:
+    """pk_narrow_f32, _h16, _i16 or _i32 on planes [0, n) of x: the first plane that holds a value
+    the cheap compare gets wrong, or n.  (kb: 16-bit floats' scratch for a plane's keys.)"""
     if reg_t is float:
         return pk_narrow_f32(x, y, n, g.H, g.W, g.OH, g.OW, g.kh, g.thr, g.sh, g.dh, g.ph, g.kw, g.dw, g.pw,
-                             hb, 0)
+                             hb, NULL, 0)
     elif reg_t is int16_t:
         return pk_narrow_i16(x, y, n, g.H, g.W, g.OH, g.OW, g.kh, g.thr, g.sh, g.dh, g.ph, g.kw, g.dw, g.pw,
-                             hb, g.inf_bits)
+                             hb, NULL, g.inf_bits)
     elif reg_t is int32_t:
         return pk_narrow_i32(x, y, n, g.H, g.W, g.OH, g.OW, g.kh, g.thr, g.sh, g.dh, g.ph, g.kw, g.dw, g.pw,
-                             hb, g.inf_bits)
+                             hb, NULL, g.inf_bits)
     else:
         return pk_narrow_h16(<const int16_t*>x, <int16_t*>y, n, g.H, g.W, g.OH, g.OW, g.kh, g.thr, g.sh, g.dh,
-                             g.ph, g.kw, g.dw, g.pw, <int16_t*>hb, g.inf_bits)
+                             g.ph, g.kw, g.dw, g.pw, <int16_t*>hb, <int16_t*>kb, g.inf_bits)
 
 
 cdef inline Py_ssize_t _narrow_tail(const reg_t* x, Py_ssize_t n, const Geom* g) noexcept nogil:
-    if reg_t is int16_t or reg_t is int32_t:
-        return n  # (no integer is odd)
-    elif reg_t is float:
+    if reg_t is float:
         return pk_narrow_tail_f32(x, n, g.H, g.W, g.OW, 0)
-    else:
-        return pk_narrow_tail_h16(<const int16_t*>x, n, g.H, g.W, g.OW, g.inf_bits)
+    return n  # (no integer is odd; 16-bit floats' keys are made, and checked, from whole planes)
 
 
 cdef void _narrow_planes(reg_t* kind, const _UnitsJob* j, Py_ssize_t begin, Py_ssize_t end,
                          int tid) noexcept nogil:
-    """Planes [begin, end) on thread tid, float32 or 16-bit floats' bits (reg_t).  Planes within
-    j.ld values of the array's ends are read from a copy with margins of j.ld values; a plane
-    holding a value the cheap compare gets wrong is redone with the exact compare."""
+    """Planes [begin, end) on thread tid, float32, 16-bit floats' bits or the integers (reg_t).  Planes
+    within j.ld values of the array's ends are read from a copy with margins of j.ld values (16-bit
+    floats: every plane's keys go there, so none is read in place); a plane holding a value the cheap
+    compare gets wrong is redone with the exact compare."""
     cdef Geom gc = j.g[0]
     cdef const Geom* g = &gc
     cdef Py_ssize_t lanes = (PK_NARROW_H16_L if reg_t is uint16_t or reg_t is int16_t else
@@ -121,18 +119,23 @@ cdef void _narrow_planes(reg_t* kind, const _UnitsJob* j, Py_ssize_t begin, Py_s
     cdef Py_ssize_t p = begin, q, done, i
     cdef Py_ssize_t c = (j.ld + j.xplane - 1) // j.xplane   # planes near each end
     cdef reg_t lo = <reg_t>j.lo, hi = <reg_t>j.hi
+    if reg_t is uint16_t:
+        memset(copy, 0, (j.xplane + 2 * j.ld) * sizeof(reg_t))
     while p < end:
         x = <const reg_t*>j.x + p * j.xplane
         y = <reg_t*>j.y + p * j.yplane
         # (planes [p, q), up to the first whose columns past the strips hold an odd value)
-        if p < c or p >= j.nblk - c:
+        if reg_t is uint16_t:
+            q = end
+            done = _narrow_run(x, y, q - p, g, hb, copy + j.ld)
+        elif p < c or p >= j.nblk - c:
             memset(copy, 0, (j.xplane + 2 * j.ld) * sizeof(reg_t))
             memcpy(copy + j.ld, x, j.xplane * sizeof(reg_t))
             q = p + 1
-            done = _narrow_run(copy + j.ld, y, _narrow_tail(x, 1, g), g, hb)
+            done = _narrow_run(copy + j.ld, y, _narrow_tail(x, 1, g), g, hb, NULL)
         else:
             q = min(end, j.nblk - c)
-            done = _narrow_run(x, y, _narrow_tail(x, q - p, g), g, hb)
+            done = _narrow_run(x, y, _narrow_tail(x, q - p, g), g, hb, NULL)
         if p + done < q:  # plane p + done holds an odd value
             _rows_exact(x + done * j.xplane, y + done * j.yplane, g)
             q = p + done + 1
