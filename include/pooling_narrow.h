@@ -7,8 +7,9 @@
  *
  *   1. each input row r the windows read is reduced along W as one vector per strip: lane l is
  *      the first maximum of x[r][c0 + l - pw + t * dw] over the taps t < kw, each tap one load
- *      at the strip's start plus t * dw - pw, its lanes outside the row replaced by -inf (masks
- *      fixed for the call: they depend only on the lane and the strip);
+ *      at the strip's start plus t * dw - pw, its lanes outside the row replaced by -inf (16-bit
+ *      floats' keys: by 0, below every key; masks fixed for the call: they depend only on the lane
+ *      and the strip);
  *   2. each output row is the first maximum of its window's reduced rows (the valid taps only),
  *      stored as one vector per strip: its lanes past OW spill into the next row's first strip,
  *      which is stored after it (strips go last to first); a vector that would leave the plane
@@ -97,12 +98,12 @@ static inline int pk_nw_odd1(float x, int inf_bits) { (void)inf_bits; return x !
 #include "pooling_narrow_body.h"
 
 /* 16-bit floats: each plane's bits are turned once into keys in unsigned order in scratch (ROWS_FIRST's
- * int16 key, pooling_rows_h16.h, plus 0x8000: every value's key lies above 0), and its NaN and -0.0 (which that key ties with +0.0) are looked for there; the loops then
- * run on the keys as on integers: a tap's lanes outside the row are ANDed to 0, below every key, and
- * taps combine with an unsigned max, two operations a tap where a key and a mask on the bits took five.
- * A row's maximum is raised to -inf's key (a window wholly in the padding), and a result is stored as
- * its value's bits.  Vectors of at most 32 bytes, so 16 lanes in the AVX2 and AVX-512 builds, 8 in the
- * baseline one. */
+ * int16 key, pooling_rows_h16.h, plus 0x8000: every value's key lies above 0), and its NaN and -0.0
+ * (which that key ties with +0.0) are looked for there; the loops then run on the keys as on integers:
+ * a tap's lanes outside the row are ANDed to 0, below every key, and taps combine with an unsigned max,
+ * two operations a tap where a key and a mask on the bits took five.  A row's maximum is raised to
+ * -inf's key (a window wholly in the padding), and a result is stored as its value's bits.  Vectors of
+ * at most 32 bytes, so 16 lanes in the AVX2 and AVX-512 builds, 8 in the baseline one. */
 #define PK_NARROW_H16_L PK_RH_L
 #define PK_NARROW_H16_WIDTH (PK_NARROW_STRIPS * PK_NARROW_H16_L)
 typedef pk_rh_v pk_nk_v;
@@ -152,9 +153,7 @@ static inline void pk_nk_sty_first(int16_t* p, pk_nk_v v, ptrdiff_t n)
         p[t] = lanes[t];
 #endif
 }
-/* A plane's keys: the size values of x into kb as keys, two vectors at a time (the checks take a pair),
- * then one that ends at the plane's end, overlapping those before it (or, under a vector, through one's
- * room); returns whether x holds a NaN or a -0.0. */
+/* The keys of x's vectors at i and j into kb, their values fed to the checks. */
 static inline void pk_nk_keys2(const int16_t* x, int16_t* kb, ptrdiff_t i, ptrdiff_t j, pk_rh_c* bad)
 {
     pk_rh_v a = pk_rh_ld(x + i), b = pk_rh_ld(x + j);
@@ -162,6 +161,9 @@ static inline void pk_nk_keys2(const int16_t* x, int16_t* kb, ptrdiff_t i, ptrdi
     pk_nk_st(kb + i, pk_rh_key(a) ^ (int16_t)0x8000);
     pk_nk_st(kb + j, pk_rh_key(b) ^ (int16_t)0x8000);
 }
+/* A plane's keys: the size values of x into kb as keys, two vectors at a time (the checks take a pair),
+ * then one that ends at the plane's end, overlapping those before it (or, under a vector, through one's
+ * room); returns whether x holds a NaN or a -0.0. */
 static inline int pk_narrow_keys_h16(const int16_t* x, int16_t* kb, ptrdiff_t size, int inf_bits)
 {
     pk_rh_c bad = pk_rh_clean();

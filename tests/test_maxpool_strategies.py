@@ -778,7 +778,7 @@ NARROW_CASES = [
     ((1, 3, 6, 48), dict(kernel_shape=(2, 2), pads=(0, 0, 1, 1))),
     ((1, 3, 7, 45), dict(kernel_shape=(3, 5), strides=(2, 1), pads=(1, 2, 1, 2))),
     # windows wholly in the padding along W, at either end (-inf there; 16-bit floats' masked taps
-    # are NaN keys raised to -inf's), on one and on three strips
+    # are keys of 0, a row's maximum raised to -inf's key), on one and on three strips
     ((1, 3, 5, 6), dict(kernel_shape=(2, 2), pads=(0, 3, 1, 2))),
     ((1, 2, 6, 40), dict(kernel_shape=(3, 2), pads=(1, 1, 0, 4))),
     ((1, 2, 5, 33), dict(kernel_shape=(2, 3), dilations=(1, 2), pads=(1, 5, 1, 5))),

@@ -42,7 +42,7 @@ cdef class MaxPoolNarrow(_Launch):
         self.margin = (pk_narrow_margin_h16(g.kw, g.dw) if self.half else pk_narrow_margin_i16(g.kw, g.dw)
                        if ctype == "int16_t" else pk_narrow_margin_i32(g.kw, g.dw) if ctype == "int32_t"
                        else pk_narrow_margin_f32(g.kw, g.dw)) + g.pw
-        # per thread: the reduced rows (H vectors) and a copy of a plane with margins
+        # per thread: the reduced rows (H vectors) and a copy of a plane with margins (16-bit floats: its keys)
         self.per_thread = _padded(g.H * self.lanes + g.H * g.W + 2 * self.margin, self.itemsize)
         self.units = self.planes
         self.xsize, self.ysize = self.planes * g.H * g.W, self.planes * g.OH * g.OW
