@@ -40,6 +40,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "pooling_half.h"
 #include "pooling_prefetch.h"
 #include "pooling_simd.h"
 
@@ -389,8 +390,9 @@ static inline int pk_tiles_w2_h16(const int16_t* src, int16_t* dst, ptrdiff_t n,
     }
     for (; i < n; i++) {
         uint16_t a = (uint16_t)src[2 * i], b = (uint16_t)src[2 * i + 1];
-        int16_t ka = (int16_t)(a ^ ((a >> 15) * 0x7fffu)), kb = (int16_t)(b ^ ((b >> 15) * 0x7fffu));
-        odd |= ((a & 0x7fff) > inf_bits) | (a == 0x8000) | ((b & 0x7fff) > inf_bits) | (b == 0x8000);
+        int16_t ka = pk_half_fast_key(a), kb = pk_half_fast_key(b);
+        odd |= pk_half_isnan(a, (uint16_t)inf_bits) | (a == 0x8000)
+               | pk_half_isnan(b, (uint16_t)inf_bits) | (b == 0x8000);
         dst[i] = kb > ka ? kb : ka;
     }
     return odd | pk_rh_bad(bad, inf_bits);

@@ -494,10 +494,9 @@ def test_tiles_batch_form_16_bit_pairs(shape, kernel, kind, data, rng):
 @pytest.mark.parametrize("special", [np.nan, -np.nan, -0.0])
 def test_tiles_batch_form_finds_a_special_at_every_position(kind, special, rng):
     """The batch form's W pass checks every value it pairs: a NaN of either sign or a -0.0 (among +0.0
-    and -1) put at
-    each position of a pool5-like input in turn reaches the output as the twin says.  (48 output rows
-    in chunks of 3, so a batch's 42 pairs are two vectors of the AVX2 build's keys and a remainder; with
-    fewer rows every batch would be the remainder.)"""
+    and -1) put at each position of a pool5-like input in turn reaches the output as the twin says.
+    (48 output rows in chunks of 3, so a batch's 42 pairs are two vectors of the AVX2 build's keys and a
+    remainder; with fewer rows every batch would be the remainder.)"""
     shape, attrs = (1, 16, 6, 14), dict(kernel_shape=(2, 2), strides=(2, 2))
     assert _maxpool_strategies.chunk_size(16 * 3, 1) == 3
     base = to_dtype(rng.choice(np.array([-1.0, 0.0]), size=shape), kind)
