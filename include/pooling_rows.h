@@ -127,7 +127,8 @@ static inline pk_rows_v pk_rows_trios(const float* p)
 #endif
 
 /* TILES' 2x2 (2-D) and 2x2x2 (3-D) stride-2 windows in one pass over the input: pk_tiles_k2_f32,
- * pk_tiles_k2_h16 (pooling_rows_body.h).  The input rows PK_TILES_AHEAD bytes ahead are prefetched. */
+ * pk_tiles_k2_h16 (pooling_rows_body.h).  Rows read side by side have the input PK_TILES_AHEAD bytes
+ * ahead prefetched. */
 #define PK_TILES_AHEAD 4096
 
 /* Values of one thread's row buffer: the padded row V that the windows read, plus spare

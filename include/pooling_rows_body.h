@@ -199,8 +199,14 @@ static inline void PK_RB_N(pk_tiles_k2_at)(const PK_RB_T* a, const PK_RB_T* c, P
     PK_RB_STY(y + o, PK_RB_F(order)(m, 1), u);
 }
 
-static inline void PK_RB_N(pk_tiles_k2_row)(const PK_RB_T* a, const PK_RB_T* c, PK_RB_T* y, ptrdiff_t OW,
-                                            int depth, PK_RB_C* bad, int u)
+/* One output row with the input rows side by side (2-D: two, 3-D: four), a vector of outputs at a
+ * time, the last overlapping the one before it.  3-D rows go this way in every build (taken one
+ * after another through y, they measured no faster on Zen 4 in the AVX2 build and 1.1x slower in
+ * the baseline one: four passes over y), and so do 2-D rows of 16-byte vectors (the baseline build;
+ * 16-bit rows of 8 to 15), where one row after another measured 1.06-1.37x slower on Zen 4 from L3
+ * and memory with the same instruction count, and rows of up to four vectors (pk_tiles_k2_rows). */
+static inline void PK_RB_N(pk_tiles_k2_side)(const PK_RB_T* a, const PK_RB_T* c, PK_RB_T* y, ptrdiff_t OW,
+                                             int depth, PK_RB_C* bad, int u)
 {
     ptrdiff_t o;
     PK_ROWS_UNROLL(2)
@@ -210,17 +216,42 @@ static inline void PK_RB_N(pk_tiles_k2_row)(const PK_RB_T* a, const PK_RB_T* c, 
         PK_RB_N(pk_tiles_k2_at)(a, c, y, OW, OW - PK_RB_L, depth, bad, u);
 }
 
+/* One output row of 2x2 windows, the input read as one stream, row after row: the first input
+ * row's pairs over the whole output row, kept in y (in the pairs' lane order, as keys), then the
+ * second row's pass, which reads them back and stores the result over them; the row's last values,
+ * past its whole vectors, take a vector of their own that overlaps the one before it, both rows at
+ * once, stored last.  For rows of more than four vectors of 32 bytes (pk_tiles_k2): read side by
+ * side, a line of each in turn, two such rows ran from L3 and memory at 0.6-0.8 of this form's speed
+ * on Zen 4 in the AVX2 and AVX-512 builds, while on shorter rows (at most 8 lines an output row) this
+ * form, or the first row kept in registers, measured 1.0-1.2x slower (docs/tuning.md#tiles-strategy). */
+static inline void PK_RB_N(pk_tiles_k2_rows)(const PK_RB_T* a, PK_RB_T* y, ptrdiff_t OW, PK_RB_C* bad, int u)
+{
+    const ptrdiff_t whole = OW - OW % PK_RB_L;
+    ptrdiff_t o;
+    PK_ROWS_UNROLL(2)
+    for (o = 0; o < whole; o += PK_RB_L)
+        PK_RB_F(st)(y + o, PK_RB_N(pk_tiles_pair)(a, o, bad, u));
+    PK_ROWS_UNROLL(2)
+    for (o = 0; o < whole; o += PK_RB_L) {
+        PK_RB_V m = PK_RB_F(max)(PK_RB_F(ld)(y + o), PK_RB_N(pk_tiles_pair)(a + 2 * OW, o, bad, u));
+        PK_RB_STY(y + o, PK_RB_F(order)(m, 1), u);
+    }
+    if (whole < OW)
+        PK_RB_N(pk_tiles_k2_at)(a, NULL, y, OW, OW - PK_RB_L, 0, bad, u);
+}
+
 /* Output row q < n of y (OW >= L values) from input rows x0 + 4q * OW and the one after it (2 * OW
  * values each), then in 3-D the same rows of x1, the second depth tap (NULL in 2-D).  Each row's
  * pairs, then the two rows, then the two depth taps: the contract's order, each combine keeping its
- * earlier operand on ties.  Returns 1 when the rows held a value the cheap compare gets wrong (NaN;
- * -0.0 for 16-bit floats, whose keys tie it with +0.0): y then holds no promised values.  A row's last
- * vector overlaps the one before it.  The batch form (W pass into scratch, then H, then D) ran at half
- * a read loop's speed from memory: docs/tuning.md#tiles-strategy.  The input rows PK_TILES_AHEAD
- * bytes ahead are prefetched (prefetches never fault, so past the input too): without, the two rows
- * read side by side missed to memory in the baseline build.  Out of line: inlined into TILES' batch
- * loop it changed that loop's code, and the rows narrower than a vector, which stay there (VGG's
- * pool5), ran 1.1x slower. */
+ * earlier operand on ties (so a row's maxima kept in y and combined with the next row's later pick
+ * the same values).  Returns 1 when the rows held a value the cheap compare gets wrong (NaN; -0.0
+ * for 16-bit floats, whose keys tie it with +0.0): y then holds no promised values.  The batch form
+ * (W pass into scratch, then H, then D) ran at half a read loop's speed from memory:
+ * docs/tuning.md#tiles-strategy.  Where rows are read side by side, the input rows PK_TILES_AHEAD
+ * bytes ahead are prefetched (prefetches never fault, so past the input too): without, they missed to
+ * memory in the baseline build on Zen 3; read one after another they need no prefetch, which cost
+ * time on Zen 4.  Out of line: inlined into TILES' batch loop it changed that
+ * loop's code, and the rows narrower than a vector, which stay there (VGG's pool5), ran 1.1x slower. */
 static PK_NOINLINE int PK_RB_N(pk_tiles_k2)(const PK_RB_T* x0, const PK_RB_T* x1, PK_RB_T* y, ptrdiff_t n,
                                             ptrdiff_t OW, int inf_bits)
 {
@@ -228,16 +259,22 @@ static PK_NOINLINE int PK_RB_N(pk_tiles_k2)(const PK_RB_T* x0, const PK_RB_T* x1
     const ptrdiff_t per = 4 * OW;   /* input values per output row and depth tap */
     const ptrdiff_t ahead = per * (PK_TILES_AHEAD / (per * (ptrdiff_t)sizeof(PK_RB_T)) + 1);
     const ptrdiff_t line = 64 / sizeof(PK_RB_T);
+    /* rows read one after another: 2-D rows of more than four vectors of 32 bytes */
+    const int apart = x1 == NULL && sizeof(PK_RB_V) >= 32 && OW > 4 * PK_RB_L;
     for (ptrdiff_t q = 0; q < n; q++) {
+        if (apart) {
+            PK_RB_N(pk_tiles_k2_rows)(x0 + q * per, y + q * OW, OW, &bad, inf_bits);
+            continue;
+        }
         for (ptrdiff_t b = 0; b < per; b += line) {   /* a line at a time, past the batch too */
             pk_prefetch(x0 + q * per + ahead + b);
             if (x1 != NULL)
                 pk_prefetch(x1 + q * per + ahead + b);
         }
         if (x1 != NULL)
-            PK_RB_N(pk_tiles_k2_row)(x0 + q * per, x1 + q * per, y + q * OW, OW, 1, &bad, inf_bits);
+            PK_RB_N(pk_tiles_k2_side)(x0 + q * per, x1 + q * per, y + q * OW, OW, 1, &bad, inf_bits);
         else
-            PK_RB_N(pk_tiles_k2_row)(x0 + q * per, NULL, y + q * OW, OW, 0, &bad, inf_bits);
+            PK_RB_N(pk_tiles_k2_side)(x0 + q * per, NULL, y + q * OW, OW, 0, &bad, inf_bits);
     }
     return PK_RB_F(bad)(bad, inf_bits);
 }

@@ -317,7 +317,8 @@ def test_one_odd_value_redoes_its_piece_exactly(strategy, shape, attrs, kind, sp
 
 @pytest.mark.parametrize("kind", ["float32", "float16", "bfloat16"])
 @pytest.mark.parametrize("shape, kernel", [((2, 3, 6, 20), (2, 2)), ((1, 2, 4, 6, 18), (2, 2, 2)),
-                                           ((2, 3, 6, 40), (2, 2)), ((1, 2, 4, 6, 34), (2, 2, 2))])
+                                           ((2, 3, 6, 40), (2, 2)), ((1, 2, 4, 6, 34), (2, 2, 2)),
+                                           ((2, 3, 6, 64), (2, 2)), ((1, 2, 4, 6, 98), (2, 2, 2))])
 def test_tiles_one_pass_keeps_the_first_of_equal_zeros(shape, kernel, kind, rng):
     """TILES' one-pass 2x2 and 2x2x2 windows combine W, then H, then depth, each keeping the
     earlier of equal values (float32), or send a batch holding -0.0 to the exact compare (16-bit
@@ -499,6 +500,26 @@ def test_tiles_batch_form_finds_a_special_at_every_position(kind, special, rng):
     remainder; with fewer rows every batch would be the remainder.)"""
     shape, attrs = (1, 16, 6, 14), dict(kernel_shape=(2, 2), strides=(2, 2))
     assert _maxpool_strategies.chunk_size(16 * 3, 1) == 3
+    base = to_dtype(rng.choice(np.array([-1.0, 0.0]), size=shape), kind)
+    for i in range(base.size):
+        x = base.copy()
+        x.reshape(-1)[i] = special
+        assert_same(pooling.max_pool(x, n_threads=1, _strategy=S.TILES, **attrs), reference.max_pool(x, **attrs))
+
+
+@pytest.mark.parametrize("kind", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("special", [np.nan, -np.nan, -0.0])
+@pytest.mark.parametrize("shape, kernel", [((1, 2, 4, 32), (2, 2)), ((1, 1, 4, 46), (2, 2)), ((1, 1, 2, 98), (2, 2)),
+                                           ((1, 1, 2, 140), (2, 2)), ((1, 1, 2, 280), (2, 2)),
+                                           ((1, 1, 4, 4, 36), (2, 2, 2)),
+                                           ((1, 1, 2, 2, 98), (2, 2, 2))])
+def test_tiles_one_pass_finds_a_special_at_every_position(shape, kernel, kind, special, rng):
+    """The one pass reads a 2x2 window's two input rows one after another where a row is more than
+    four vectors of 32 bytes or more (the first row's maxima kept in y, a last vector overlapping the
+    one before it), else side by side: a NaN of either sign or a -0.0 (among +0.0 and -1) at each
+    position in turn reaches the output as the twin says.  OW 16, 23, 49, 70 and 140 cover both forms,
+    with and without a remainder, in each build and kind; 3-D rows (OW 18, 49) are read side by side."""
+    attrs = dict(kernel_shape=kernel, strides=kernel)
     base = to_dtype(rng.choice(np.array([-1.0, 0.0]), size=shape), kind)
     for i in range(base.size):
         x = base.copy()
