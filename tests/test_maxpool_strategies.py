@@ -551,10 +551,11 @@ def test_rows_first_integer_cases_against_the_twin(shape, attrs, kind, data, rng
 @pytest.mark.parametrize("kind", ["int16", "uint16", "int32", "uint32"])
 @pytest.mark.parametrize("shape, kernel", [((2, 3, 6, 20), (2, 2)), ((1, 2, 4, 6, 18), (2, 2, 2)),
                                            ((2, 3, 6, 40), (2, 2)), ((1, 2, 4, 6, 34), (2, 2, 2)),
-                                           ((1, 2, 4, 64), (2, 2))])
+                                           ((1, 2, 4, 64), (2, 2)), ((1, 2, 4, 146), (2, 2))])
 def test_tiles_one_pass_integers(shape, kernel, kind, rng):
     """TILES' one pass over 2x2 and 2x2x2 windows of the 2- and 4-byte integers (rows of one vector,
-    overlapping last vectors, whole vectors), every bit pattern and crowded ties."""
+    overlapping last vectors, whole vectors; OW 73: the 2-D rows read one after another, with a
+    remainder, in every build with 32-byte vectors), every bit pattern and crowded ties."""
     for x in (_integer_bits(rng, shape, kind), make_array(rng, shape, kind)):
         want = reference.max_pool(x, kernel_shape=kernel, strides=kernel)
         for nt in (1, 2):
