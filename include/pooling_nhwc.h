@@ -36,8 +36,9 @@
  * value and its pixel, so ties keep the first, as the contract says.  The winners are written as
  * Indices in the kernels' NHWC encoding: base + pixel * imul + channel * icmul.  The same NaN checks
  * as pk_nhwc_row (a row holding one is the caller's to compute exactly).  A kind with Indices defines
- * PK_NB_M (its int32 lanes), PK_NB_GT(a, b) (the lanes where b > a, all ones) and PK_NB_IBLEND(w, f, m)
- * (w where m is set, else f) besides the block loops' parameters. */
+ * PK_NB_M (its int32 lanes), PK_NB_Q and PK_NB_WIDEN (their halves as int64), PK_NB_GT(a, b) (the
+ * lanes where b > a, all ones) and PK_NB_IBLEND(w, f, m) (w where m is set, else f) besides the block
+ * loops' parameters. */
 #if PK_SIMD
 #define PK_NHWC_GT(P) static inline P##_m P##_gt(P##_v a, P##_v b) { return b > a; }
 #else
@@ -56,6 +57,26 @@ static inline pk_nw_m pk_nw_iblend(pk_nw_m w, pk_nw_m f, pk_nw_m m)
     return (w & m) | (f & ~m);
 #endif
 }
+
+/* The winners' halves as int64 (pooling_simd.h's pk_widen_*): pk_nw_q and pk_r32_q hold half a
+ * winners' vector. */
+#if PK_SIMD && PK_SIMD_BYTES >= 64
+typedef pk_i64x8 pk_nw_q;
+static inline void pk_nw_widen(pk_nw_m w, pk_nw_q* lo, pk_nw_q* hi) { pk_widen_i32x16(w, lo, hi); }
+#elif PK_SIMD && PK_SIMD_BYTES >= 32
+typedef pk_i64x4 pk_nw_q;
+static inline void pk_nw_widen(pk_nw_m w, pk_nw_q* lo, pk_nw_q* hi) { pk_widen_i32x8(w, lo, hi); }
+#elif PK_SIMD
+typedef pk_i64x2 pk_nw_q;
+static inline void pk_nw_widen(pk_nw_m w, pk_nw_q* lo, pk_nw_q* hi) { pk_widen_i32x4(w, lo, hi); }
+#endif
+#if PK_SIMD && PK_SIMD_BYTES >= 32
+typedef pk_i64x4 pk_r32_q;
+static inline void pk_r32_widen(pk_r32_m w, pk_r32_q* lo, pk_r32_q* hi) { pk_widen_i32x8(w, lo, hi); }
+#elif PK_SIMD
+typedef pk_i64x2 pk_r32_q;
+static inline void pk_r32_widen(pk_r32_m w, pk_r32_q* lo, pk_r32_q* hi) { pk_widen_i32x4(w, lo, hi); }
+#endif
 
 /* the 4-byte integers' winners, blended as float32's bits (the float32 row family has the same width) */
 static inline pk_r32_m pk_r32_iblend(pk_r32_m w, pk_r32_m f, pk_r32_m m)
@@ -79,6 +100,8 @@ static inline pk_r32_m pk_r32_iblend(pk_r32_m w, pk_r32_m f, pk_r32_m m)
 #define PK_NB_KEY(v, u) ((void)(u), pk_nw_key(v))
 #define PK_NB_STY(p, v, u) ((void)(u), pk_nw_sty(p, v))
 #define PK_NB_M pk_nw_m
+#define PK_NB_Q pk_nw_q
+#define PK_NB_WIDEN pk_nw_widen
 #define PK_NB_GT(a, b) pk_nw_gt(a, b)
 #define PK_NB_IBLEND(w, f, m) pk_nw_iblend(w, f, m)
 #include "pooling_nhwc_body.h"
@@ -118,6 +141,8 @@ static inline pk_r32_m pk_r32_iblend(pk_r32_m w, pk_r32_m f, pk_r32_m m)
 #define PK_NB_KEY(v, u) pk_r32_key(v, u)
 #define PK_NB_STY(p, v, u) pk_r32_sty(p, v, u)
 #define PK_NB_M pk_r32_m
+#define PK_NB_Q pk_r32_q
+#define PK_NB_WIDEN pk_r32_widen
 #define PK_NB_GT(a, b) pk_r32_gt(a, b)
 #define PK_NB_IBLEND(w, f, m) pk_r32_iblend(w, f, m)
 #include "pooling_nhwc_body.h"

@@ -81,9 +81,9 @@ PK_NB_N(pk_nhwc_row)(const PK_NB_T* const* rows, const unsigned char* chk, ptrdi
 }
 
 #ifdef PK_NB_M
-/* With Indices (pooling_nhwc.h): the lanes of a winners' vector as int64, for the Indices. */
+/* With Indices (pooling_nhwc.h): half a winners' vector as int64 (a lane where the build has no vectors). */
 #if PK_SIMD
-typedef int64_t PK_NB_N(pk_nhwc_wide) __attribute__((vector_size(2 * sizeof(PK_NB_M))));
+typedef PK_NB_Q PK_NB_N(pk_nhwc_wide);
 #else
 typedef int64_t PK_NB_N(pk_nhwc_wide);
 #endif
@@ -147,8 +147,12 @@ PK_NB_N(pk_nhwc_iblock)(const PK_NB_T* const* rows, const int32_t* rpix, const u
         PK_NB_STY(y + i * PK_NB_L, acc[i], u);
         int64_t first = base + (c0 + i * PK_NB_L) * icmul;
 #if PK_SIMD
-        PK_NB_N(pk_nhwc_wide) wide = __builtin_convertvector(win[i], PK_NB_N(pk_nhwc_wide)) + *icl + first;
-        memcpy(ind + c0 + i * PK_NB_L, &wide, sizeof wide);
+        PK_NB_N(pk_nhwc_wide) lo, hi;
+        PK_NB_WIDEN(win[i], &lo, &hi);
+        lo += icl[0] + first;
+        hi += icl[1] + first;
+        memcpy(ind + c0 + i * PK_NB_L, &lo, sizeof lo);
+        memcpy(ind + c0 + i * PK_NB_L + PK_NB_L / 2, &hi, sizeof hi);
 #else
         (void)icl;
         ind[c0 + i] = first + win[i];
@@ -175,12 +179,14 @@ static int PK_NB_N(pk_nhwc_irow)(const PK_NB_T* const* rows, const int32_t* rpix
     PK_NB_C bad = PK_NB_F(clean)();
     ptrdiff_t c = 0;
     const int32_t imul32 = (int32_t)imul;
-    PK_NB_N(pk_nhwc_wide) icl;
+    PK_NB_N(pk_nhwc_wide) icl[2];   /* each lane's channel * icmul, the vector's halves */
 #if PK_SIMD
-    for (int l = 0; l < PK_NB_L; l++)
-        icl[l] = l * icmul;
+    for (int l = 0; l < PK_NB_L / 2; l++) {
+        icl[0][l] = l * icmul;
+        icl[1][l] = (l + PK_NB_L / 2) * icmul;
+    }
 #else
-    icl = 0;
+    icl[0] = icl[1] = 0;
 #endif
     for (ptrdiff_t ow = 0; ow < OW; ow++, y += C, ind += C) {
         if (nlen > 0)
@@ -192,18 +198,20 @@ static int PK_NB_N(pk_nhwc_irow)(const PK_NB_T* const* rows, const int32_t* rpix
         ptrdiff_t m = ow == OW - 1 ? n : own - t0 > n ? n : own - t0;
         for (c = 0; c + B <= C; c += B)
             PK_NB_N(pk_nhwc_iblock)(rows, rpix, chk, nrows, off + c, col, step, (int32_t)dw, n, m, y + c, ind,
-                                    base, imul32, icmul, &icl, c, &bad, PK_NHWC_BLOCK, inf_bits);
+                                    base, imul32, icmul, icl, c, &bad, PK_NHWC_BLOCK, inf_bits);
         for (; c + PK_NB_L <= C; c += PK_NB_L)
             PK_NB_N(pk_nhwc_iblock)(rows, rpix, chk, nrows, off + c, col, step, (int32_t)dw, n, m, y + c, ind,
-                                    base, imul32, icmul, &icl, c, &bad, 1, inf_bits);
+                                    base, imul32, icmul, icl, c, &bad, 1, inf_bits);
         if (c < C)
             PK_NB_N(pk_nhwc_iblock)(rows, rpix, chk, nrows, off + C - PK_NB_L, col, step, (int32_t)dw, n, m,
-                                    y + C - PK_NB_L, ind, base, imul32, icmul, &icl, C - PK_NB_L, &bad, 1,
+                                    y + C - PK_NB_L, ind, base, imul32, icmul, icl, C - PK_NB_L, &bad, 1,
                                     inf_bits);
     }
     return PK_NB_F(bad)(bad, inf_bits);
 }
 #undef PK_NB_M
+#undef PK_NB_Q
+#undef PK_NB_WIDEN
 #undef PK_NB_GT
 #undef PK_NB_IBLEND
 #endif

@@ -111,6 +111,20 @@ PK_SELECT_NAN(f64x2, i64x2)
 PK_SELECT_BLEND(f32x4, i32x4)
 PK_SELECT_BLEND(f64x2, i64x2)
 
+/* pk_widen_*: the int32 lanes of w sign-extended to int64, its first half to *lo and its second to
+ * *hi (one pmovsxdq each; GCC 12 turned a 64-byte vector's conversion and store, which the AVX2
+ * build's registers cannot hold, into stores to the stack and 16-byte copies from it) */
+static inline void pk_widen_i32x4(pk_i32x4 w, pk_i64x2* lo, pk_i64x2* hi)
+{
+#if defined(__SSE4_1__)
+    *lo = (pk_i64x2)_mm_cvtepi32_epi64((__m128i)w);
+    *hi = (pk_i64x2)_mm_cvtepi32_epi64(_mm_unpackhi_epi64((__m128i)w, (__m128i)w));
+#else
+    *lo = (pk_i64x2){w[0], w[1]};
+    *hi = (pk_i64x2){w[2], w[3]};
+#endif
+}
+
 /* 32 bytes: the builds whose registers hold them (wider vectors elsewhere change the calling
  * convention, and the compiler says so) */
 #if PK_SIMD_BYTES >= 32
@@ -137,6 +151,11 @@ static inline pk_f32x8 pk_blend_f32x8(pk_f32x8 v, pk_f32x8 f, pk_i32x8 m)
 }
 PK_SELECT_NAN(f64x4, i64x4)
 PK_SELECT_BLEND(f64x4, i64x4)
+static inline void pk_widen_i32x8(pk_i32x8 w, pk_i64x4* lo, pk_i64x4* hi)
+{
+    *lo = (pk_i64x4)_mm256_cvtepi32_epi64(_mm256_castsi256_si128((__m256i)w));
+    *hi = (pk_i64x4)_mm256_cvtepi32_epi64(_mm256_extracti128_si256((__m256i)w, 1));
+}
 #endif
 
 /* 64 bytes: the AVX-512 build */
@@ -150,6 +169,12 @@ static inline pk_f32x16 pk_max_f32x16(pk_f32x16 a, pk_f32x16 b)
 }
 PK_SELECT_NAN(f32x16, i32x16)
 PK_SELECT_BLEND(f32x16, i32x16)   /* (one vpternlogd) */
+typedef int64_t pk_i64x8 __attribute__((vector_size(64)));
+static inline void pk_widen_i32x16(pk_i32x16 w, pk_i64x8* lo, pk_i64x8* hi)
+{
+    *lo = (pk_i64x8)_mm512_cvtepi32_epi64(_mm512_castsi512_si256((__m512i)w));
+    *hi = (pk_i64x8)_mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64((__m512i)w, 1));
+}
 #endif
 
 #undef PK_SELECT_MAX
