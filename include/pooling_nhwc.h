@@ -58,8 +58,8 @@ static inline pk_nw_m pk_nw_iblend(pk_nw_m w, pk_nw_m f, pk_nw_m m)
 #endif
 }
 
-/* The winners' halves as int64 (pooling_simd.h's pk_widen_*): pk_nw_q and pk_r32_q hold half a
- * winners' vector. */
+/* The winners' halves as int64 (pooling_simd.h's widening, pk_widen_i32x4 and its wider twins):
+ * pk_nw_q and pk_r32_q hold half a winners' vector. */
 #if PK_SIMD && PK_SIMD_BYTES >= 64
 typedef pk_i64x8 pk_nw_q;
 static inline void pk_nw_widen(pk_nw_m w, pk_nw_q* lo, pk_nw_q* hi) { pk_widen_i32x16(w, lo, hi); }

@@ -111,9 +111,10 @@ PK_SELECT_NAN(f64x2, i64x2)
 PK_SELECT_BLEND(f32x4, i32x4)
 PK_SELECT_BLEND(f64x2, i64x2)
 
-/* pk_widen_*: the int32 lanes of w sign-extended to int64, its first half to *lo and its second to
- * *hi (one pmovsxdq each; GCC 12 turned a 64-byte vector's conversion and store, which the AVX2
- * build's registers cannot hold, into stores to the stack and 16-byte copies from it) */
+/* The widening of int32 lanes to int64 (pk_widen_i32x4, and pk_widen_i32x8 and pk_widen_i32x16
+ * in the wider builds below): w's first half to *lo and its second to *hi, one pmovsxdq each.
+ * GCC 12 built a 64-byte vector's conversion and store, wider than the AVX2 build's registers,
+ * on the stack and copied it out 16 bytes at a time. */
 static inline void pk_widen_i32x4(pk_i32x4 w, pk_i64x2* lo, pk_i64x2* hi)
 {
 #if defined(__SSE4_1__)

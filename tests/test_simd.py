@@ -41,7 +41,8 @@ def test_dispatch_choice_and_report():
     assert f"in use: {_dispatch.level}" in line
     if _tuning.ACTIVE:  # the kernels taken from another build are named, with the CPUs measured
         assert "measured faster on" in line
-        assert all(f"{r.strategy.value} from {r.build}" in line and r.cpus.name in line for r in _tuning.ACTIVE)
+        assert all(f"{r.strategy.value} {'with' if r.indices else 'without'} Indices from {r.build}" in line
+                   and r.cpus.name in line for r in _tuning.ACTIVE)
     else:
         assert line.endswith(f"in use: {_dispatch.level}")
     if _dispatch.level == "avx2":
@@ -113,8 +114,12 @@ def test_mixed_builds_give_the_same_results(monkeypatch, build, rng):
     if build == "avx512" and "avx512" not in _dispatch.available:
         pytest.skip("no AVX-512 build for this CPU")
     every = (("planes", 1), ("narrow", 1), ("fused", 2), ("tiles", 2), ("nhwc_blocks", 1), ("nhwc_blocks", 2))
-    monkeypatch.setattr(_tuning, "ACTIVE", rules(*((name, build, (stride,), ALL_SIZES) for name, stride in every))
-                        if build else ())
+    active = ()
+    if build:   # every strategy's rule, and NHWC's with Indices
+        active = rules(*((name, build, (stride,), ALL_SIZES) for name, stride in every)) + (
+            _tuning.BuildRule(Strategy.NHWC, build, _tuning.Cpus("any", "", 0, ()), (1, 2), ALL_SIZES, "#test",
+                              indices=True),)
+    monkeypatch.setattr(_tuning, "ACTIVE", active)
     launch.cache_clear()
     try:
         for kind in ("float32", "float64", "uint8", "int8", "float16"):
@@ -126,7 +131,9 @@ def test_mixed_builds_give_the_same_results(monkeypatch, build, rng):
                                  ((2, 3, 15, 13), dict(kernel_shape=(3, 3), strides=(2, 2), return_indices=True)),
                                  ((2, 15, 13, 19), dict(kernel_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1),
                                                         layout="NHWC")),
-                                 ((1, 12, 12, 40), dict(kernel_shape=(5, 5), pads=(2, 2, 2, 2), layout="NHWC"))]:
+                                 ((1, 12, 12, 40), dict(kernel_shape=(5, 5), pads=(2, 2, 2, 2), layout="NHWC")),
+                                 ((2, 15, 13, 19), dict(kernel_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1),
+                                                        layout="NHWC", return_indices=True))]:
                 x = make_array(rng, shape, kind)
                 want = reference.max_pool(x, **attrs)
                 for nt in (1, 2):

@@ -20,9 +20,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TUNING_DOC = os.path.join(os.path.dirname(HERE), "docs", "tuning.md")
 
 
-def plan(x_shape, kernel_shape, strides=None, pads=None, layout="NCHW"):
+def plan(x_shape, kernel_shape, strides=None, pads=None, layout="NCHW", return_indices=False):
     return maxpool_plan(x_shape, kernel_shape=kernel_shape, strides=strides, pads=pads, dilations=None,
-                        auto_pad="NOTSET", ceil_mode=False, storage_order=0, return_indices=False,
+                        auto_pad="NOTSET", ceil_mode=False, storage_order=0, return_indices=return_indices,
                         layout=layout, activation=None, activation_params=None, opset=None,
                         index_format="onnx")
 
@@ -231,7 +231,8 @@ def test_every_rule_is_typed_and_names_its_evidence():
 
 @pytest.mark.parametrize("cpu, expected", [
     (("AuthenticAMD", 0x19, 0x01), set()),       # Zen 3 EPYC: measured, AVX2 as fast or faster
-    (("AuthenticAMD", 0x19, 0x11), set()),       # Zen 4: not measured
+    (("AuthenticAMD", 0x19, 0x11), {(S.NHWC, "avx512")}),   # Zen 4 EPYC: measured
+    (("AuthenticAMD", 0x19, 0x61), set()),       # Zen 4 desktop: not measured
     (("AuthenticAMD", 0x17, 0x31), set()),       # Zen 2: not measured
     (("AuthenticAMD", 0x1A, 0x02), {(S.FUSED, "baseline"), (S.PLANES, "avx512"),
                                     (S.NARROW, "avx512"), (S.NHWC_BLOCKS, "avx512")}),  # Zen 5 EPYC: measured
@@ -256,16 +257,19 @@ EXAMPLES = {
     (S.NARROW, 1): ((1, 8, 13, 13), (3, 3), None, (1, 1, 1, 1), "NCHW"),
     (S.NHWC_BLOCKS, 1): ((1, 16, 16, 64), (3, 3), None, (1, 1, 1, 1), "NHWC"),
     (S.NHWC_BLOCKS, 2): ((1, 16, 16, 64), (3, 3), (2, 2), (1, 1, 1, 1), "NHWC"),
+    (S.NHWC, 1): ((1, 16, 16, 64), (3, 3), None, (1, 1, 1, 1), "NHWC"),
+    (S.NHWC, 2): ((1, 16, 16, 64), (3, 3), (2, 2), (1, 1, 1, 1), "NHWC"),
 }
 CLASSES = {S.FUSED: "MaxPool3d", S.TILES: "MaxPoolTiles", S.PLANES: "MaxPoolPlanes",
-           S.NARROW: "MaxPoolNarrow", S.NHWC_BLOCKS: "MaxPoolNHWC"}
+           S.NARROW: "MaxPoolNarrow", S.NHWC_BLOCKS: "MaxPoolNHWC", S.NHWC: "MaxPoolNHWC"}
 KIND_OF_SIZE = {1: "uint8", 2: "float16", 4: "float32", 8: "float64"}
 
 
 @pytest.mark.parametrize("rule", _tuning.RULES, ids=lambda r: f"{r.cpus.name}-{r.strategy.value}-{r.build}")
 def test_every_rule_applies_where_it_says_and_changes_no_result(monkeypatch, caches, rule, rng):
     """The strategy's builder consults the table: on a call the rule covers it takes the rule's
-    build (no rule can silently never apply), with Indices or below the size bound the process's;
+    build (no rule can silently never apply), with Indices where the rule is for calls without
+    them (and without where it is for calls with them) or below the size bound the process's;
     and that build's results are the twin's."""
     build = _dispatch.load(rule.build) if rule.build in _dispatch.available else None
     if build is None:
@@ -276,19 +280,59 @@ def test_every_rule_applies_where_it_says_and_changes_no_result(monkeypatch, cac
         shape, kernel, strides, pads, layout = EXAMPLES[rule.strategy, stride]
         for size in rule.itemsizes:
             kind = KIND_OF_SIZE[size]
-            p = plan(shape, kernel, strides, pads, layout)
-            assert serves(rule.strategy, p, kind, False)
-            assert type(launch(p, kind, 1, False, rule.strategy)) is getattr(build, CLASSES[rule.strategy])
+            p = plan(shape, kernel, strides, pads, layout, rule.indices)
+            assert serves(rule.strategy, p, kind, rule.indices)
+            assert type(launch(p, kind, 1, rule.indices, rule.strategy)) is getattr(build, CLASSES[rule.strategy])
             x = make_array(rng, shape, kind)
-            attrs = dict(kernel_shape=kernel, strides=strides, pads=pads, layout=layout)
+            attrs = dict(kernel_shape=kernel, strides=strides, pads=pads, layout=layout,
+                         return_indices=rule.indices)
             want = reference.max_pool(x, **attrs)
             for nt in (1, 2):
-                assert_same(pooling.max_pool(x, n_threads=nt, _strategy=rule.strategy.value, **attrs), want)
-            assert _tuning.kernels_for(rule.strategy, stride, size, with_indices=True) is _dispatch.core
+                got = pooling.max_pool(x, n_threads=nt, _strategy=rule.strategy.value, **attrs)
+                if rule.indices:
+                    assert_same(got[0], want[0])
+                    np.testing.assert_array_equal(got[1], want[1])
+                else:
+                    assert_same(got, want)
+            assert _tuning.kernels_for(rule.strategy, stride, size, with_indices=not rule.indices) is _dispatch.core
             if rule.least_llc:
                 caches(llc=1 << 40)
                 assert _tuning.kernels_for(rule.strategy, stride, size, input_bytes=1 << 30) is _dispatch.core
                 caches(llc=1)
+
+
+@pytest.mark.parametrize("kind", ["float32", "int32", "uint32", "float64"])
+def test_nhwc_with_indices_takes_the_rule_build_only_where_its_blocks_are_fewer(monkeypatch, kind, rng):
+    """NHWC with Indices takes a rule's build only where that build's register loops hold the
+    channels in fewer blocks of vectors per pixel than the process's (the AVX-512 build's float32
+    lanes are twice AVX2's; its 4-byte integer lanes are AVX2's), and its results are the twin's."""
+    if "avx512" not in _dispatch.available or _dispatch.core is _dispatch.load("avx512"):
+        pytest.skip("no AVX-512 build beside the process's")
+    avx512 = _dispatch.load("avx512")
+    anywhere = _tuning.Cpus("any", "", 0, ())
+    rule = _tuning.BuildRule(S.NHWC, "avx512", anywhere, (1, 2), (4, 8), "#test", indices=True)
+    monkeypatch.setattr(_tuning, "ACTIVE", (rule,))
+    blocks = _maxpool_strategies._indices_blocks
+    launch.cache_clear()
+    try:
+        for c in (7, 8, 16, 24, 32, 48, 64, 72, 288):
+            p = plan((2, 9, 11, c), (3, 3), (2, 2), (1, 1, 1, 1), "NHWC", True)
+            fewer = blocks(avx512, kind, c) < blocks(_dispatch.core, kind, c)
+            build = avx512 if fewer else _dispatch.core
+            assert type(launch(p, kind, 1, True, S.NHWC)) is build.MaxPoolNHWC, c
+            if kind == "float32" and _dispatch.core.NARROW_LANES == 8:   # the AVX2 build's 8 lanes
+                assert fewer == (c in (16, 24, 64, 72, 288)), c
+            elif kind != "float32":
+                assert not fewer, c
+            x = make_array(rng, (2, 9, 11, c), kind)
+            attrs = dict(kernel_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1), layout="NHWC", return_indices=True)
+            want, want_idx = reference.max_pool(x, **attrs)
+            for nt in (1, 2):
+                got, idx = pooling.max_pool(x, n_threads=nt, **attrs)
+                assert_same(got, want)
+                np.testing.assert_array_equal(idx, want_idx)
+    finally:
+        launch.cache_clear()
 
 
 def test_tiles_asks_for_its_build_with_the_input_size(monkeypatch):

@@ -141,6 +141,7 @@ cdef extern from "pooling_nhwc.h":
     enum:
         PK_NHWC_H16_L   # 16-bit floats' lanes of NHWC_BLOCKS' vectors: channels at least this many
         PK_NHWC_I32_L   # the same for 4-byte integers (2-byte ones: PK_NHWC_H16_L)
+        PK_NHWC_BLOCK   # vectors of channels per block held in registers
 
 cdef extern from "pooling_unpool.h":
     int PK_UNPOOL_WINDOWS

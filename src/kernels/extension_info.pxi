@@ -47,3 +47,5 @@ ROWS_MIN_H16 = PK_ROWS_H16_MIN_LANES
 # vector of their keys; and of 4-byte integers.
 NHWC_LANES_H16 = PK_NHWC_H16_L
 NHWC_LANES_I32 = PK_NHWC_I32_L
+# The vectors of channels each of its blocks holds in registers.
+NHWC_BLOCK = PK_NHWC_BLOCK

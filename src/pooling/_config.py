@@ -226,12 +226,12 @@ def _simd_exceptions():
         return ""
     vendor, family, model = _runtime.cpu_id()
     kernels = "; ".join(
-        f"{r.strategy.value} from {r.build} (W stride {'/'.join(map(str, r.w_strides))}, "
-        f"{'/'.join(f'{b}-byte' for b in r.itemsizes)} types"
+        f"{r.strategy.value} {'with' if r.indices else 'without'} Indices from {r.build} "
+        f"(W stride {'/'.join(map(str, r.w_strides))}, {'/'.join(f'{b}-byte' for b in r.itemsizes)} types"
         + (f", inputs of {r.least_llc:g} last-level cache or more" if r.least_llc else "") + ")"
         for r in _tuning.ACTIVE)
     names = sorted({r.cpus.name for r in _tuning.ACTIVE})
-    return (f"; without Indices, measured faster on {', '.join(names)} ({vendor} family {family:#x} "
+    return (f"; measured faster on {', '.join(names)} ({vendor} family {family:#x} "
             f"model {model:#x}; POOLING_SIMD=avx2 runs them in AVX2): {kernels}")
 
 

@@ -57,6 +57,7 @@ ROWS_MIN: int
 ROWS_MIN_H16: int
 NHWC_LANES_H16: int
 NHWC_LANES_I32: int
+NHWC_BLOCK: int
 class MaxPoolNarrow:
     def __init__(
         self, ctype: str, x_shape: tuple[int, int, int, int], y_shape: tuple[int, int, int, int],

@@ -9,7 +9,8 @@ its scratch, and `launch` caches the callable per (plan, kind, threads, Indices,
 force each strategy with ``max_pool(..., _strategy=...)``; a forced strategy that cannot compute
 the call (`serves` is False) is a ValueError.  Which other SIMD build may run a unit's kernel is
 pooling._tuning's table (`kernels_for`) to propose; a unit keeps the process's build only where the
-proposed one cannot hold its call (`_narrow_core`, NhwcBlocks, Planes' whole-plane windows).
+proposed one cannot hold its call, or not in fewer blocks (`_narrow_core`, NhwcBlocks, Nhwc with
+Indices, `_indices_blocks`; Planes' whole-plane windows).
 
 Adding a strategy: a `Strategy` member, one `Unit` subclass here (its `serves`, `pays` and
 `build`), its place in `ORDER`, and its section in docs/tuning.md#maxpool-strategy-choices.  The
@@ -414,14 +415,35 @@ def _blocks_lanes(core, kind):
 
 class Nhwc(Unit):
     """Channels-last, ranks 1-3 (H*W*D below 2**31): the channels-last kernel over output rows,
-    every dtype, Indices in every format (maxpool_nhwc.pxi)."""
+    every dtype, Indices in every format (maxpool_nhwc.pxi).  With Indices, from the AVX-512 build
+    where a rule of pooling._tuning names it and its vectors hold the channels in fewer blocks."""
     strategy = Strategy.NHWC
 
     def serves(self, plan, kind, with_indices):
         return plan.layout == "NHWC" and len(plan.spatial) <= 3 and _fits_int32((math.prod(plan.spatial),))
 
     def build(self, plan, kind, nt, act, inf_bits, with_indices):
-        return _nhwc_launch(plan, kind, nt, act, inf_bits)
+        core = _core
+        if with_indices:
+            # From another build where a rule of pooling._tuning names it and that build's vectors
+            # hold the channels in fewer blocks (#zen-4-nhwc-with-indices-from-the-avx-512-build)
+            other = _tuning.kernels_for(Strategy.NHWC, _geometry(plan).strides[2], KINDS[kind].itemsize, True)
+            c = plan.out_shape[-1]
+            if _indices_blocks(other, kind, c) < _indices_blocks(_core, kind, c):
+                core = other
+        return _nhwc_launch(plan, kind, nt, act, inf_bits, core=core)
+
+
+def _indices_blocks(core, kind, c):
+    """The register loops' blocks of channels per output pixel with Indices (pk_nhwc_irow_f32,
+    _i32) in the build `core`: whole blocks, then single vectors, then one vector ending at c; a
+    count no call has where they do not serve the kind or the channels."""
+    ctype = KINDS[kind].ctype
+    lanes = core.NARROW_LANES if ctype == "float" else core.NHWC_LANES_I32 if ctype == "int32_t" else math.inf
+    if c < lanes:
+        return math.inf
+    block = core.NHWC_BLOCK * lanes
+    return c // block + c % block // lanes + (c % lanes > 0)
 
 
 def _nhwc_launch(plan, kind, nt, act, inf_bits, blocks=False, core=_core):

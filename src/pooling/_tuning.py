@@ -92,9 +92,10 @@ class Cpus:
 
 @dataclass(frozen=True)
 class BuildRule:
-    """On `cpus`, `strategy` without Indices, for these W strides and item sizes, on inputs of at
-    least `least_llc` last-level caches, runs from `build` ("baseline" or "avx512") where the
-    process runs the AVX2 build by its own choice; measured there (`evidence`, in DOCS)."""
+    """On `cpus`, `strategy` without Indices (with them where `indices`), for these W strides and
+    item sizes, on inputs of at least `least_llc` last-level caches, runs from `build` ("baseline"
+    or "avx512") where the process runs the AVX2 build by its own choice; measured there
+    (`evidence`, in DOCS)."""
     strategy: Strategy
     build: str
     cpus: Cpus
@@ -102,12 +103,14 @@ class BuildRule:
     itemsizes: tuple
     evidence: str
     least_llc: float = 0.0
+    indices: bool = False
 
-    def applies(self, strategy, w_stride, itemsize, input_bytes):
+    def applies(self, strategy, w_stride, itemsize, input_bytes, with_indices=False):
         return (strategy is self.strategy and w_stride in self.w_strides and itemsize in self.itemsizes
-                and input_bytes >= self.least_llc * _caches.CACHES.llc)
+                and with_indices == self.indices and input_bytes >= self.least_llc * _caches.CACHES.llc)
 
 
+ZEN4 = Cpus("AMD Zen 4 server (EPYC 9004)", "AuthenticAMD", 0x19, (range(0x10, 0x20),))
 ZEN5 = Cpus("AMD Zen 5 server (EPYC 9005)", "AuthenticAMD", 0x1A, (range(0x00, 0x20),))
 
 # (Zen 3's rules, FUSED and TILES with a W stride of 2 from the baseline build, were dropped when
@@ -118,6 +121,8 @@ RULES = (
     BuildRule(Strategy.PLANES, "avx512", ZEN5, (1,), (4,), "#zen-5-avx-512-kernels"),
     BuildRule(Strategy.NARROW, "avx512", ZEN5, (1,), (4,), "#zen-5-avx-512-kernels"),
     BuildRule(Strategy.NHWC_BLOCKS, "avx512", ZEN5, (1, 2), (4,), "#zen-5-avx-512-kernels"),
+    BuildRule(Strategy.NHWC, "avx512", ZEN4, (1, 2), (4,), "#zen-4-nhwc-with-indices-from-the-avx-512-build",
+              indices=True),
 )
 
 
@@ -135,9 +140,8 @@ ACTIVE = active_rules(_runtime.cpu_id(), _dispatch.level, _dispatch.wanted, _dis
 def kernels_for(strategy, w_stride, itemsize, with_indices=False, input_bytes=0):
     """The compiled build to run `strategy` (a Strategy) with, for a W stride, element size,
     Indices or not and the input's bytes: the process's build, or another where a rule in force
-    says so (calls without Indices only)."""
-    if not with_indices:
-        for rule in ACTIVE:
-            if rule.applies(strategy, w_stride, itemsize, input_bytes):
-                return _dispatch.load(rule.build)
+    says so."""
+    for rule in ACTIVE:
+        if rule.applies(strategy, w_stride, itemsize, input_bytes, with_indices):
+            return _dispatch.load(rule.build)
     return _dispatch.core
