@@ -60,23 +60,22 @@ static inline pk_nw_m pk_nw_iblend(pk_nw_m w, pk_nw_m f, pk_nw_m m)
 
 /* The winners' halves as int64 (pooling_simd.h's widening, pk_widen_i32x4 and its wider twins):
  * pk_nw_q and pk_r32_q hold half a winners' vector. */
+#define PK_NHWC_WIDEN(P, Q, WIDEN)                                                                    \
+typedef Q P##_q;                                                                                      \
+static inline void P##_widen(P##_m w, P##_q* lo, P##_q* hi) { WIDEN(w, lo, hi); }
 #if PK_SIMD && PK_SIMD_BYTES >= 64
-typedef pk_i64x8 pk_nw_q;
-static inline void pk_nw_widen(pk_nw_m w, pk_nw_q* lo, pk_nw_q* hi) { pk_widen_i32x16(w, lo, hi); }
+PK_NHWC_WIDEN(pk_nw, pk_i64x8, pk_widen_i32x16)
 #elif PK_SIMD && PK_SIMD_BYTES >= 32
-typedef pk_i64x4 pk_nw_q;
-static inline void pk_nw_widen(pk_nw_m w, pk_nw_q* lo, pk_nw_q* hi) { pk_widen_i32x8(w, lo, hi); }
+PK_NHWC_WIDEN(pk_nw, pk_i64x4, pk_widen_i32x8)
 #elif PK_SIMD
-typedef pk_i64x2 pk_nw_q;
-static inline void pk_nw_widen(pk_nw_m w, pk_nw_q* lo, pk_nw_q* hi) { pk_widen_i32x4(w, lo, hi); }
+PK_NHWC_WIDEN(pk_nw, pk_i64x2, pk_widen_i32x4)
 #endif
 #if PK_SIMD && PK_SIMD_BYTES >= 32
-typedef pk_i64x4 pk_r32_q;
-static inline void pk_r32_widen(pk_r32_m w, pk_r32_q* lo, pk_r32_q* hi) { pk_widen_i32x8(w, lo, hi); }
+PK_NHWC_WIDEN(pk_r32, pk_i64x4, pk_widen_i32x8)
 #elif PK_SIMD
-typedef pk_i64x2 pk_r32_q;
-static inline void pk_r32_widen(pk_r32_m w, pk_r32_q* lo, pk_r32_q* hi) { pk_widen_i32x4(w, lo, hi); }
+PK_NHWC_WIDEN(pk_r32, pk_i64x2, pk_widen_i32x4)
 #endif
+#undef PK_NHWC_WIDEN
 
 /* the 4-byte integers' winners, blended as float32's bits (the float32 row family has the same width) */
 static inline pk_r32_m pk_r32_iblend(pk_r32_m w, pk_r32_m f, pk_r32_m m)
