@@ -3,8 +3,8 @@
  * (the kind's function name), PK_NB_F(op) (its vector operations: ld, max, and the checks clean / chk /
  * bad, as in pooling_rows_body.h), PK_NB_KEY(v, u) and PK_NB_STY(p, v, u) (its key and sty; u the
  * call's inf_bits, "unsigned" to the integers), PK_NB_V, PK_NB_C (vector and check state types) and
- * PK_NB_L (lanes) defined, and for the loops with Indices PK_NB_M, PK_NB_GT and PK_NB_IBLEND
- * (pooling_nhwc.h); it undefines them at its end. */
+ * PK_NB_L (lanes) defined, and for the loops with Indices PK_NB_M, PK_NB_Q, PK_NB_WIDEN, PK_NB_GT and
+ * PK_NB_IBLEND (pooling_nhwc.h); it undefines them at its end. */
 
 /* One block of V vectors at offset off of each row: the first maximum over the taps of nrows
  * rows, ntaps taps step values apart in each, stored at y.  The values of the first ctaps taps

@@ -424,10 +424,12 @@ class Nhwc(Unit):
 
     def build(self, plan, kind, nt, act, inf_bits, with_indices):
         core = _core
-        if with_indices:
-            # From another build where a rule of pooling._tuning names it and that build's vectors
-            # hold the channels in fewer blocks (#zen-4-nhwc-with-indices-from-the-avx-512-build)
-            other = _tuning.kernels_for(Strategy.NHWC, _geometry(plan).strides[2], KINDS[kind].itemsize, True)
+        g = _geometry(plan)
+        # With Indices, from another build where a rule of pooling._tuning names it and that build's
+        # vectors hold the channels in fewer blocks, where the register loops run at all (an image's
+        # pixels times the encoding's pixel stride below 2**31; #zen-4-nhwc-with-indices-from-the-avx-512-build)
+        if with_indices and math.prod(g.spatial) * _index_code(plan, 0)[0] <= 0x7fffffff:
+            other = _tuning.kernels_for(Strategy.NHWC, g.strides[2], KINDS[kind].itemsize, True)
             c = plan.out_shape[-1]
             if _indices_blocks(other, kind, c) < _indices_blocks(_core, kind, c):
                 core = other
