@@ -440,8 +440,7 @@ def _indices_blocks(core, kind, c):
     """The register loops' blocks of channels per output pixel with Indices (pk_nhwc_irow_f32,
     _i32) in the build `core`: whole blocks, then single vectors, then one vector ending at c; a
     count no call has where they do not serve the kind or the channels."""
-    ctype = KINDS[kind].ctype
-    lanes = core.NARROW_LANES if ctype == "float" else core.NHWC_LANES_I32 if ctype == "int32_t" else math.inf
+    lanes = _blocks_lanes(core, kind) if KINDS[kind].ctype in ("float", "int32_t") else math.inf
     if c < lanes:
         return math.inf
     block = core.NHWC_BLOCK * lanes
