@@ -91,7 +91,7 @@ def build_ref(ref, into):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--against", help="a git ref, or a built source tree's src directory")
-    ap.add_argument("-k", default="", help="only cases whose id contains this text")
+    ap.add_argument("-k", default="", help="only cases whose id contains this text (or one of A|B|...)")
     ap.add_argument("--threads", type=int, default=None, help="n_threads for pooling (default: all)")
     ap.add_argument("--before-env", action="append", default=[], metavar="NAME=VALUE",
                     help="an environment variable for the 'before' worker only (repeatable)")
@@ -115,7 +115,9 @@ def main(argv=None):
         before_env = dict(item.split("=", 1) for item in args.before_env)
         before, after = Worker(other, before_env), Worker(os.path.join(ROOT, "src"))
         print(f"before: {before.where}\nafter:  {after.where}\n", file=sys.stderr)
-        chosen = [(i, c) for i, c in enumerate(ZOO if args.zoo else CASES) if args.k in c.id]
+        chosen = [(i, c) for i, c in enumerate(ZOO if args.zoo else CASES) if any(k in c.id for k in args.k.split("|"))]
+        if not chosen:
+            ap.error(f"no case's id contains {args.k!r}")
         rows = []
         for n, (i, case) in enumerate(chosen, 1):
             b, a = [], []

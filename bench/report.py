@@ -53,6 +53,7 @@ import pytest  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 PEERS = ("onnxruntime", "torch", "openvino")
 PATTERN = "pattern "  # the real-call-pattern groups' prefix
+PATTERN_NEXT = "pattern torch conv after "  # ... and those that time torch's next call (test_next_call)
 ZOO = "zoo "  # the model-zoo groups' prefix (cases.ZOO_PREFIX)
 DROPIN = "dropin "  # pooling.torch against torch's own functions (test_torch_dropin.DROPIN_PREFIX)
 LADDER = "ladder "  # the size ladder's groups' prefix (ladder.LADDER_PREFIX)
@@ -139,7 +140,7 @@ def pattern_table(benchmarks):
     median, which that test stores in the group's extra_info, and the default call's time over the
     slower of one thread and onnxruntime (the target: at most 1.1)."""
     groups = {b["group"][len(PATTERN):]: b["extra_info"].get("medians", {})
-              for b in benchmarks if b["group"].startswith(PATTERN)}
+              for b in benchmarks if b["group"].startswith(PATTERN) and not b["group"].startswith(PATTERN_NEXT)}
     if not groups:
         return []
     header = ["operator, size, calls separated by", "pooling ms", "1 thread ms", "onnxruntime ms",
@@ -149,6 +150,23 @@ def pattern_table(benchmarks):
         ours, one, peer = (medians.get(k) for k in ("pooling", "pooling 1 thread", "onnxruntime"))
         slower = max((v for v in (one, peer) if v is not None), default=None)
         ratio = f"{ours / slower:.2f}" if ours is not None and slower else "-"
+        lines.append("| " + " | ".join([group, _ms(ours), _ms(one), _ms(peer), ratio]) + " |")
+    return lines
+
+
+def next_call_table(benchmarks):
+    """Markdown lines for torch's convolution timed right after each member's MaxPool call
+    (test_callpattern.test_next_call), and its time after pooling over its time after pooling's one-thread
+    call, which leaves no worker behind (the target: at most 1.1)."""
+    groups = {b["group"][len(PATTERN_NEXT):]: b["extra_info"].get("medians", {})
+              for b in benchmarks if b["group"].startswith(PATTERN_NEXT)}
+    if not groups:
+        return []
+    header = ["torch's conv after", "pooling", "pooling 1 thread", "onnxruntime", "after pooling / after 1 thread"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for group, medians in groups.items():
+        ours, one, peer = (medians.get(k) for k in ("pooling", "pooling 1 thread", "onnxruntime"))
+        ratio = f"{ours / one:.2f}" if ours is not None and one else "-"
         lines.append("| " + " | ".join([group, _ms(ours), _ms(one), _ms(peer), ratio]) + " |")
     return lines
 
@@ -379,6 +397,10 @@ def main(argv=None):
     if patterns:
         print("\nReal call patterns (one call after each gap; the gap is not timed):\n")
         print("\n".join(patterns))
+    nexts = next_call_table(benchmarks)
+    if nexts:
+        print("\ntorch's next call (a 2-thread 3x3 convolution, ms) right after each member's MaxPool:\n")
+        print("\n".join(nexts))
     if dropin:
         print("\npooling.torch against torch's own functions, on torch tensors (speedup: torch's median over "
               "pooling.torch's):\n")

@@ -6,6 +6,9 @@ asleep, and waking a sleeping core can cost more than the call. Each group here 
 after each gap (the gap itself is not timed) for pooling (default threads), pooling with one thread
 and onnxruntime (two threads), on small, medium and large inputs of each operator.
 
+A last group times the other way round: torch's convolution (two threads) right after each member's
+call, since a pool whose workers keep a core busy after the call slows whatever library runs next.
+
 The members are measured side by side in one test, in alternating blocks (three per member, in a
 rotating order), so that a slow spell of this shared machine falls on all of them alike. They cannot
 alternate call by call: after each call onnxruntime's worker spins for about 55 ms (measured with
@@ -34,6 +37,7 @@ from test_bench import check
 SIZES = {"small": (1, 256, 20, 20), "medium": (1, 64, 112, 112), "large": (8, 64, 112, 112)}
 GAPS_MS = (1, 5, 20, 100)
 MEMBERS = ("pooling", "pooling 1 thread", "onnxruntime")
+PATTERN_NEXT = "pattern torch conv after "  # test_next_call's groups (report.py tabulates them apart)
 
 
 @dataclass(frozen=True)
@@ -153,4 +157,53 @@ def test_pattern(benchmark, op, size, pattern, neighbour):
     times = benchmark.pedantic(measure, args=(members, gap, _rounds(pattern)))
     benchmark.extra_info.update(case=case.id, op=op, size=size, pattern=pattern.id,
                                 medians={name: statistics.median(t) for name, t in times.items()},
+                                rounds={name: len(t) for name, t in times.items()})
+
+
+NEXT_SIZES = ("medium", "large")
+
+
+def _torch_conv():
+    """torch's 3x3 convolution of 1x64x56x56 (about 1 ms) at cases.THREADS: the next layer of a model."""
+    torch = pytest.importorskip("torch")
+    from cases import THREADS
+    torch.set_num_threads(THREADS)
+    x, w = torch.randn(1, 64, 56, 56), torch.randn(64, 64, 3, 3)
+    return lambda: torch.nn.functional.conv2d(x, w, padding=1)
+
+
+def measure_next(members, after, rounds, blocks=BLOCKS, settle=SETTLE_S):
+    """name -> times (s) of `after`, each called right after one call of that member."""
+    times = {name: [] for name in members}
+    names = list(members)
+    for b in range(blocks):
+        for name in names[b % len(names):] + names[:b % len(names)]:
+            fn = members[name]
+            time.sleep(settle)
+            for _ in range(-(-rounds // blocks)):
+                fn()
+                start = time.perf_counter()
+                after()
+                times[name].append(time.perf_counter() - start)
+    return times
+
+
+@pytest.mark.parametrize("size", NEXT_SIZES)
+def test_next_call(benchmark, size):
+    """torch's next call after MaxPool: the members' medians are the convolution's times."""
+    case = case_for("MaxPool", size)
+    conv = _torch_conv()
+    benchmark.group = f"{PATTERN_NEXT}MaxPool {size}"
+    benchmark.name = "all members (medians in extra_info)"
+    members = {}
+    for name in MEMBERS:
+        try:
+            members[name] = implementations(case)[name]()
+        except Unavailable:
+            continue
+    if benchmark.disabled:
+        benchmark.pedantic(measure_next, args=(members, conv, 1, 1, 0))
+        return
+    times = benchmark.pedantic(measure_next, args=(members, conv, 60))
+    benchmark.extra_info.update(case=case.id, medians={name: statistics.median(t) for name, t in times.items()},
                                 rounds={name: len(t) for name, t in times.items()})

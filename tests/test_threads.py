@@ -215,6 +215,54 @@ def test_workers_on_the_callers_only_cpu_leave_the_call_to_it():
     assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-2000:]
 
 
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2
+                    or not os.path.exists(f"/proc/self/task/{os.getpid()}/schedstat"),
+                    reason="needs Linux CPU affinity, per-thread schedstat and two CPUs")
+def test_a_spinning_worker_gives_its_cpu_to_other_work():
+    """A worker spinning for the next call (POOLING_SPIN_US) yields its CPU to any other thread that wants
+    it: with a busy process on the worker's CPU, the worker runs for almost none of the pause between
+    calls (a worker that spun without yielding took half of it, the scheduler's fair share), so the
+    next library's threads are not slowed by pooling's idle ones."""
+    if core.build_info()["threads"] != "pool":
+        pytest.skip("no work-claiming pool in this build")
+    code = textwrap.dedent("""
+        import os, subprocess, sys, time
+        import numpy as np, pooling
+        cpus = sorted(os.sched_getaffinity(0))
+        x = np.random.default_rng(0).standard_normal((1, 64, 112, 112)).astype(np.float32)
+        before = set(os.listdir("/proc/self/task"))
+        pooling.max_pool(x, 3, strides=2, n_threads=2)  # starts the one worker
+        workers = sorted(set(os.listdir("/proc/self/task")) - before)
+        assert len(workers) == 1, workers
+        path = f"/proc/self/task/{workers[0]}/schedstat"
+        os.sched_setaffinity(0, {cpus[0]})
+        os.sched_setaffinity(int(workers[0]), {cpus[1]})
+        busy = subprocess.Popen([sys.executable, "-c",
+                                 f"import os\\nos.sched_setaffinity(0, {{{cpus[1]}}})\\nwhile True: pass"])
+
+        def on_cpu_ns():
+            with open(path) as f:
+                return int(f.read().split()[0])
+        spent = window = 0
+        try:
+            time.sleep(0.3)
+            for _ in range(30):
+                y = pooling.max_pool(x, 3, strides=2, n_threads=2)
+                start, cpu = time.perf_counter_ns(), on_cpu_ns()
+                time.sleep(0.01)  # inside the spin window
+                spent += on_cpu_ns() - cpu
+                window += time.perf_counter_ns() - start
+        finally:
+            busy.kill()
+        assert y.tobytes() == pooling.max_pool(x, 3, strides=2, n_threads=1).tobytes()
+        print(f"{spent / window:.4f}")
+    """)
+    env = dict(os.environ, POOLING_SPIN_US="100000", OPENBLAS_NUM_THREADS="1")
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert float(run.stdout) < 0.1, f"the spinning worker took {run.stdout.strip()} of its CPU's time"
+
+
 def test_max_threads_follows_threadpoolctl():
     threadpoolctl = pytest.importorskip("threadpoolctl")
     if not pooling.openmp_enabled():
