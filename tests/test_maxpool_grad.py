@@ -241,6 +241,32 @@ def test_parts_zeroed_just_ahead_of_targets_in_any_order(dtype, rng):
                 assert_same(got, want)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("channels", [8, 24, 64])
+def test_nhwc_plane_blocks_without_tests_per_term(dtype, channels, rng):
+    """NHWC "plane" terms go in blocks (src/kernels/maxpool_grad.pxi, _grad_band_run): a block whose
+    indices are all in range with every target in its slice is added with no test per term, any other
+    term by term.  Random targets anywhere in the image, rising, falling or in random order, with -1
+    only in the first block, an index at the image's last pixel, 1-3 threads (whole images, and
+    bands of rows whose targets mostly lie outside their slice, summed again whole), into an out=
+    full of NaN: the twin to the bit."""
+    for n in (1, 2):
+        x_shape, g_shape = (n, 40, 41, channels), (n, 30, 31, channels)
+        plane = 40 * 41
+        g = rng.standard_normal(g_shape).astype(dtype)
+        flat = rng.integers(0, plane, (n, 30 * 31, channels))
+        flat[:, :5] = -1          # a few pixels of -1 in the first block of each image
+        flat[:, -1, 0] = plane - 1
+        for order in (flat, np.sort(flat, axis=1), np.sort(flat, axis=1)[:, ::-1]):
+            idx = np.ascontiguousarray(order.reshape(g_shape))
+            want = reference.max_pool_grad(g, idx, x_shape, index_format="plane", layout="NHWC")
+            for nt in (1, 2, 3):
+                out = np.full(x_shape, np.nan, dtype)
+                got = pooling.max_pool_grad(g, idx, x_shape, index_format="plane", layout="NHWC", n_threads=nt,
+                                            out=out)
+                assert_same(got, want)
+
+
 @pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
 @pytest.mark.parametrize("kind", FLOAT_KINDS)
 def test_onnx_indices_into_other_planes_are_summed_in_order(kind, layout, rng):

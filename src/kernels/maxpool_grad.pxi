@@ -63,9 +63,11 @@ cdef struct _GradJob:
     int status                      # pk_atomic_or: 1 a target outside its part, 2 out of range
 
 
-# Elements of y zeroed at a time ahead of the scatter's targets (a float32 part: 8 KB).
+# Elements of y zeroed at a time ahead of the scatter's targets (a float32 part: 8 KB), and terms
+# checked at a time before a loop without tests (_grad_band_run: 16 KB of indices, inside every L1d).
 cdef enum:
     GRAD_ZERO_AHEAD = 2048
+    GRAD_BLOCK = 2048
 
 
 cdef inline uint64_t _zero_ahead(grad_t* y, uint64_t z, uint64_t d, uint64_t span) noexcept nogil:
@@ -179,14 +181,55 @@ cdef inline int _grad_band_run(const grad_t* g, const int64_t* idx, Py_ssize_t n
     zero or summed, and a target at or past it first zeroes up to it and some way on (the caller
     zeroes the rest at the end).  A MaxPool's targets advance with j, so each stretch is zeroed
     while the terms landing on it are added, in cache, rather than written out to memory and read
-    back for a part larger than L2 (an NHWC image)."""
-    cdef Py_ssize_t k, q, c, w = C if per_channel else max(n, 1)
+    back for a part larger than L2 (an NHWC image).
+
+    The terms go in blocks of about GRAD_BLOCK (whole pixels where per_channel).  A block whose
+    indices are all in range and whose targets all lie in the slice (its least and greatest index
+    say so, a vector pass over the block) is zeroed ahead once and added with no test per term;
+    any other block takes the loop that tests each term.  Same terms, same order."""
+    cdef Py_ssize_t u = C if per_channel else 1, p, q, c, start, stop, last = n - n % u
+    cdef Py_ssize_t b, blk = max(1, GRAD_BLOCK // u) * u
+    cdef int64_t vmin, vmax, dmin, dmax
+    cdef uint64_t zeroed = z[0]
+    cdef int status = 0
+    # NCHW planes keep the per-term loop: docs/tuning.md,
+    # #max_pool_grad-nhwc-plane-terms-in-blocks-without-a-test-per-term
+    if not per_channel:
+        return _grad_terms(g, idx, 0, n, y, limit, a, lo, 1, False, s_size, ok, z, zero)
+    for b in range((last + blk - 1) // blk):
+        start = b * blk
+        stop = min(start + blk, last)
+        vmin = vmax = idx[start]
+        for q in range(start, stop):
+            vmin = min(vmin, idx[q])
+            vmax = max(vmax, idx[q])
+        if vmin >= 0 and <uint64_t>vmax < limit:  # (then the products below do not overflow)
+            dmin = vmin * a - lo
+            dmax = vmax * a + (u - 1) - lo
+            if dmin >= 0 and <uint64_t>dmax < s_size:
+                if zero and <uint64_t>dmax >= zeroed:
+                    zeroed = _zero_ahead(y, zeroed, <uint64_t>dmax, s_size)
+                for p in range((stop - start) // C):  # (pixel by pixel)
+                    q = start + p * C
+                    for c in range(C):
+                        y[idx[q + c] * a + c - lo] += g[q + c]
+                continue
+        status |= _grad_terms(g, idx, start, stop, y, limit, a, lo, u, per_channel, s_size, ok, &zeroed, zero)
+    z[0] = zeroed
+    return status
+
+
+cdef inline int _grad_terms(const grad_t* g, const int64_t* idx, Py_ssize_t start, Py_ssize_t stop, grad_t* y,
+                            uint64_t limit, int64_t a, int64_t lo, Py_ssize_t u, bint per_channel,
+                            uint64_t s_size, const uint64_t* ok, uint64_t* z, bint zero) noexcept nogil:
+    """_grad_band_run's terms [start, stop) one at a time, each tested (u: C where per_channel, else 1)."""
+    cdef Py_ssize_t k, p, c
     cdef int64_t v
     cdef uint64_t d, zeroed = z[0]
     cdef int status = 0
-    for q in range(n // w):  # (per_channel: pixel by pixel, the channel the inner loop's own)
-        for c in range(w):
-            k = q * w + c
+    for p in range((stop - start) // u):  # (per_channel: pixel by pixel, the channel the inner loop's own)
+        for c in range(u):
+            k = start + p * u + c
             v = idx[k]
             if <uint64_t>v < limit:
                 d = <uint64_t>(v * a + c - lo) if per_channel else <uint64_t>(v * a - lo)
