@@ -4,6 +4,7 @@
     python bench/report.py -k "float16"    # a pytest -k selection
     python bench/report.py --plot out.png  # also draw the speedups (matplotlib, the `bench` extra)
     python bench/report.py -k pattern      # only the real-call-pattern groups (test_callpattern.py)
+    python bench/report.py -k next_call    # ... the one that times torch's next call after each member's
     python bench/report.py -k zoo          # only the model-zoo sweep (zoo.py)
     python bench/report.py -k dropin       # only pooling.torch against torch (test_torch_dropin.py)
     python bench/report.py -k ladder       # only the size ladder (ladder.py; about 4 minutes on 2 cores)

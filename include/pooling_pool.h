@@ -11,8 +11,10 @@
  * member, however late, must reach (README "Processes and threads").
  *
  * Workers spin for pk_spin_ns (POOLING_SPIN_US) after their last chunk (back-to-back calls find
- * them awake), yielding their CPU every few pauses to any other thread that wants it (the next
- * library's threads run at full speed meanwhile), then sleep on a condition variable.  A worker woken onto the caller's own CPU (a virtual machine's
+ * them awake), yielding their CPU every 64 pauses to any other thread that wants it (where the
+ * kernel's sched_yield gives up the time slice, as Linux 6.18's does, the next library's threads
+ * then run at full speed), then sleep on a condition variable.  A worker woken onto the caller's
+ * own CPU (a virtual machine's
  * scheduler does that when its other virtual CPUs idle) could only take turns with the caller:
  * it moves to another CPU first, or leaves the call to the caller (pk_leave_cpu).  One caller
  * owns the pool at a time; a concurrent caller (another Python thread) runs its call on its own
@@ -184,7 +186,7 @@ static pk_thread_ret PK_THREAD_CALL pk_worker(void *arg)
                     spins = 0;
                     if (pk_now_ns() >= until)
                         break;
-                    pk_yield();  /* another thread that wants this CPU runs now, not at our slice's end */
+                    pk_yield();  /* a thread that wants this CPU may run now (threads.md) */
                 }
             }
             if (!pk_new_work(s, seen)) {

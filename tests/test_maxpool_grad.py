@@ -247,9 +247,9 @@ def test_nhwc_plane_blocks_without_tests_per_term(dtype, channels, rng):
     """NHWC "plane" terms go in blocks (src/kernels/maxpool_grad.pxi, _grad_band_run): a block whose
     indices are all in range with every target in its slice is added with no test per term, any other
     term by term.  Random targets anywhere in the image, rising, falling or in random order, with -1
-    only in the first block, an index at the image's last pixel, 1-3 threads (whole images, and
-    bands of rows whose targets mostly lie outside their slice, summed again whole), into an out=
-    full of NaN: the twin to the bit."""
+    only in the first block, an index at the image's last pixel, 1-3 threads (whole images; bands of
+    rows, whose result stands in some of these cases and in others, with targets past a band's reach,
+    is summed again whole), into an out= full of NaN: the twin to the bit."""
     for n in (1, 2):
         x_shape, g_shape = (n, 40, 41, channels), (n, 30, 31, channels)
         plane = 40 * 41
