@@ -93,8 +93,9 @@ BLOCKS = 3
 SETTLE_S = 0.1  # before each block: longer than onnxruntime's spin after its last call
 
 
-def measure(members, gap, rounds, blocks=BLOCKS, settle=SETTLE_S):
-    """name -> call times (s), each call after its own gap; members in `blocks` alternating blocks."""
+def measure(members, gap, rounds, blocks=BLOCKS, settle=SETTLE_S, after=None):
+    """name -> call times (s), each call after its own gap; members in `blocks` alternating blocks.
+    With `after`: the times of after(), each called right after one call of the member."""
     times = {name: [] for name in members}
     names = list(members)
     for b in range(blocks):
@@ -105,10 +106,23 @@ def measure(members, gap, rounds, blocks=BLOCKS, settle=SETTLE_S):
             fn()  # untimed: the member's first call after another member's block
             for _ in range(-(-rounds // blocks)):
                 gap()
+                if after is not None:
+                    fn()
                 start = time.perf_counter()
-                fn()
+                (after or fn)()
                 times[name].append(time.perf_counter() - start)
     return times
+
+
+def _members(case):
+    """The members that can run the case (onnxruntime may not be installed: the others still run)."""
+    members = {}
+    for name in MEMBERS:
+        try:
+            members[name] = implementations(case)[name]()
+        except Unavailable:
+            continue
+    return members
 
 
 @pytest.fixture
@@ -138,12 +152,7 @@ def test_pattern(benchmark, op, size, pattern, neighbour):
     case = case_for(op, size)
     benchmark.group = f"pattern {op} {size} {pattern.id}"
     benchmark.name = "all members (medians in extra_info)"
-    members = {}
-    for name in MEMBERS:
-        try:
-            members[name] = implementations(case)[name]()
-        except Unavailable:
-            continue  # onnxruntime not installed: the others still run
+    members = _members(case)
     for name, fn in members.items():
         check(case, name, fn())
     gap = _gap(pattern) or (lambda: None)
@@ -172,22 +181,6 @@ def _torch_conv():
     return lambda: torch.nn.functional.conv2d(x, w, padding=1)
 
 
-def measure_next(members, after, rounds, blocks=BLOCKS, settle=SETTLE_S):
-    """name -> times (s) of `after`, each called right after one call of that member."""
-    times = {name: [] for name in members}
-    names = list(members)
-    for b in range(blocks):
-        for name in names[b % len(names):] + names[:b % len(names)]:
-            fn = members[name]
-            time.sleep(settle)
-            for _ in range(-(-rounds // blocks)):
-                fn()
-                start = time.perf_counter()
-                after()
-                times[name].append(time.perf_counter() - start)
-    return times
-
-
 @pytest.mark.parametrize("size", NEXT_SIZES)
 def test_next_call(benchmark, size):
     """torch's next call after MaxPool: the members' medians are the convolution's times."""
@@ -195,15 +188,11 @@ def test_next_call(benchmark, size):
     conv = _torch_conv()
     benchmark.group = f"{PATTERN_NEXT}MaxPool {size}"
     benchmark.name = "all members (medians in extra_info)"
-    members = {}
-    for name in MEMBERS:
-        try:
-            members[name] = implementations(case)[name]()
-        except Unavailable:
-            continue
+    members = _members(case)
+    nothing = lambda: None  # noqa: E731 (no gap: torch's call follows the member's at once)
     if benchmark.disabled:
-        benchmark.pedantic(measure_next, args=(members, conv, 1, 1, 0))
+        benchmark.pedantic(measure, args=(members, nothing, 1, 1, 0), kwargs=dict(after=conv))
         return
-    times = benchmark.pedantic(measure_next, args=(members, conv, 60))
+    times = benchmark.pedantic(measure, args=(members, nothing, 60), kwargs=dict(after=conv))
     benchmark.extra_info.update(case=case.id, medians={name: statistics.median(t) for name, t in times.items()},
                                 rounds={name: len(t) for name, t in times.items()})
