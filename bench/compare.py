@@ -109,15 +109,15 @@ def main(argv=None):
     from cases import CASES
     from zoo import ZOO
 
+    chosen = [(i, c) for i, c in enumerate(ZOO if args.zoo else CASES) if any(k in c.id for k in args.k.split("|"))]
+    if not chosen:  # (before a git ref is built for nothing)
+        ap.error(f"no case's id contains {args.k!r}")
     tmp = tempfile.mkdtemp(prefix="pooling-compare-")
     try:
         other = args.against if os.path.isdir(args.against) else build_ref(args.against, tmp)
         before_env = dict(item.split("=", 1) for item in args.before_env)
         before, after = Worker(other, before_env), Worker(os.path.join(ROOT, "src"))
         print(f"before: {before.where}\nafter:  {after.where}\n", file=sys.stderr)
-        chosen = [(i, c) for i, c in enumerate(ZOO if args.zoo else CASES) if any(k in c.id for k in args.k.split("|"))]
-        if not chosen:
-            ap.error(f"no case's id contains {args.k!r}")
         rows = []
         for n, (i, case) in enumerate(chosen, 1):
             b, a = [], []

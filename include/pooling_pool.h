@@ -14,8 +14,8 @@
  * them awake), yielding their CPU every 64 pauses to any other thread that wants it (where the
  * kernel's sched_yield gives up the time slice, as Linux 6.18's does, the next library's threads
  * then run at full speed), then sleep on a condition variable.  A worker woken onto the caller's
- * own CPU (a virtual machine's
- * scheduler does that when its other virtual CPUs idle) could only take turns with the caller:
+ * own CPU (a virtual machine's scheduler does that when its other virtual CPUs idle) could only
+ * take turns with the caller:
  * it moves to another CPU first, or leaves the call to the caller (pk_leave_cpu).  One caller
  * owns the pool at a time; a concurrent caller (another Python thread) runs its call on its own
  * thread.  After fork() the child has no workers and starts new ones when a call needs them.

@@ -187,8 +187,7 @@ cdef inline int _grad_band_run(const grad_t* g, const int64_t* idx, Py_ssize_t n
     indices are all in range and whose targets all lie in the slice (its least and greatest index
     say so, a vector pass over the block) is zeroed ahead once and added with no test per term;
     any other block takes the loop that tests each term.  Same terms, same order."""
-    cdef Py_ssize_t u = C if per_channel else 1, p, q, c, start, stop, last = n - n % u
-    cdef Py_ssize_t b, blk = max(1, GRAD_BLOCK // u) * u
+    cdef Py_ssize_t p, q, c, start, stop, last = n - n % C, b, blk = max(1, GRAD_BLOCK // C) * C
     cdef int64_t vmin, vmax, dmin, dmax
     cdef uint64_t zeroed = z[0]
     cdef int status = 0
@@ -196,7 +195,7 @@ cdef inline int _grad_band_run(const grad_t* g, const int64_t* idx, Py_ssize_t n
     # #max_pool_grad-nhwc-plane-terms-in-blocks-without-a-test-per-term
     if not per_channel:
         return _grad_terms(g, idx, 0, n, y, limit, a, lo, 1, False, s_size, ok, z, zero)
-    for b in range((last + blk - 1) // blk):
+    for b in range((last + blk - 1) // blk):  # (per_channel from here on: whole pixels of C terms)
         start = b * blk
         stop = min(start + blk, last)
         vmin = vmax = idx[start]
@@ -205,7 +204,7 @@ cdef inline int _grad_band_run(const grad_t* g, const int64_t* idx, Py_ssize_t n
             vmax = max(vmax, idx[q])
         if vmin >= 0 and <uint64_t>vmax < limit:  # (then the products below do not overflow)
             dmin = vmin * a - lo
-            dmax = vmax * a + (u - 1) - lo
+            dmax = vmax * a + (C - 1) - lo
             if dmin >= 0 and <uint64_t>dmax < s_size:
                 if zero and <uint64_t>dmax >= zeroed:
                     zeroed = _zero_ahead(y, zeroed, <uint64_t>dmax, s_size)
@@ -214,7 +213,7 @@ cdef inline int _grad_band_run(const grad_t* g, const int64_t* idx, Py_ssize_t n
                     for c in range(C):
                         y[idx[q + c] * a + c - lo] += g[q + c]
                 continue
-        status |= _grad_terms(g, idx, start, stop, y, limit, a, lo, u, per_channel, s_size, ok, &zeroed, zero)
+        status |= _grad_terms(g, idx, start, stop, y, limit, a, lo, C, True, s_size, ok, &zeroed, zero)
     z[0] = zeroed
     return status
 
