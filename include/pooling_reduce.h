@@ -102,4 +102,33 @@ static inline uint16_t pk_max_h16(const uint16_t* x, ptrdiff_t n, int inf_bits, 
     return (uint16_t)r;
 }
 
+/* Whether a run of n values holds a NaN (16-bit floats: their bits, above inf_bits once the sign is
+ * dropped).  For callers that must treat NaN results apart (pooling.torch applies torch's NaN rule
+ * only then): a launch scans each work item's output right after writing it, while it is in cache,
+ * where a pass over the whole result afterwards read it back from memory (docs/tuning.md#the-nan-scan).
+ * Loops without an early exit, which the compiler makes vector compares. */
+static inline int pk_any_nan_f32(const float* x, ptrdiff_t n)
+{
+    int bad = 0;
+    for (ptrdiff_t i = 0; i < n; i++)
+        bad |= x[i] != x[i];
+    return bad;
+}
+
+static inline int pk_any_nan_f64(const double* x, ptrdiff_t n)
+{
+    int bad = 0;
+    for (ptrdiff_t i = 0; i < n; i++)
+        bad |= x[i] != x[i];
+    return bad;
+}
+
+static inline int pk_any_nan_h16(const uint16_t* x, ptrdiff_t n, int inf_bits)
+{
+    int bad = 0;
+    for (ptrdiff_t i = 0; i < n; i++)
+        bad |= (x[i] & 0x7FFF) > inf_bits;
+    return bad;
+}
+
 #endif

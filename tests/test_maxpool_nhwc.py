@@ -139,3 +139,39 @@ def test_nhwc_validation():
     with pytest.raises(ValueError, match="MaxPool: activation='Relu' under opset=11 needs layout 'NHWC'"):
         pooling.max_pool(np.zeros((1, 3, 4, 4), np.float32), 2, activation="Relu", opset=11)
     assert pooling.max_pool_output_shape((2, 9, 8, 5), 3, strides=2, layout="NHWC") == (2, 4, 3, 5)
+
+
+NAN_SCAN = [("nhwc", kind, indices) for kind in FLOAT_KINDS + ("int32",) for indices in (False, True)] + [
+    ("nhwc_blocks", kind, False) for kind in ("float32", "float16", "bfloat16")]
+
+
+@pytest.mark.parametrize("nt", [1, 2, 3])
+@pytest.mark.parametrize("strategy, kind, indices", NAN_SCAN)
+def test_nhwc_launch_reports_whether_it_wrote_a_nan(rng, strategy, kind, indices, nt):
+    """max_pool's private `_nan` (pooling.torch's question): the channels-last launch scans each output row
+    as it writes it and says whether y holds a NaN: none, one in the last image's last output row only (the
+    last work item), one in the first, or a NaN in x that no window reads (k2 s3 skips every third column)."""
+    def run(x, **attrs):
+        nan = []
+        got = pooling.max_pool(x, layout="NHWC", return_indices=indices, n_threads=nt, _strategy=strategy,
+                               _nan=nan, **attrs)
+        y = got[0] if indices else got
+        want = reference.max_pool(x, layout="NHWC", return_indices=indices, **attrs)
+        assert_same(y, want[0] if indices else want)
+        if indices:
+            np.testing.assert_array_equal(got[1], want[1])
+        assert nan == [bool(np.isnan(y.astype(np.float64)).any())]
+        return nan[0]
+
+    x = make_array(rng, (2, 9, 10, 64), kind, special=False)
+    attrs = dict(kernel_shape=3, strides=2, pads=1)
+    assert not run(x, **attrs)
+    if kind == "int32":
+        return
+    last, first = x.copy(), x.copy()
+    last[1, 8, 9, 63] = np.nan  # read only by the last output row's last window
+    first[0, 0, 0, 5] = np.nan
+    assert run(last, **attrs) and run(first, **attrs)
+    unread = x.copy()
+    unread[1, 4, 2, 7] = np.nan  # column 2: between the windows of k2 s3
+    assert not run(unread, kernel_shape=2, strides=3)

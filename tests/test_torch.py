@@ -152,6 +152,39 @@ def test_nan_bits_are_torchs(dtype, payloads):
         assert torch.equal(got[1], want[1])
 
 
+@pytest.mark.parametrize("n", sorted(MEMORY_FORMATS))
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_channels_last_with_one_nan_or_none(n, dtype):
+    """On channels_last tensors the kernel says whether it wrote a NaN (pooling.torch then applies torch's
+    NaN rule, else it skips it): no NaN, two NaNs of different payloads in the last window only (the last
+    on the threads' last work item), a NaN no window reads, at one and four threads."""
+    ours, theirs = POOL[n]
+    x = random_tensor((2, 16) + SPATIAL[n], dtype, seed=3).nan_to_num(0.0, 9.0, -9.0)
+    last = x.clone()
+    last[(1, 15) + tuple(s - 1 for s in SPATIAL[n])] = float("nan")
+    last[(1, 15) + tuple(s - 2 for s in SPATIAL[n])] = -torch.tensor(float("nan"), dtype=dtype)
+    unread = x.clone()
+    unread[(0, 3) + (2,) * n] = float("nan")  # k2 s3: every third position is read by no window
+    before = torch.get_num_threads()
+    try:
+        for threads, (t, kw) in itertools.product((1, 4), [(x, dict(kernel_size=3, stride=2, padding=1)),
+                                                           (last, dict(kernel_size=3, stride=2, padding=1)),
+                                                           (unread, dict(kernel_size=2, stride=3))]):
+            torch.set_num_threads(threads)
+            t = t.to(memory_format=MEMORY_FORMATS[n])
+            got, want = ours(t, **kw, return_indices=True), theirs(t, **kw, return_indices=True)
+            if dtype == torch.bfloat16:  # torch's channels_last vector loop makes NaN 0xFFFF (docs/torch.md)
+                nan = want[0].isnan()
+                assert torch.equal(got[0].isnan(), nan) and torch.equal(bits(got[0])[nan] & 0xFFFF,
+                                                                        torch.full_like(bits(got[0])[nan], 0x7FC0))
+                want = (torch.where(nan, torch.zeros_like(want[0]), want[0]), want[1])
+                got = (torch.where(nan, torch.zeros_like(got[0]), got[0]), got[1])
+            assert_same(got[0], want[0])
+            assert torch.equal(got[1], want[1])
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_an_all_nan_input_gives_torchs_indices():
     x = torch.full((1, 2, 7, 8), float("nan"))
     for kw in (dict(kernel_size=3, stride=2, padding=1), dict(kernel_size=2, dilation=3, ceil_mode=True)):

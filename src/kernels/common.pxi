@@ -195,6 +195,9 @@ cdef extern from "pooling_reduce.h":
     float pk_max_f32(const float* x, Py_ssize_t n, int* odd) noexcept nogil
     double pk_max_f64(const double* x, Py_ssize_t n, int* odd) noexcept nogil
     uint16_t pk_max_h16(const uint16_t* x, Py_ssize_t n, int inf_bits, int* odd) noexcept nogil
+    int pk_any_nan_f32(const float* x, Py_ssize_t n) noexcept nogil
+    int pk_any_nan_f64(const double* x, Py_ssize_t n) noexcept nogil
+    int pk_any_nan_h16(const uint16_t* x, Py_ssize_t n, int inf_bits) noexcept nogil
 
 cdef extern from "pooling_rows.h":
     int pk_tiles_w2_f32(const float* src, float* dst, Py_ssize_t n) noexcept nogil

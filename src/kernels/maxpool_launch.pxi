@@ -74,6 +74,8 @@ cdef class _Launch:
     cdef int kind, act, n_threads
     cdef double lo, hi
     cdef list spare                         # scratch no call is using
+    # Whether a call can report that its output holds a NaN (`__call__`'s nan; _scan_nan)
+    cdef readonly bint reports_nan
     # Whether the kernels that can prefetch the next work item's input do (include/pooling_prefetch.h);
     # the builders set it for inputs from memory (pooling._tuning.prefetch_rows, prefetch_nhwc).
     cdef public bint prefetch
@@ -100,9 +102,12 @@ cdef class _Launch:
         """Bytes of one call's scratch (with positions, or without)."""
         return 0
 
-    def __call__(self, x, y, indices):
+    def __call__(self, x, y, indices, bint nan=False):
+        """Writes y (and indices); with nan, returns whether y holds a NaN, or None where this
+        launch does not report it (reports_nan false, or its kernel path did not scan)."""
         cdef Py_buffer xb, yb, ib
         cdef _Scratch s
+        cdef int found = -1
         _acquire(&xb, x, self.xsize, self.itemsize, False, "x")
         try:
             _acquire(&yb, y, self.ysize, self.itemsize, True, "y")
@@ -115,7 +120,10 @@ cdef class _Launch:
                     _acquire(&ib, indices, self.ysize, 8, True, "indices")
                 try:
                     s = self._take_scratch(indices is not None)
+                    s.scan_nan, s.scanned, s.nan_found = nan, False, 0
                     self._run(<const char*>xb.buf, <char*>yb.buf, <int64_t*>ib.buf, s)
+                    if s.scanned:
+                        found = s.nan_found
                     if s.nbytes <= KEEP_SCRATCH + self.n_threads * SCRATCH_PAGE:
                         self.spare.append(s)
                 finally:
@@ -125,6 +133,7 @@ cdef class _Launch:
                 PyBuffer_Release(&yb)
         finally:
             PyBuffer_Release(&xb)
+        return None if found < 0 else found != 0
 
     cdef _Scratch _take_scratch(self, bint with_pos):
         """A set no call is using: sets are taken and given back whole (list pop and
@@ -172,11 +181,14 @@ cdef int _acquire(Py_buffer* b, object a, Py_ssize_t size, Py_ssize_t itemsize, 
 
 
 cdef class _Scratch:
-    """One call's scratch: `nbytes` from a cache line on (with_pos: room for positions)."""
+    """One call's scratch: `nbytes` from a cache line on (with_pos: room for positions), and the
+    call's NaN report (asked for, made, and its flag, which the threads set by pk_atomic_or)."""
     cdef void* memory
     cdef char* block
     cdef Py_ssize_t nbytes
     cdef bint with_pos
+    cdef bint scan_nan, scanned
+    cdef int nan_found
 
     def __cinit__(self, Py_ssize_t nbytes, bint with_pos):
         self.nbytes, self.with_pos = nbytes, with_pos
@@ -215,6 +227,8 @@ cdef struct _UnitsJob:
     int nchk                        # and the taps checked for NaN (pooling_rows.h)
     int kind, act
     double lo, hi
+    int* nan_found                  # set (pk_atomic_or) where a work item wrote a NaN; NULL: no scan
+    Py_ssize_t yunit                # with nan_found: elements of y per work item (_scan_nan)
 
 
 
@@ -227,3 +241,19 @@ cdef inline void _start_job(_UnitsJob* j, const char* xb, char* yb, int64_t* ib,
     j.y, j.ib, j.g = yb, ib, &p.g
     j.kind, j.act, j.lo, j.hi = p.kind, p.act, p.lo, p.hi
     j.prefetch = p.prefetch
+    j.nan_found = NULL
+
+
+cdef void _scan_nan(_UnitsJob* j, Py_ssize_t begin, Py_ssize_t end) noexcept nogil:
+    """Reports (j.nan_found) whether work items [begin, end), each j.yunit elements of y from
+    begin * j.yunit on, wrote a NaN; called by a launch's body right after it wrote them."""
+    cdef Py_ssize_t at = begin * j.yunit, n = (end - begin) * j.yunit
+    cdef int bad = 0
+    if j.kind == KIND_FLOAT:
+        bad = pk_any_nan_f32(<const float*>j.y + at, n)
+    elif j.kind == KIND_DOUBLE:
+        bad = pk_any_nan_f64(<const double*>j.y + at, n)
+    elif j.kind == KIND_UINT16 and j.g.inf_bits != 0:  # 16-bit floats, as their bits
+        bad = pk_any_nan_h16(<const uint16_t*>j.y + at, n, j.g.inf_bits)
+    if bad:
+        pk_atomic_or(j.nan_found, 1)

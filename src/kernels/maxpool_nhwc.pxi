@@ -62,6 +62,7 @@ cdef class MaxPoolNHWC(_Launch):
             self.holes = not (_all_taps(self.g.tdr, self.g.OD) and _all_taps(self.g.thr, self.g.OH)
                               and _all_taps(self.g.twr, self.g.OW))
         self.units = N * self.g.OD * self.g.OH if self.g.OW * self.C else 0
+        self.reports_nan = True
         self.xsize = N * self.g.D * self.g.H * self.g.W * self.C
         self.ysize = N * self.g.OD * self.g.OH * self.g.OW * self.C
         self.n_threads = max(1, min(n_threads, self.units))
@@ -90,12 +91,20 @@ cdef class MaxPoolNHWC(_Launch):
         j.hv = s.block if ib != NULL or j.blocks else NULL
         j.holes = self.holes
         j.half = self.half
+        if s.scan_nan:  # each work item is an output row, OW pixels of C channels
+            j.nan_found, j.yunit, s.scanned = &s.nan_found, self.g.OW * self.C, True
         with nogil:
             pk_parallel(_nhwc_body, &j, self.units, self.chunk, self.n_threads)
 
 
 cdef void _nhwc_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil:
     """pk_parallel's body for MaxPoolNHWC: output rows [begin, end) on thread tid."""
+    _nhwc_dispatch(job, begin, end, tid)
+    if (<_UnitsJob*>job).nan_found != NULL:
+        _scan_nan(<_UnitsJob*>job, begin, end)
+
+
+cdef inline void _nhwc_dispatch(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil:
     if (<_UnitsJob*>job).iblocks:
         if (<_UnitsJob*>job).kind == KIND_INT32:
             _nhwc_blocks(<int32_t*>NULL, <_UnitsJob*>job, begin, end, tid)

@@ -84,11 +84,13 @@ class MaxPoolNHWC:
         kernel: tuple[int, int, int], strides: tuple[int, int, int], dilations: tuple[int, int, int],
         pads_begin: tuple[int, int, int], taps: npt.NDArray[np.intp],
         act: int, lo: float, hi: float, inf_bits: int, n_threads: int, chunk: int,
-        index: tuple[int, int, int, int, int, int],
+        index: tuple[int, int, int, int, int, int], blocks: bool = False,
     ) -> None: ...
+    reports_nan: bool
     def __call__(
         self, x: npt.NDArray[np.generic], y: npt.NDArray[np.generic], indices: npt.NDArray[np.int64] | None,
-    ) -> None: ...
+        nan: bool = False,
+    ) -> bool | None: ...
 def max_pool_axis(
     x: npt.NDArray[np.generic], pos_in: npt.NDArray[np.int64] | None,
     y: npt.NDArray[np.generic], pos_out: npt.NDArray[np.int64] | None,

@@ -178,7 +178,7 @@ def max_pool(x: ArrayLike, kernel_shape: Ints, *, strides: Ints | None = None, p
              activation_params: Sequence[float] | NDArray[Any] | None = None, opset: Int | None = None,
              n_threads: Int | None = None, out: NDArray[Any] | None = None,
              indices_out: NDArray[np.int64] | None = None, index_format: IndexFormat = "onnx",
-             _strategy: Strategy | None = None) -> Any:
+             _strategy: Strategy | None = None, _nan: list[bool | None] | None = None) -> Any:
     """ONNX MaxPool: the maximum of each window of `x`, and optionally where it is.
 
     Parameters
@@ -324,7 +324,12 @@ def max_pool(x: ArrayLike, kernel_shape: Ints, *, strides: Ints | None = None, p
                if return_indices else None)
     if y.size:
         yk = y if y.dtype is xk.dtype else y.view(xk.dtype)  # 16-bit floats: as their bits
-        launch(plan, kind, nt, return_indices, _strategy)(xk, yk, indices)
+        run = launch(plan, kind, nt, return_indices, _strategy)
+        if _nan is not None and getattr(run, "reports_nan", False):
+            # pooling.torch's question: does y hold a NaN?  The launch scans each part as it writes it.
+            _nan.append(run(xk, yk, indices, True))
+        else:
+            run(xk, yk, indices)
         if kind == "bool" and indices is not None:
             _canonical_bool(plan, kind, nt, return_indices, _strategy, xk, yk, indices)
         if indices is not None and plan.storage_order == 1 and len(plan.spatial) > 1:

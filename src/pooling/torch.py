@@ -321,11 +321,13 @@ def _pool_forward(fn, x, args, with_indices):
     arr = _as_numpy(xl)
     kw = dict(strides=stride, pads=padding * 2, dilations=dilation, ceil_mode=ceil_mode, layout=layout,
               n_threads=torch.get_num_threads())
+    nan: list[bool | None] = []  # whether y holds a NaN, where the kernel tells (it scans as it writes)
     if with_indices:
-        y, indices = _call(fn, _pooling.max_pool, arr, kernel, return_indices=True, index_format="plane", **kw)
+        y, indices = _call(fn, _pooling.max_pool, arr, kernel, return_indices=True, index_format="plane",
+                           _nan=nan, **kw)
     else:
-        y, indices = _call(fn, _pooling.max_pool, arr, kernel, **kw), None
-    if x.dtype.is_floating_point and _has_nan(y, x.dtype):
+        y, indices = _call(fn, _pooling.max_pool, arr, kernel, _nan=nan, **kw), None
+    if x.dtype.is_floating_point and (_has_nan(y, x.dtype) if not nan or nan[0] is None else nan[0]):
         perm = _to_nchw(layout, n)
         _last_nans(arr.transpose(perm), y.transpose(perm), None if indices is None else indices.transpose(perm),
                    args, _nan_test(x.dtype), _TORCH_NAN.get(x.dtype))
