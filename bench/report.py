@@ -208,7 +208,8 @@ def zoo_table(benchmarks):
 
 def dropin_table(benchmarks):
     """Markdown lines for pooling.torch against torch's own functions (bench/test_torch_dropin.py): the
-    medians at 2 threads and at 1, and torch's over pooling.torch's (> 1: pooling.torch is faster)."""
+    medians at 2 threads and at 1, torch's over pooling.torch's (> 1: pooling.torch is faster), and
+    pooling.torch's over the memory floor's (<= 1.25: near the floor)."""
     groups = {}
     for b in benchmarks:
         if b["group"].startswith(DROPIN):
@@ -216,13 +217,18 @@ def dropin_table(benchmarks):
     if not groups:
         return []
     header = ["case", "pooling.torch ms", "torch ms", "speedup", "pooling.torch 1 thread ms", "torch 1 thread ms",
-              "speedup 1 thread"]
+              "speedup 1 thread", "floor ms", "vs floor", "vs floor 1 thread"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for group, medians in groups.items():
         cells = [group]
         for suffix in ("", " 1 thread"):
             ours, theirs = medians.get("pooling.torch" + suffix), medians.get("torch" + suffix)
             cells += [_ms(ours), _ms(theirs), f"{theirs / ours:.2f}x" if ours and theirs else "-"]
+        floor = medians.get("floor")
+        cells.append(_ms(floor))
+        for suffix in ("", " 1 thread"):
+            ours = medians.get("pooling.torch" + suffix)
+            cells.append(f"{ours / floor:.2f}" if ours and floor else "-")
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
