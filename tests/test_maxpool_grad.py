@@ -556,3 +556,75 @@ def test_indices_off_their_alignment_reach_the_kernel_aligned():
     np.testing.assert_array_equal(fixed, idx)
     g = np.ones_like(y)
     np.testing.assert_array_equal(pooling.max_pool_grad(g, off, x.shape), pooling.max_pool_grad(g, idx, x.shape))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("rank", [1, 2, 3])
+def test_windows_that_do_not_overlap_equal_the_scatter(dtype, rank, rng):
+    """pooling.torch's backward through windows that do not overlap (strides >= kernel, gaps between them,
+    pads, ceil_mode), each element of dx written once: the scatter's bits exactly (-0.0 and NaN
+    gradients too), at 1-3 threads, and the twin's."""
+    from pooling.maxpool_grad import _grad_windows
+    for _ in range(40):
+        kernel = tuple(int(k) for k in rng.integers(1, 4, rank))
+        strides = tuple(k + int(rng.integers(0, 3)) for k in kernel)
+        pads = tuple(int(rng.integers(0, k // 2 + 1)) for k in kernel)
+        x = rng.integers(-3, 4, (int(rng.integers(1, 3)), *rng.integers(1, 9, rank), int(rng.integers(1, 40))))
+        x = x.astype(dtype)
+        try:
+            _, i = pooling.max_pool(x, kernel, strides=strides, pads=pads * 2, ceil_mode=bool(rng.integers(0, 2)),
+                                    layout="NHWC", return_indices=True, index_format="plane")
+        except ValueError:  # a window past the input
+            continue
+        g = rng.standard_normal(i.shape).astype(dtype)
+        g[rng.random(i.shape) < 0.1] = -0.0
+        g[rng.random(i.shape) < 0.05] = np.nan
+        want = pooling.max_pool_grad(g, i, x.shape, layout="NHWC", index_format="plane")
+        assert_same(want, reference.max_pool_grad(g, i, x.shape, layout="NHWC", index_format="plane"))
+        for nt in (1, 2, 3):
+            assert _grad_windows(g, i, x.shape, kernel, strides, pads, nt).tobytes() == want.tobytes()
+
+
+def test_windows_kernel_compares_indices_and_never_follows_them(rng):
+    """An index outside its own window (or out of range, or -1) is a term left out; no write lands
+    outside dx whatever the indices hold."""
+    from pooling.maxpool_grad import _grad_windows
+    x = rng.standard_normal((2, 6, 6, 8)).astype(np.float32)
+    _, i = pooling.max_pool(x, 2, strides=2, layout="NHWC", return_indices=True, index_format="plane")
+    g = rng.standard_normal(i.shape).astype(np.float32)
+    odd = i.copy()
+    odd[0, 0, 0, :3] = [35, -1, 10**12]  # another window's pixel, none, far out of range
+    kept = odd.copy()
+    kept[0, 0, 0, :3] = -1
+    want = pooling.max_pool_grad(g, kept, x.shape, layout="NHWC", index_format="plane")
+    assert _grad_windows(g, odd, x.shape, (2, 2), (2, 2), (0, 0), 2).tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("build", ["pooling._core", "pooling._core_avx2", "pooling._core_avx512"])
+def test_windows_kernel_contract(build):
+    """max_pool_grad_windows refuses (-2, writing nothing) overlapping windows, shapes that disagree,
+    16-bit floats and no threads."""
+    import importlib
+    from pooling._runtime import cpu_supports_avx2, cpu_supports_avx512
+    runs = {"pooling._core_avx2": cpu_supports_avx2, "pooling._core_avx512": cpu_supports_avx512}
+    if not runs.get(build, lambda: True)():
+        pytest.skip(f"this CPU cannot run {build}")
+    try:
+        kernel = importlib.import_module(build).max_pool_grad_windows
+    except ImportError:
+        pytest.skip(f"{build} is not built for this CPU")
+    g, i = np.ones((1, 1, 2, 2, 3), np.float32), np.zeros((1, 1, 2, 2, 3), np.int64)
+    y = np.full((1, 1, 4, 4, 3), 7.0, np.float32)
+    for args in [(g, i, y, (1, 3, 3), (1, 2, 2), (0, 1, 1), 1),          # windows that overlap
+                 (g, i[:, :, :1], y, (1, 2, 2), (1, 2, 2), (0, 0, 0), 1),  # indices not of g's shape
+                 (g, i, np.full((1, 1, 4, 4, 2), 7.0, np.float32), (1, 2, 2), (1, 2, 2), (0, 0, 0), 1),  # C
+                 (g, i, y, (1, 2), (1, 2), (0, 0), 1),                      # not three axes
+                 (g, i, y, (1, 2, 2), (1, 2, 2), (0, -1, 0), 1),           # a negative pad
+                 (g, i, y, (1, 2, 2), (1, 2, 2), (0, 0, 0), 0)]:           # no threads
+        assert kernel["float"](*args) == -2
+        assert (args[2] == 7.0).all()
+    h = np.ones((1, 1, 2, 2, 3), np.uint16)
+    assert kernel["uint16_t"](h, i, np.zeros((1, 1, 4, 4, 3), np.uint16), (1, 2, 2), (1, 2, 2), (0, 0, 0), 1) == -2
+    assert kernel["float"](g, i, y, (1, 2, 2), (1, 2, 2), (0, 0, 0), 2) == 0
+    # Every index names pixel 0, which only the first window covers: the other windows' terms are left out.
+    assert y[0, 0, 0, 0].tolist() == [1.0] * 3 and y.sum() == 3.0

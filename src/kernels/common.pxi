@@ -152,6 +152,11 @@ cdef extern from "pooling_unpool.h":
 cdef extern from "pooling_zero.h":
     void pk_zero(void* p, size_t nbytes) noexcept nogil
 
+cdef extern from "pooling_grad.h":
+    void pk_grad_select_f32(float* y, const float* g, const int64_t* idx, int64_t pix, Py_ssize_t C) noexcept nogil
+    void pk_grad_select_f64(double* y, const double* g, const int64_t* idx, int64_t pix,
+                            Py_ssize_t C) noexcept nogil
+
 cdef extern from "pooling_add.h":
     void pk_add_f32(float* y, const float* x, Py_ssize_t n) noexcept nogil
     float pk_sum_keep_nan(float a, float b) noexcept nogil

@@ -371,3 +371,98 @@ def max_pool_grad(const grad_t[::1] g not None, const int64_t[::1] indices not N
         # Chunks of 1/16 of a thread's share (as pooling._threads.chunk_size): the smallest claim.
         pk_parallel(_grad_body, &j, blocks * groups, max(1, blocks * groups // (16 * n_threads)), n_threads)
     return 2 if j.status & 2 else j.status
+
+
+# ---------------------------------------------------------------------------
+# The gradient through windows that do not overlap (stride >= kernel on every
+# axis, no dilation), channels-last, for indices MaxPool wrote ("plane": the
+# pixel inside the image): each element of dx lies in at most one window, so
+# it is that window's gradient where the window's index names it, else zero.
+# dx is written once, row by row, with no zeroing pass and no scattered
+# read-modify-write; indices are compared, never followed, so any values are
+# safe (one outside its window is a term left out).  The one term is added to
+# +0.0, as the ordered sum adds it (-0.0 becomes +0.0), so the result is
+# max_pool_grad's bit for bit.
+# ---------------------------------------------------------------------------
+
+cdef struct _WindowsJob:
+    const char* g
+    const int64_t* idx
+    char* y
+    Py_ssize_t D, H, W, OD, OH, OW, C
+    Py_ssize_t kd, kh, kw, sd, sh, sw, pd, ph, pw
+    int kind                        # GRAD_FLOAT or GRAD_DOUBLE
+
+
+cdef void _grad_windows_rows(grad_t* kind, const _WindowsJob* j, Py_ssize_t begin,
+                             Py_ssize_t end) noexcept nogil:
+    """dx's rows [begin, end) of the N * D * H rows of W pixels of C channels."""
+    cdef Py_ssize_t u, n, d, h, w, w0, w1, done, od, oh, ow, base, C = j.C, row = j.W * j.C
+    cdef int64_t pix
+    cdef grad_t* y
+    for u in range(begin, end):
+        h = u % j.H
+        d = (u // j.H) % j.D
+        n = u // (j.H * j.D)
+        y = <grad_t*>j.y + u * row
+        od = (d + j.pd) // j.sd
+        oh = (h + j.ph) // j.sh
+        if (d + j.pd) % j.sd >= j.kd or od >= j.OD or (h + j.ph) % j.sh >= j.kh or oh >= j.OH:
+            memset(y, 0, row * sizeof(grad_t))  # a row no window covers
+            continue
+        base = ((n * j.OD + od) * j.OH + oh) * j.OW
+        done = 0  # pixels of the row written: the gaps between windows are zeros
+        for ow in range(j.OW):
+            w0 = min(max(ow * j.sw - j.pw, 0), j.W)
+            w1 = min(ow * j.sw - j.pw + j.kw, j.W)
+            if w0 > done:
+                memset(y + done * C, 0, (w0 - done) * C * sizeof(grad_t))
+            for w in range(w0, w1):
+                pix = (d * j.H + h) * j.W + w
+                if grad_t is float:
+                    pk_grad_select_f32(y + w * C, <const float*>j.g + (base + ow) * C, j.idx + (base + ow) * C,
+                                       pix, C)
+                elif grad_t is double:
+                    pk_grad_select_f64(y + w * C, <const double*>j.g + (base + ow) * C,
+                                       j.idx + (base + ow) * C, pix, C)
+            done = max(done, w1)
+        if done < j.W:
+            memset(y + done * C, 0, (j.W - done) * C * sizeof(grad_t))
+
+
+def max_pool_grad_windows(const grad_t[:, :, :, :, ::1] g not None,
+                          const int64_t[:, :, :, :, ::1] indices not None,
+                          grad_t[:, :, :, :, ::1] y not None, tuple kernel, tuple strides,
+                          tuple pads_begin, int n_threads):
+    """dx (y: N, D, H, W, C) from dy (g) and its "plane" indices (N, OD, OH, OW, C) through windows
+    that do not overlap: kernel, strides and pads_begin per axis (D, H, W), strides >= kernel.
+    float32 and float64 (uint16_t: -2).  Returns 0 once y is written; -2 (nothing written) where the
+    arguments break this contract."""
+    cdef Py_ssize_t a
+    if grad_t is uint16_t or n_threads < 1 or len(kernel) != 3 or len(strides) != 3 or len(pads_begin) != 3:
+        return -2
+    for a in range(5):
+        if indices.shape[a] != g.shape[a]:
+            return -2
+    if g.shape[0] != y.shape[0] or g.shape[4] != y.shape[4]:
+        return -2
+    for a in range(3):
+        if not 1 <= kernel[a] <= strides[a] or pads_begin[a] < 0:
+            return -2
+    cdef _WindowsJob j
+    cdef Py_ssize_t units = y.shape[0] * y.shape[1] * y.shape[2]
+    if units == 0 or y.shape[3] * y.shape[4] == 0:
+        return 0
+    j.g = <const char*>&g[0, 0, 0, 0, 0] if g.size else NULL
+    j.idx = &indices[0, 0, 0, 0, 0] if g.size else NULL
+    j.y = <char*>&y[0, 0, 0, 0, 0]
+    j.D, j.H, j.W, j.C = y.shape[1], y.shape[2], y.shape[3], y.shape[4]
+    j.OD, j.OH, j.OW = g.shape[1], g.shape[2], g.shape[3]
+    j.kd, j.kh, j.kw = kernel
+    j.sd, j.sh, j.sw = strides
+    j.pd, j.ph, j.pw = pads_begin
+    j.kind = GRAD_FLOAT if grad_t is float else GRAD_DOUBLE
+    with nogil:
+        pk_parallel(_grad_windows_body, &j, units, max(1, units // (16 * n_threads)), n_threads)
+    return 0
+

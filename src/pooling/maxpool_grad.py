@@ -185,3 +185,22 @@ def _run(gk, ik, yk, blocks, channels, limit, a, cc, base, inf_bits, zeroed, nt,
     if status == -2:  # the kernel's contract on its arguments, which the checks above keep
         raise RuntimeError(f"{OP}: internal error: the kernel rejected its arguments")
     return status
+
+
+def _grad_windows(grad_y, indices, x_shape, kernel, strides, pads_begin, n_threads):
+    """pooling.torch's backward on channels-last tensors whose windows do not overlap (strides >= kernel,
+    no dilation; float32 and float64): dx of `x_shape` (N, *spatial, C) from grad_y and the "plane" indices
+    its own forward wrote, each element of dx written once (the kernel max_pool_grad_windows).  The same
+    bits as max_pool_grad for such indices; an index outside its window is a term left out."""
+    n = len(x_shape) - 2
+    pad = (1,) * (3 - n)  # ranks 1 and 2 as 3-D: leading spatial axes of 1
+    g = np.ascontiguousarray(grad_y).reshape(grad_y.shape[:1] + pad + grad_y.shape[1:])
+    idx = np.ascontiguousarray(indices, dtype=np.int64).reshape(g.shape)
+    y = output_array(OP, "out", None, x_shape, g.dtype)
+    status = _core.max_pool_grad_windows[C_TYPES[g.dtype]](
+        g, idx, y.reshape(x_shape[:1] + pad + tuple(x_shape[1:])), pad + tuple(kernel), pad + tuple(strides),
+        (0,) * (3 - n) + tuple(pads_begin), n_threads)
+    if status:
+        raise RuntimeError(f"{OP}: internal error: the windows' kernel rejected its arguments")
+    return y
+

@@ -18,6 +18,7 @@ from torch.autograd.function import once_differentiable
 
 import pooling as _pooling
 from ._dtypes import LEGACY_BFLOAT16
+from .maxpool_grad import _grad_windows
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -392,7 +393,7 @@ class _MaxPool(torch.autograd.Function):
     def forward(ctx, x, fn, args):
         y, indices, layout = _pool_forward(fn, x, args, True)
         ctx.save_for_backward(indices)
-        ctx.x_shape, ctx.layout, ctx.fn = x.shape, layout, fn
+        ctx.x_shape, ctx.layout, ctx.fn, ctx.args = x.shape, layout, fn, args
         ctx.mark_non_differentiable(indices)
         # No zeros for the indices' gradient (nor for y's when it is unused): the engine filled an int64
         # tensor of y's size on every backward pass, as long as the gradient's own kernel on channels_last.
@@ -411,8 +412,16 @@ class _MaxPool(torch.autograd.Function):
         i = _to_layout(indices, layout, n).contiguous()
         shape = ctx.x_shape
         x_shape = (shape[0], *shape[2:], shape[1]) if layout == "NHWC" else tuple(shape)
-        grad_x = _call(ctx.fn, _pooling.max_pool_grad, _as_numpy(g), _as_numpy(i), x_shape, index_format="plane",
-                       layout=layout, n_threads=torch.get_num_threads())
+        kernel, stride, padding, dilation, _ = ctx.args
+        if (layout == "NHWC" and grad_y.dtype in (torch.float32, torch.float64) and set(dilation) == {1}
+                and all(s >= k for k, s in zip(kernel, stride))):
+            # Windows that do not overlap: dx written once, each element from the one window over it (the
+            # indices are the forward's own: autograd refuses a backward after they were changed in place).
+            grad_x = _grad_windows(_as_numpy(g), _as_numpy(i), x_shape, kernel, stride, padding,
+                                   torch.get_num_threads())
+        else:
+            grad_x = _call(ctx.fn, _pooling.max_pool_grad, _as_numpy(g), _as_numpy(i), x_shape,
+                           index_format="plane", layout=layout, n_threads=torch.get_num_threads())
         return _from_layout(_as_tensor(grad_x, grad_y.dtype), layout, n), None, None
 
 
