@@ -12,28 +12,20 @@
 
 #include "pooling_simd.h" /* PK_RESTRICT */
 
-static inline void pk_grad_select_f32(float* PK_RESTRICT y, const float* PK_RESTRICT g,
-                                      const int64_t* PK_RESTRICT idx, int64_t pix, ptrdiff_t C)
-{
-    for (ptrdiff_t c = 0; c < C; c++) {
-        float v = g[c] + 0.0f;
-        uint32_t bits;
-        memcpy(&bits, &v, sizeof bits);
-        bits &= (uint32_t)-(int32_t)(idx[c] == pix);
-        memcpy(&y[c], &bits, sizeof bits);
-    }
+#define PK_GRAD_SELECT(NAME, T, BITS)                                                             \
+static inline void NAME(T* PK_RESTRICT y, const T* PK_RESTRICT g, const int64_t* PK_RESTRICT idx, \
+                        int64_t pix, ptrdiff_t C)                                                 \
+{                                                                                                 \
+    for (ptrdiff_t c = 0; c < C; c++) {                                                           \
+        T v = g[c] + (T)0;                                                                        \
+        BITS bits;                                                                                \
+        memcpy(&bits, &v, sizeof bits);                                                           \
+        bits &= (BITS)0 - (BITS)(idx[c] == pix);                                                  \
+        memcpy(&y[c], &bits, sizeof bits);                                                        \
+    }                                                                                             \
 }
 
-static inline void pk_grad_select_f64(double* PK_RESTRICT y, const double* PK_RESTRICT g,
-                                      const int64_t* PK_RESTRICT idx, int64_t pix, ptrdiff_t C)
-{
-    for (ptrdiff_t c = 0; c < C; c++) {
-        double v = g[c] + 0.0;
-        uint64_t bits;
-        memcpy(&bits, &v, sizeof bits);
-        bits &= (uint64_t)-(int64_t)(idx[c] == pix);
-        memcpy(&y[c], &bits, sizeof bits);
-    }
-}
+PK_GRAD_SELECT(pk_grad_select_f32, float, uint32_t)
+PK_GRAD_SELECT(pk_grad_select_f64, double, uint64_t)
 
 #endif

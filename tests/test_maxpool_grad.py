@@ -620,6 +620,9 @@ def test_windows_kernel_contract(build):
                  (g, i, np.full((1, 1, 4, 4, 2), 7.0, np.float32), (1, 2, 2), (1, 2, 2), (0, 0, 0), 1),  # C
                  (g, i, y, (1, 2), (1, 2), (0, 0), 1),                      # not three axes
                  (g, i, y, (1, 2, 2), (1, 2, 2), (0, -1, 0), 1),           # a negative pad
+                 (g, i, y, (1, 2, 2), (1, 2, 2), (0, 2, 0), 1),            # a pad as wide as the kernel
+                 (g, i, y, (1, 1, 1), (1, 1, 1), (0, 2**63 - 1, 0), 1),    # pixels plus pads overflow
+                 (g, i, y, (1, 2, 2), (1, 2**62, 2), (0, 0, 0), 1),        # window starts overflow
                  (g, i, y, (1, 2, 2), (1, 2, 2), (0, 0, 0), 0)]:           # no threads
         assert kernel["float"](*args) == -2
         assert (args[2] == 7.0).all()

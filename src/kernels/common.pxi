@@ -41,6 +41,7 @@
 
 cimport cython
 from cpython.pycapsule cimport PyCapsule_GetPointer
+from cpython.pyport cimport PY_SSIZE_T_MAX
 from libc.math cimport INFINITY
 from libc.stdint cimport (int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t,
                           uintptr_t, INT16_MIN, INT32_MIN, INT64_MIN)

@@ -435,7 +435,7 @@ def max_pool_grad_windows(const grad_t[:, :, :, :, ::1] g not None,
                           grad_t[:, :, :, :, ::1] y not None, tuple kernel, tuple strides,
                           tuple pads_begin, int n_threads):
     """dx (y: N, D, H, W, C) from dy (g) and its "plane" indices (N, OD, OH, OW, C) through windows
-    that do not overlap: kernel, strides and pads_begin per axis (D, H, W), strides >= kernel.
+    that do not overlap: kernel, strides and pads_begin per axis (D, H, W), pads < kernel <= strides.
     float32 and float64 (uint16_t: -2).  Returns 0 once y is written; -2 (nothing written) where the
     arguments break this contract."""
     cdef Py_ssize_t a
@@ -447,7 +447,10 @@ def max_pool_grad_windows(const grad_t[:, :, :, :, ::1] g not None,
     if g.shape[0] != y.shape[0] or g.shape[4] != y.shape[4]:
         return -2
     for a in range(3):
-        if not 1 <= kernel[a] <= strides[a] or pads_begin[a] < 0:
+        # Pads inside the kernel (torch's are at most half of it) and strides that the rows' arithmetic
+        # (window starts, pixels plus pads) cannot overflow with
+        if (not 0 <= pads_begin[a] < kernel[a] <= strides[a]
+                or strides[a] > (PY_SSIZE_T_MAX // 4) // (g.shape[1 + a] + 1)):
             return -2
     cdef _WindowsJob j
     cdef Py_ssize_t units = y.shape[0] * y.shape[1] * y.shape[2]
