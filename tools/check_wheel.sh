@@ -100,13 +100,13 @@ done
 for f in LICENSE THIRD_PARTY_NOTICES.md; do
     compgen -G "$TMP/unpacked/pooling_kernels-*.dist-info/licenses/$f" >/dev/null || fail "the wheel lacks $f"
 done
-# No debug information (setup.py adds -g0): 1.3-1.5 MB a module, not 5-7 MB (the bound catches DWARF,
-# not growth: tests/test_packaging.py keeps the same one). The tests run below against this wheel also
+# No debug information (setup.py adds -g0): 2.1-2.5 MB a module in the twentieth session, 3-4 times that with
+# DWARF (the bound catches DWARF, not growth: tests/test_packaging.py keeps the same one). The tests run below against this wheel also
 # read the modules' ELF sections and the metadata (tests/test_packaging.py).
 for ext in "$TMP"/unpacked/pooling/_*.so; do
     size=$(stat -c %s "$ext")
     echo "$(basename "$ext"): $size bytes"
-    ((size < 2500000)) || fail "$(basename "$ext") is $size bytes: built with debug information?"
+    ((size < 3500000)) || fail "$(basename "$ext") is $size bytes: built with debug information?"
 done
 metadata=$(cat "$TMP"/unpacked/pooling_kernels-*.dist-info/METADATA)
 grep -q '^Classifier: Typing :: Typed$' <<<"$metadata" || fail "the wheel's metadata lacks its classifiers"
