@@ -468,4 +468,3 @@ def max_pool_grad_windows(const grad_t[:, :, :, :, ::1] g not None,
     with nogil:
         pk_parallel(_grad_windows_body, &j, units, max(1, units // (16 * n_threads)), n_threads)
     return 0
-

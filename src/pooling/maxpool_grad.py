@@ -203,4 +203,3 @@ def _grad_windows(grad_y, indices, x_shape, kernel, strides, pads_begin, n_threa
     if status:
         raise RuntimeError(f"{OP}: internal error: the windows' kernel rejected its arguments")
     return y
-
