@@ -104,7 +104,7 @@ cdef class _Launch:
 
     def __call__(self, x, y, indices, bint nan=False):
         """Writes y (and indices); with nan, returns whether y holds a NaN, or None where this
-        launch does not report it (reports_nan false, or its kernel path did not scan)."""
+        launch does not report it (reports_nan false)."""
         cdef Py_buffer xb, yb, ib
         cdef _Scratch s
         cdef int found = -1
@@ -120,9 +120,9 @@ cdef class _Launch:
                     _acquire(&ib, indices, self.ysize, 8, True, "indices")
                 try:
                     s = self._take_scratch(indices is not None)
-                    s.scan_nan, s.scanned, s.nan_found = nan, False, 0
+                    s.scan_nan, s.nan_found = nan and self.reports_nan, 0
                     self._run(<const char*>xb.buf, <char*>yb.buf, <int64_t*>ib.buf, s)
-                    if s.scanned:
+                    if s.scan_nan:
                         found = s.nan_found
                     if s.nbytes <= KEEP_SCRATCH + self.n_threads * SCRATCH_PAGE:
                         self.spare.append(s)
@@ -182,12 +182,13 @@ cdef int _acquire(Py_buffer* b, object a, Py_ssize_t size, Py_ssize_t itemsize, 
 
 cdef class _Scratch:
     """One call's scratch: `nbytes` from a cache line on (with_pos: room for positions), and the
-    call's NaN report (asked for, made, and its flag, which the threads set by pk_atomic_or)."""
+    call's NaN report (asked of a launch that reports_nan, and its flag, which the threads set by
+    pk_atomic_or)."""
     cdef void* memory
     cdef char* block
     cdef Py_ssize_t nbytes
     cdef bint with_pos
-    cdef bint scan_nan, scanned
+    cdef bint scan_nan
     cdef int nan_found
 
     def __cinit__(self, Py_ssize_t nbytes, bint with_pos):

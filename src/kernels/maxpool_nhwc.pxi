@@ -92,7 +92,7 @@ cdef class MaxPoolNHWC(_Launch):
         j.holes = self.holes
         j.half = self.half
         if s.scan_nan:  # each work item is an output row, OW pixels of C channels
-            j.nan_found, j.yunit, s.scanned = &s.nan_found, self.g.OW * self.C, True
+            j.nan_found, j.yunit = &s.nan_found, self.g.OW * self.C
         with nogil:
             pk_parallel(_nhwc_body, &j, self.units, self.chunk, self.n_threads)
 
