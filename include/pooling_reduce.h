@@ -70,6 +70,65 @@ PK_RED_DEFINE(pk_max_f64, double, pk_red64, PK_RED64_L)
 
 #undef PK_RED_DEFINE
 
+/* The maxima of PK_ROWS_L float32 runs of n >= PK_ROWS_L values each (run p at x + p * n) into
+ * y[0 .. PK_ROWS_L), by the cheap compare: PLANES' whole-plane windows over many small planes
+ * (ResNet's 2048 planes of 7x7).  One run at a time (pk_max_f32) spent most of a 7x7 plane's 110
+ * instructions reducing its own vector and NaN mask to scalars; here each run's vector of lane
+ * maxima (the first and last vectors, then the middle ones between them: a value seen twice
+ * changes no maximum) is reduced with the others', pairs of lanes twice, then halves, into one
+ * vector whose lane p is run p's maximum, and the NaN masks are ORed into one.  Returns the runs
+ * the caller redoes in order, as bits: all of them where any holds a NaN, else those whose
+ * maximum is zero (which zero is the first, the in-order loop says). */
+static inline unsigned pk_max_f32_runs(const float* x, ptrdiff_t n, float* y)
+{
+    pk_rows_v a[PK_ROWS_L], m0, m1, v0, v1;
+    pk_rows_m nan;
+    unsigned redo = 0;
+    ptrdiff_t i;
+    memset(&nan, 0, sizeof nan);
+    for (int p = 0; p < PK_ROWS_L; p++) {
+        const float* r = x + p * n;
+        m0 = pk_rows_ld(r);
+        m1 = pk_rows_ld(r + n - PK_ROWS_L);
+        nan |= pk_rows_nan(m0, m1);
+        for (i = PK_ROWS_L; i + PK_ROWS_L < n - PK_ROWS_L; i += 2 * PK_ROWS_L) {
+            v0 = pk_rows_ld(r + i);
+            v1 = pk_rows_ld(r + i + PK_ROWS_L);
+            nan |= pk_rows_nan(v0, v1);
+            m0 = pk_rows_max(m0, v0);
+            m1 = pk_rows_max(m1, v1);
+        }
+        if (i < n - PK_ROWS_L) {
+            v0 = pk_rows_ld(r + i);
+            nan |= pk_rows_nan(v0, v0);
+            m0 = pk_rows_max(m0, v0);
+        }
+        a[p] = pk_rows_max(m0, m1);
+    }
+    if (pk_rows_any(nan))
+        return (1u << PK_ROWS_L) - 1;
+#if PK_SIMD
+    {
+        /* pk_rows_pairs(u, v): [u's pairs, v's pairs] per 16-byte half, so two rounds leave run
+         * p's four partial maxima in lane p of each half: [0 1 2 3 | 0 1 2 3], then [4 5 6 7 | ...]. */
+        pk_rows_v r0 = pk_rows_pairs(a[0], a[1]), r1 = pk_rows_pairs(a[2], a[3]);
+        pk_rows_v m = pk_rows_pairs(r0, r1);
+#if PK_SIMD_BYTES >= 32   /* eight lanes */
+        pk_rows_v s = pk_rows_pairs(pk_rows_pairs(a[4], a[5]), pk_rows_pairs(a[6], a[7]));
+        m = pk_rows_max(PK_ROWS_SHUF(m, s, 0, 1, 2, 3, 8, 9, 10, 11), PK_ROWS_SHUF(m, s, 4, 5, 6, 7, 12, 13, 14, 15));
+#endif
+        pk_rows_m z = m == pk_rows_splat(0.0f);
+        pk_rows_st(y, m);
+        for (int p = 0; p < PK_ROWS_L; p++)
+            redo |= (unsigned)(z[p] != 0) << p;
+    }
+#else
+    y[0] = a[0];
+    redo = a[0] == 0.0f;
+#endif
+    return redo;
+}
+
 /* The maximum of n >= PK_RH_L 16-bit floats' bits, by their int16 keys (pooling_rows.h, whose
  * checks set *odd where the run holds a NaN or -0.0: the keys' order is then not the contract's, and
  * the caller redoes the run exactly); the bits of the maximum otherwise.  The last vector overlaps

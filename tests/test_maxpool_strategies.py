@@ -299,6 +299,7 @@ ODD_CASES = [
     (S.PLANES, (1, 3, 7, 9), dict(kernel_shape=(7, 9))),
     (S.PLANES, (1, 4, 4, 4), dict(kernel_shape=(4, 4))),
     (S.PLANES, (1, 2, 5, 7), dict(kernel_shape=(5, 7))),
+    (S.PLANES, (1, 19, 7, 7), dict(kernel_shape=(7, 7))),   # float32's planes reduced eight at a time
 ]
 
 
@@ -735,6 +736,12 @@ PLANES_CASES = [
     ((2, 3, 3, 5), dict(kernel_shape=(3, 5))),
     ((2, 3, 40), dict(kernel_shape=(5,), pads=(2, 2))),
     ((2, 3, 100), dict(kernel_shape=(100,))),
+    # float32's whole planes a vector's lanes at a time (4 or 8 planes reduced together), the rest
+    # one at a time: planes of 49, of 9 and 8 values (just over, and exactly, 8 lanes), 1-D
+    ((1, 37, 7, 7), dict(kernel_shape=(7, 7))),
+    ((2, 20, 3, 3), dict(kernel_shape=(3, 3), strides=(3, 3))),
+    ((1, 24, 2, 4), dict(kernel_shape=(2, 4), activation="Relu")),
+    ((1, 19, 20), dict(kernel_shape=(20,))),
     # Outputs of the input's shape with few border taps: passes over x without the padded copy.
     ((2, 3, 16, 17), dict(kernel_shape=(3, 3), pads=(1, 1, 1, 1), activation="Relu")),
     ((1, 2, 12, 13), dict(kernel_shape=(2, 3), pads=(1, 1, 0, 1))),

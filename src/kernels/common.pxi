@@ -199,6 +199,7 @@ cdef extern from "pooling_col2im.h":
 
 cdef extern from "pooling_reduce.h":
     float pk_max_f32(const float* x, Py_ssize_t n, int* odd) noexcept nogil
+    unsigned pk_max_f32_runs(const float* x, Py_ssize_t n, float* y) noexcept nogil
     double pk_max_f64(const double* x, Py_ssize_t n, int* odd) noexcept nogil
     uint16_t pk_max_h16(const uint16_t* x, Py_ssize_t n, int inf_bits, int* odd) noexcept nogil
     int pk_any_nan_f32(const float* x, Py_ssize_t n) noexcept nogil

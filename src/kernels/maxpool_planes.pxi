@@ -371,11 +371,26 @@ cdef void _planes(pool_t* kind, const _UnitsJob* j, Py_ssize_t begin, Py_ssize_t
     j.Hp, j.Wp: the padded plane's extent; j.size: elements per scratch buffer;
     j.whole: the window is the whole plane."""
     cdef Geom gc = j.g[0]  # a copy the compiler can keep in registers
-    cdef Py_ssize_t p
+    cdef Py_ssize_t p, q
+    cdef unsigned redo
     cdef const pool_t* x
     cdef pool_t* y
     cdef pool_t* buf = <pool_t*>j.hv + tid * j.vs
-    for p in range(begin, end):
+    p = begin
+    if pool_t is float and j.whole and j.xplane >= PK_ROWS_L:
+        # float32 whole planes PK_ROWS_L at a time, reduced together (pk_max_f32_runs); the runs
+        # it cannot settle (a NaN among them, a zero maximum) one at a time as below.
+        while p + PK_ROWS_L <= end:
+            x = <const pool_t*>j.x + p * j.xplane
+            y = <pool_t*>j.y + p
+            redo = pk_max_f32_runs(x, j.xplane, y)
+            for q in range(PK_ROWS_L):
+                if redo >> q & 1 and _global(x + q * j.xplane, y + q, j.xplane, gc.inf_bits, False):
+                    _global(x + q * j.xplane, y + q, j.xplane, gc.inf_bits, True)
+                if j.act:
+                    y[q] = _clamp(y[q], <pool_t>j.lo, <pool_t>j.hi, j.act, gc.inf_bits)
+            p += PK_ROWS_L
+    for p in range(p, end):
         x = <const pool_t*>j.x + p * j.xplane
         y = <pool_t*>j.y + p * j.yplane
         if j.whole:
