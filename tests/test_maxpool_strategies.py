@@ -528,6 +528,28 @@ def test_tiles_one_pass_finds_a_special_at_every_position(shape, kernel, kind, s
         assert_same(pooling.max_pool(x, n_threads=1, _strategy=S.TILES, **attrs), reference.max_pool(x, **attrs))
 
 
+@pytest.mark.parametrize("kind", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("special", [np.nan, -np.nan, -0.0])
+@pytest.mark.parametrize("shape, attrs", [
+    ((1, 1, 9, 34), dict(pads=(1, 1, 1, 1))),   # a padded first window (a repeated row)
+    ((1, 1, 10, 34), dict()),
+    ((1, 1, 8, 35), dict(ceil_mode=True)),       # a partial last window
+])
+def test_rows_first_stride_2_finds_a_special_at_every_position(shape, attrs, kind, special, rng):
+    """ROWS_FIRST's first pass checks each input row once, as one of the first two taps of a 3-row
+    window with stride 2 (the row two windows share as the later one's), and every row of the last
+    window: a NaN of either sign or a -0.0 (among +0.0 and -1) at each position in turn reaches the
+    output as the twin says."""
+    attrs = dict(attrs, kernel_shape=(3, 3), strides=(2, 2))
+    assert serves(S.ROWS_FIRST, _plan(shape, **attrs), kind, False)
+    base = to_dtype(rng.choice(np.array([-1.0, 0.0]), size=shape), kind)
+    for i in range(base.size):
+        x = base.copy()
+        x.reshape(-1)[i] = special
+        assert_same(pooling.max_pool(x, n_threads=1, _strategy=S.ROWS_FIRST, **attrs),
+                    reference.max_pool(x, **attrs))
+
+
 def _integer_bits(rng, shape, kind):
     """Every bit pattern of an integer kind, uniformly (its sign bit set in half of them)."""
     info = np.iinfo(kind)
