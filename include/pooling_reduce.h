@@ -78,7 +78,8 @@ PK_RED_DEFINE(pk_max_f64, double, pk_red64, PK_RED64_L)
  * changes no maximum) is reduced with the others', pairs of lanes twice, then halves, into one
  * vector whose lane p is run p's maximum, and the NaN masks are ORed into one.  Returns the runs
  * the caller redoes in order, as bits: all of them where any holds a NaN, else those whose
- * maximum is zero (which zero is the first, the in-order loop says). */
+ * maximum is zero (which zero is the first, the in-order loop says)
+ * (docs/tuning.md#planes-whole-plane-reduction). */
 static inline unsigned pk_max_f32_runs(const float* x, ptrdiff_t n, float* y)
 {
     pk_rows_v a[PK_ROWS_L], m0, m1, v0, v1;
