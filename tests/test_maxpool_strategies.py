@@ -1197,8 +1197,10 @@ def test_narrow_takes_rows_up_to_the_builds_lanes(shape, kernel, pads, wider):
     plan = _plan(shape, kernel, 1, pads)
     fits = [core for core in _narrow_builds() if core.NARROW_WIDTH >= shape[-1]]
     taps = min(kernel) if isinstance(kernel, tuple) else kernel
-    if taps < 3:  # (on the build the lane rule picks: the process's where both fit)
-        fits = [core for core in fits if core.NARROW_LANES * taps >= shape[-1]]
+    if taps < 3 and fits:  # (on the build the lane rule picks: the fewest lanes, then strips, then the process's)
+        lanes = min(fits, key=lambda core: (-(-shape[-1] // core.NARROW_LANES) * core.NARROW_LANES,
+                                            -(-shape[-1] // core.NARROW_LANES))).NARROW_LANES
+        fits = fits if lanes * taps >= shape[-1] else []
     want = S.NARROW if fits else wider
     for nt in (1, 2):
         assert choose_strategy(plan, "float32", nt, False) is want

@@ -237,7 +237,7 @@ def test_every_rule_is_typed_and_names_its_evidence():
     (("AuthenticAMD", 0x1A, 0x02), {(S.FUSED, "baseline"), (S.PLANES, "avx512"),
                                     (S.NARROW, "avx512"), (S.NHWC_BLOCKS, "avx512")}),  # Zen 5 EPYC: measured
     (("AuthenticAMD", 0x1A, 0x44), set()),       # Zen 5 desktop: not measured
-    (("GenuineIntel", 6, 0xCF), {(S.NHWC, "avx512")}),   # Emerald Rapids Xeon: measured (it dropped TILES' rule)
+    (("GenuineIntel", 6, 0xCF), {(S.NHWC, "avx512"), (S.NARROW, "avx512")}),   # Emerald Rapids: measured
     (("GenuineIntel", 6, 0x8F), set()),          # Sapphire Rapids: not measured
     (("GenuineIntel", 6, 0xA7), set()),          # the Xeon 0xA7 VM: not measured for the rule
     (("", 0, 0), set()),

@@ -126,6 +126,7 @@ RULES = (
               indices=True),
     BuildRule(Strategy.NHWC, "avx512", INTEL_0XCF, (1, 2), (4,),
               "#xeon-0xcf-nhwc-with-indices-from-the-avx-512-build", indices=True),
+    BuildRule(Strategy.NARROW, "avx512", INTEL_0XCF, (1,), (4,), "#xeon-0xcf-narrow-from-the-avx-512-build"),
 )
 
 
