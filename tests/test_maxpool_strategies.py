@@ -1198,9 +1198,7 @@ def test_narrow_takes_rows_up_to_the_builds_lanes(shape, kernel, pads, wider):
     fits = [core for core in _narrow_builds() if core.NARROW_WIDTH >= shape[-1]]
     taps = min(kernel) if isinstance(kernel, tuple) else kernel
     if taps < 3 and fits:  # (on the build the lane rule picks: the fewest lanes, then strips, then the process's)
-        lanes = min(fits, key=lambda core: (-(-shape[-1] // core.NARROW_LANES) * core.NARROW_LANES,
-                                            -(-shape[-1] // core.NARROW_LANES))).NARROW_LANES
-        fits = fits if lanes * taps >= shape[-1] else []
+        fits = fits if _maxpool_strategies._narrow_core(plan, "float32").NARROW_LANES * taps >= shape[-1] else []
     want = S.NARROW if fits else wider
     for nt in (1, 2):
         assert choose_strategy(plan, "float32", nt, False) is want

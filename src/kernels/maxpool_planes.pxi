@@ -365,6 +365,15 @@ cdef class MaxPoolPlanes(_Launch):
             pk_parallel(_planes_body, &j, self.units, self.chunk, self.n_threads)
 
 
+cdef inline void _whole(const pool_t* x, pool_t* y, const _UnitsJob* j, uint16_t inf_bits) noexcept nogil:
+    """y[0] = the activated first maximum of the plane x (a window covering it): the cheap
+    reduction, redone with the exact compare where the plane holds an odd value."""
+    if _global(x, y, j.xplane, inf_bits, False):
+        _global(x, y, j.xplane, inf_bits, True)
+    if j.act:
+        y[0] = _clamp(y[0], <pool_t>j.lo, <pool_t>j.hi, j.act, inf_bits)
+
+
 cdef void _planes(pool_t* kind, const _UnitsJob* j, Py_ssize_t begin, Py_ssize_t end,
                   int tid) noexcept nogil:
     """MaxPoolPlanes' planes [begin, end) in element type pool_t, with thread tid's scratch.
@@ -385,18 +394,15 @@ cdef void _planes(pool_t* kind, const _UnitsJob* j, Py_ssize_t begin, Py_ssize_t
             y = <pool_t*>j.y + p
             redo = pk_max_f32_runs(x, j.xplane, y)
             for q in range(PK_ROWS_L):
-                if redo >> q & 1 and _global(x + q * j.xplane, y + q, j.xplane, gc.inf_bits, False):
-                    _global(x + q * j.xplane, y + q, j.xplane, gc.inf_bits, True)
-                if j.act:
+                if redo >> q & 1:
+                    _whole(x + q * j.xplane, y + q, j, gc.inf_bits)
+                elif j.act:
                     y[q] = _clamp(y[q], <pool_t>j.lo, <pool_t>j.hi, j.act, gc.inf_bits)
             p += PK_ROWS_L
     for p in range(p, end):
         x = <const pool_t*>j.x + p * j.xplane
         y = <pool_t*>j.y + p * j.yplane
         if j.whole:
-            if _global(x, y, j.xplane, gc.inf_bits, False):
-                _global(x, y, j.xplane, gc.inf_bits, True)
-            if j.act:
-                y[0] = _clamp(y[0], <pool_t>j.lo, <pool_t>j.hi, j.act, gc.inf_bits)
+            _whole(x, y, j, gc.inf_bits)
         elif not _plane(x, y, &gc, j.Hp, j.Wp, buf, j.size, j.act, <pool_t>j.lo, <pool_t>j.hi, False):
             _plane(x, y, &gc, j.Hp, j.Wp, buf, j.size, j.act, <pool_t>j.lo, <pool_t>j.hi, True)
