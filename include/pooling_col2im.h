@@ -32,6 +32,8 @@ enum {
     PK_COL_SRC_MAX = 64,       /* sources gathered at once (more: further passes over the row) */
     PK_COL_GRID_CHUNK = 16384, /* bytes of the stack buffer the phases of a chunk are summed in */
     PK_COL_RUN = 256,          /* positions of a phase summed at once, at least, outside grids */
+    PK_COL_TAIL = 32,          /* bytes of the vector step that ends a run of a stored row */
+    PK_COL_PAIR_MAX = 16,      /* pk_col_pairs: source rows per image row, offsets per phase */
     PK_COL_MAX_AXES = 64
 };
 
@@ -44,7 +46,7 @@ enum {
  *   the last axis: phase r takes the pairs (kj, q) last[2*e], last[2*e+1] for
  *     loff[r] <= e < loff[r+1], in increasing kj: position t of the phase is kj's block t - q. */
 typedef struct {
-    ptrdiff_t n, L;                 /* spatial axes, blocks */
+    ptrdiff_t n, L, K;              /* spatial axes, blocks, kernel offsets (a plane is K*L values) */
     const ptrdiff_t* image;         /* image_shape */
     ptrdiff_t step, nbl;            /* the last axis' stride and blocks */
     const ptrdiff_t* const* off;    /* n - 1 tables of image[i] + 1 entries */
@@ -61,6 +63,7 @@ typedef struct {
     ptrdiff_t lph, hph;             /* phases with positions in the image: min(stride, size) */
     const ptrdiff_t* hoff;          /* hph + 1 entries */
     const ptrdiff_t* hlast;         /* pairs (ki*block[last], qh) */
+    int pairs;                      /* float32 grids of stride 2 summed in registers: pk_col_pairs */
 } pk_col_plan;
 
 /* A batch of sources of one phase row: source j adds src[j][t - lo[j]] to acc[t], lo[j] <= t < hi[j]
@@ -145,6 +148,26 @@ static inline __m256 pk_col_f16c_add(__m256 v, const uint16_t* p)
     }
 #else
 #define PK_COL_F16C PK_COL_NOVEC
+#endif
+
+/* float32 vectors of PK_COL_VL values (pk_col_pairs) */
+#if PK_SIMD
+#if PK_SIMD_BYTES >= 32
+typedef pk_f32x8 pk_colv;
+typedef pk_i32x8 pk_colm;
+#define PK_COL_IOTA {0, 1, 2, 3, 4, 5, 6, 7}
+#else
+typedef pk_f32x4 pk_colv;
+typedef pk_i32x4 pk_colm;
+#define PK_COL_IOTA {0, 1, 2, 3}
+#endif
+enum { PK_COL_VL = sizeof(pk_colv) / sizeof(float) };
+static PK_ALWAYS_INLINE pk_colv pk_colv_ld(const float* p)
+{
+    pk_colv v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
 #endif
 
 /* The gather of one type: the sources in groups of up to four over the blocks they all have (one
@@ -327,13 +350,21 @@ PK_COL_GATHER(pk_col_gather_u64, uint64_t, uint64_t, pk_col_id, pk_col_add_uint6
         name##_phases(y + s * ta + r0 - w0, acc + ta - c0, ld, s, tb - ta);                         \
         name##_values(y, acc, r0, r1, ld, s, c0, tb, c1, w0, w1);                                   \
     }                                                                                               \
-    /* stride 2: the two phases a (n0 values) and b (n1 = n0 or n0 - 1) interleaved */             \
+    /* stride 2: the two phases a (n0 values) and b (n1 = n0 or n0 - 1) interleaved; a row that is \
+     * not whole vectors ends with one more vector's step that rewrites the values before it,     \
+     * where the compiler's own remainder stored them one at a time */                            \
     static PK_NOINLINE void name##_pair(void* yv, const void* av, const void* bv, ptrdiff_t n0,    \
                                         ptrdiff_t n1)                                               \
     {                                                                                               \
         T* PK_RESTRICT y = (T*)yv;                                                                  \
         const A* PK_RESTRICT a = (const A*)av;                                                      \
-        name##_il(y, a, (const A*)bv - a, n1, 2);                                                   \
+        ptrdiff_t ld = (const A*)bv - a, v = PK_COL_TAIL / (ptrdiff_t)sizeof(A), m = n1 % v;         \
+        if (n1 > v && m) { /* whole vectors, then the last v positions again, over the same values */ \
+            name##_il(y, a, ld, n1 - m, 2);                                                         \
+            name##_il(y + 2 * (n1 - v), a + n1 - v, ld, v, 2);                                      \
+        } else {                                                                                    \
+            name##_il(y, a, ld, n1, 2);                                                             \
+        }                                                                                           \
         if (n0 > n1)                                                                                \
             y[2 * n1] = conv(a[n1]);                                                                \
     }
@@ -693,10 +724,181 @@ static void pk_col_tiles_row(const pk_col_ops* ops, const pk_col_plan* p, const 
     }
 }
 
+/* float32 grids whose last axis has stride 2 and an even width W (both phases W/2 positions, at
+ * least a vector's): each row of the image summed in registers, PK_COL_VL positions of both phases
+ * at a time from every source, each term masked to +0 outside its source's blocks, then the two
+ * phases interleaved and stored once (a row that is not whole vectors ends with a vector that
+ * overlaps the one before and stores the same values again).  The general grid sums each phase in
+ * a buffer, source by source, fixes the columns its flat runs wrap onto and interleaves the buffer
+ * afterwards: for VOLO's 14-position phases that was most of the time (docs/tuning.md#col2im-pairs).
+ * Terms in k order from +0, as pk_sum_keep_nan adds them, so the bits are the general grid's. */
+#if PK_SIMD
+#if defined(__clang__)
+#define PK_COL_SHUF(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+#else
+#define PK_COL_SHUF(a, b, ...) __builtin_shuffle(a, b, (pk_colm){__VA_ARGS__})
+#endif
+#if PK_SIMD_BYTES >= 32
+#define PK_COL_ZIP_LO(a, b) PK_COL_SHUF(a, b, 0, 8, 1, 9, 2, 10, 3, 11)
+#define PK_COL_ZIP_HI(a, b) PK_COL_SHUF(a, b, 4, 12, 5, 13, 6, 14, 7, 15)
+#else
+#define PK_COL_ZIP_LO(a, b) PK_COL_SHUF(a, b, 0, 4, 1, 5)
+#define PK_COL_ZIP_HI(a, b) PK_COL_SHUF(a, b, 2, 6, 3, 7)
+#endif
+
+/* s + the terms at src (PK_COL_VL of them), the lanes outside keep (outside the source's blocks)
+ * +0.  Those lanes still read the columns, next to the source's row: inside the plane, since the
+ * first kernel offset of the last axis has q <= 0 (no read before its row) and the last one's
+ * block t - q of the phases' last position exists (no read past its row). */
+static PK_ALWAYS_INLINE pk_colv pk_col_pair_add(pk_colv s, const float* src, pk_colm keep)
+{
+    return s + (pk_colv)((pk_colm)pk_colv_ld(src) & keep & (pk_colm)(s == s));
+}
+
+/* Positions [ta, ta + PK_COL_VL) and [tb, tb + PK_COL_VL) of an image row from its nr source rows
+ * (in k order), the last axis' kernel offsets of phase 0 at off[0..n0), of phase 1 after them, the
+ * masks of its terms at ka and kb; the two vectors may overlap (they store the same values). */
+static PK_ALWAYS_INLINE void pk_col_pair_step(const float* const* rows, ptrdiff_t nr, const ptrdiff_t* off,
+                                              const ptrdiff_t n0, const ptrdiff_t n1, const pk_colm* ka,
+                                              const pk_colm* kb, ptrdiff_t ta, ptrdiff_t tb, float* yr)
+{
+    pk_colv a0 = {0}, a1 = {0}, b0 = {0}, b1 = {0};
+    for (ptrdiff_t j = 0; j < nr; j++) {
+        const float* r = rows[j];
+        for (ptrdiff_t e = 0; e < n0; e++) {
+            a0 = pk_col_pair_add(a0, r + off[e] + ta, ka[e]);
+            b0 = pk_col_pair_add(b0, r + off[e] + tb, kb[e]);
+        }
+        for (ptrdiff_t e = n0; e < n0 + n1; e++) {
+            a1 = pk_col_pair_add(a1, r + off[e] + ta, ka[e]);
+            b1 = pk_col_pair_add(b1, r + off[e] + tb, kb[e]);
+        }
+    }
+    pk_colv v0 = PK_COL_ZIP_LO(a0, a1), v1 = PK_COL_ZIP_HI(a0, a1);
+    pk_colv v2 = PK_COL_ZIP_LO(b0, b1), v3 = PK_COL_ZIP_HI(b0, b1);
+    memcpy(yr + 2 * ta, &v0, sizeof v0);
+    memcpy(yr + 2 * ta + PK_COL_VL, &v1, sizeof v1);
+    memcpy(yr + 2 * tb, &v2, sizeof v2);
+    memcpy(yr + 2 * tb + PK_COL_VL, &v3, sizeof v3);
+}
+
+/* One image row: its vectors two at a time, the last with itself where their count is odd; masks
+ * at the first vector (kf) and the last (kl), every lane elsewhere (kall). */
+static PK_ALWAYS_INLINE void pk_col_pair_row(const float* const* rows, ptrdiff_t nr, const ptrdiff_t* off,
+                                             const ptrdiff_t n0, const ptrdiff_t n1, const pk_colm* kf,
+                                             const pk_colm* kl, const pk_colm* kall, ptrdiff_t tw,
+                                             float* yr)
+{
+    ptrdiff_t last = tw - PK_COL_VL;
+    for (ptrdiff_t t = 0;; t += 2 * PK_COL_VL) {
+        ptrdiff_t ta = t < last ? t : last, tb = t + PK_COL_VL < last ? t + PK_COL_VL : last;
+        pk_col_pair_step(rows, nr, off, n0, n1, ta == 0 ? kf : ta == last ? kl : kall, tb == last ? kl : kall,
+                         ta, tb, yr);
+        if (tb == last)
+            break;
+    }
+}
+
+/* The positions t of the phases where every kernel offset of the last axis has its block t - q:
+ * [*tlo, *thi). */
+static inline void pk_col_pair_span(const pk_col_plan* p, ptrdiff_t* tlo, ptrdiff_t* thi)
+{
+    *tlo = 0;
+    *thi = p->nbl;
+    for (ptrdiff_t e = p->loff[0]; e < p->loff[2]; e++) {
+        ptrdiff_t q = p->last[2 * e + 1];
+        *tlo = q > *tlo ? q : *tlo;
+        *thi = q + p->nbl < *thi ? q + p->nbl : *thi;
+    }
+}
+
+/* Rows [h0, h1) of the grid at y, n0 and n1 kernel offsets of the last axis in its two phases;
+ * x: the plane's columns; ahead: bytes to the next plane's columns, asked for a row's share at a
+ * time (0: none). */
+static PK_ALWAYS_INLINE void pk_col_pairs_n(const pk_col_plan* p, const char* const* kx, ptrdiff_t ncomb,
+                                            char* y, ptrdiff_t h0, ptrdiff_t h1, const char* x,
+                                            ptrdiff_t ahead, const ptrdiff_t n0, const ptrdiff_t n1)
+{
+    ptrdiff_t W = p->image[p->n - 1], H = p->image[p->n - 2], tw = W / 2, nbw = p->nbl, L = p->L;
+    ptrdiff_t e0 = p->loff[0], sh = p->hstep, tlo, thi;
+    ptrdiff_t plane = p->K * L * (ptrdiff_t)sizeof(float), last = tw - PK_COL_VL;
+    ptrdiff_t per = ahead && p->n == 2 ? (plane + H - 1) / H : 0;  /* of the next plane, per row */
+    ptrdiff_t off[2 * PK_COL_PAIR_MAX];
+    pk_colm kf[2 * PK_COL_PAIR_MAX], kl[2 * PK_COL_PAIR_MAX], kall[2 * PK_COL_PAIR_MAX];
+    const float* rows[PK_COL_PAIR_MAX];
+    pk_col_pair_span(p, &tlo, &thi);
+    for (ptrdiff_t e = 0; e < n0 + n1; e++) {
+        ptrdiff_t q = p->last[2 * (e0 + e) + 1];
+        pk_colm at0 = (pk_colm)PK_COL_IOTA - (int32_t)q, at1 = at0 + (int32_t)last;
+        off[e] = p->last[2 * (e0 + e)] * L - q;
+        kall[e] = (pk_colm)PK_COL_IOTA >= 0;
+        kf[e] = tlo > 0 || PK_COL_VL > thi ? (at0 >= 0) & (at0 < (int32_t)nbw) : kall[e];
+        kl[e] = last < tlo || tw > thi ? (at1 >= 0) & (at1 < (int32_t)nbw) : kall[e];
+    }
+    for (ptrdiff_t h = h0, rh = h0 % sh, ta = h0 / sh; h < h1; h++, rh = rh + 1 < sh ? rh + 1 : (ta++, 0)) {
+        float* yr = (float*)y + h * W;
+        ptrdiff_t nr = 0;
+        for (ptrdiff_t c = 0; c < ncomb; c++)
+            for (ptrdiff_t i = p->hoff[rh]; i < p->hoff[rh + 1]; i++) {
+                ptrdiff_t a = ta - p->hlast[2 * i + 1];
+                if (a >= 0 && a < p->nbh)
+                    rows[nr++] = (const float*)kx[c] + p->hlast[2 * i] * L + a * nbw;
+            }
+        for (ptrdiff_t b = h * per; b < (h + 1) * per && b < plane; b += 64)
+            PK_COL_PF(x + ahead + b);
+        pk_col_pair_row(rows, nr, off, n0, n1, kf, kl, kall, tw, yr);
+    }
+}
+
+/* The counts of the common kernels constant (k3: 1 and 2 or 2 and 1 offsets a phase; k4 and k5:
+ * 2 and 2, 3 and 2), others as they come. */
+static void pk_col_pairs(const pk_col_plan* p, const char* const* kx, ptrdiff_t ncomb, char* y,
+                         ptrdiff_t h0, ptrdiff_t h1, const char* x, ptrdiff_t ahead)
+{
+    ptrdiff_t n0 = p->loff[1] - p->loff[0], n1 = p->loff[2] - p->loff[1];
+#define PK_COL_PAIRS(a, b) pk_col_pairs_n(p, kx, ncomb, y, h0, h1, x, ahead, a, b)
+    if (n0 == 1 && n1 == 2)
+        PK_COL_PAIRS(1, 2);
+    else if (n0 == 2 && n1 == 1)
+        PK_COL_PAIRS(2, 1);
+    else if (n0 == 2 && n1 == 2)
+        PK_COL_PAIRS(2, 2);
+    else if (n0 == 3 && n1 == 2)
+        PK_COL_PAIRS(3, 2);
+    else if (n0 == 2 && n1 == 3)
+        PK_COL_PAIRS(2, 3);
+    else
+        PK_COL_PAIRS(n0, n1);
+#undef PK_COL_PAIRS
+}
+#endif
+
+/* Whether pk_col_pairs serves a grid of this kind (col2im.pxi asks, once per call). */
+static inline int pk_col_pairs_fit(int kind, const pk_col_plan* p)
+{
+#if PK_SIMD
+    ptrdiff_t W = p->image[p->n - 1];
+    ptrdiff_t tw = W / 2, tlo, thi, most = 0;
+    if (!(kind == PK_COL_FLOAT && p->n >= 2 && p->grid && !p->tiled && p->step == 2 && p->lph == 2
+          && W % 2 == 0 && tw >= PK_COL_VL && p->loff[1] - p->loff[0] <= PK_COL_PAIR_MAX
+          && p->loff[2] - p->loff[1] <= PK_COL_PAIR_MAX))
+        return 0;
+    for (ptrdiff_t r = 0; r < p->hph; r++)
+        most = p->hoff[r + 1] - p->hoff[r] > most ? p->hoff[r + 1] - p->hoff[r] : most;
+    /* masks at the first and the last vector only: every source has blocks at the vectors between */
+    pk_col_pair_span(p, &tlo, &thi);
+    ptrdiff_t mid = (tw - PK_COL_VL - 1) / PK_COL_VL * PK_COL_VL;  /* the last vector between */
+    return p->maxcomb * most <= PK_COL_PAIR_MAX && (mid < PK_COL_VL || (tlo <= PK_COL_VL && mid + PK_COL_VL <= thi));
+#else
+    (void)kind, (void)p;
+    return 0;
+#endif
+}
+
 /* One grid (the last two axes) of the plane, rows [h0, h1) of its first axis, written at y (the
  * grid's row 0); kx: the prefixes of the axes before the grid landing on it. */
 static void pk_col_grid(const pk_col_ops* ops, const pk_col_plan* p, const char* const* kx,
-                        ptrdiff_t ncomb, char* y, ptrdiff_t h0, ptrdiff_t h1, ptrdiff_t ahead)
+                        ptrdiff_t ncomb, char* y, ptrdiff_t h0, ptrdiff_t h1, const char* x, ptrdiff_t ahead)
 {
     double buf[PK_COL_GRID_CHUNK / sizeof(double)];
     double rows[PK_COL_GRID_CHUNK / sizeof(double)];  /* a part's rows, stored (no wider than buf) */
@@ -718,6 +920,12 @@ static void pk_col_grid(const pk_col_ops* ops, const pk_col_plan* p, const char*
         pk_col_tiles(ops, p, kx[0], y, h0, h1);
         return;
     }
+#if PK_SIMD
+    if (p->pairs) {
+        pk_col_pairs(p, kx, ncomb, y, h0, h1, x, ahead);
+        return;
+    }
+#endif
     for (ptrdiff_t rh = 0; rh < p->hph; rh++) {
         ptrdiff_t ta = h0 > rh ? (h0 - rh + sh - 1) / sh : 0, tb = h1 > rh ? (h1 - rh + sh - 1) / sh : 0;
         for (ptrdiff_t c0 = ta; c0 < tb; c0 += most) {
@@ -776,7 +984,7 @@ static PK_NOINLINE void pk_col2im_item(int kind, const pk_col_plan* p, const cha
         return;
     }
     if (p->grid && n == 2) {
-        pk_col_grid(ops, p, &x, 1, y, o0, o1, ahead);
+        pk_col_grid(ops, p, &x, 1, y, o0, o1, x, ahead);
         return;
     }
     /* the rows (grids) of the slab, in order, and their positions on the axes before the last
@@ -813,7 +1021,7 @@ static PK_NOINLINE void pk_col2im_item(int kind, const pk_col_plan* p, const cha
                 break;
         }
         if (p->grid)
-            pk_col_grid(ops, p, kx, ncomb, yr, 0, H, ahead);
+            pk_col_grid(ops, p, kx, ncomb, yr, 0, H, x, ahead);
         else
             pk_col_row(ops, p, kx, ncomb, yr, 0, W, ahead);
         for (ptrdiff_t i = outer - 1; i >= 0; i--) {  /* the next row */

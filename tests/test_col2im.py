@@ -5,6 +5,7 @@ offsets in row-major order), so they agree bit for bit for every dtype; only
 which NaN a sum of two NaNs gives is the hardware's choice.
 """
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -107,6 +108,17 @@ def test_matches_reference(rng, kind, rank, case):
 FORMS = [
     ((28, 28), dict(block_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1)), "grid, stride 2: pairs"),
     ((27, 27), dict(block_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1)), "grid, odd width"),
+    # float32 grids of stride 2 and an even width are summed in registers (pk_col_pairs): offsets
+    # of the last axis 1 and 2 a phase (above), 3 and 2, 2 and 2, all in one phase, many (the
+    # counts as they come), a phase of one vector, vectors two at a time with one left, 3-D
+    ((9, 40), dict(block_shape=(5, 5), strides=(2, 2), pads=(2, 2, 2, 2)), "pairs, k5"),
+    ((10, 34), dict(block_shape=(4, 4), strides=(2, 2), pads=(1, 1, 1, 1)), "pairs, k4"),
+    ((11, 36), dict(block_shape=(3, 3), strides=(3, 2), dilations=(1, 2), pads=(0, 2, 1, 2)),
+     "pairs, dilated: one phase without sources"),
+    ((5, 50), dict(block_shape=(7, 9), strides=(1, 2), pads=(3, 4, 3, 4)), "pairs, k9: 5 and 4 offsets"),
+    ((6, 16), dict(block_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1)), "pairs, one vector a phase"),
+    ((7, 80), dict(block_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1)), "pairs, five vectors a phase"),
+    ((3, 4, 32), dict(block_shape=(2, 3, 3), strides=(1, 1, 2), pads=(0, 1, 1, 0, 1, 1)), "pairs, 3-D"),
     ((20, 21), dict(block_shape=(3, 4), strides=(3, 3), pads=(2, 3, 1, 2)), "grid, stride 3"),
     ((17, 19), dict(block_shape=(3, 5), strides=(2, 2), pads=(1, 2, 1, 2)), "grid, columns fixed on both sides"),
     ((17, 19), dict(block_shape=(3, 3), strides=(2, 3), pads=(2, 3, 2, 3), dilations=(2, 3)),
@@ -158,8 +170,10 @@ FORMS = [
                                   "int16", "int64"])
 def test_forms_match_reference(rng, monkeypatch, kind, image, attrs, form, prefetch):
     # prefetch=True: the next plane's columns asked for on every call (by default only for inputs
-    # from memory), which must not change a bit; the last plane asks for none.
+    # from memory), which must not change a bit; the last plane asks for none.  Without prefetch,
+    # float32 grids of stride 2 also forced through the general grid (pk_col_pairs off).
     monkeypatch.setattr(pooling._tuning, "col2im_prefetch", lambda *args: prefetch)
+    monkeypatch.setattr(sys.modules["pooling.col2im"], "_PAIRS", prefetch or kind != "float32")
     attrs = full_attrs(image, **attrs)
     x = columns(rng, kind, image, attrs, batch=2, channels=3)
     for nt in (1, 2, 3):
@@ -318,6 +332,30 @@ def test_negative_zero_sums_to_positive_zero():
     y = pooling.col2im(x, [4], [1])
     assert not np.signbit(y).any()
     assert_same(y, reference.col2im(x, [4], [1]))
+
+
+@pytest.mark.parametrize("kind", ["float32", "complex64"])
+@pytest.mark.parametrize("image, attrs", [
+    ((5, None), dict(block_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1))),   # grid, pairs
+    ((4, None), dict(block_shape=(2, 5), strides=(2, 3), pads=(0, 2, 1, 2))),   # grid, stride 3
+    ((None,), dict(block_shape=(3,), strides=(2,), pads=(1, 1))),                 # one row
+])
+def test_strided_runs_of_every_length_keep_each_sum(rng, kind, image, attrs):
+    # The float32 gather sums runs in vectors and ends a run that is not whole vectors with one
+    # more vector over its last positions, the positions already summed getting +0: every length
+    # of run and row from 1 to a few vectors, with -0.0 (a sum starts from +0, so it never gives
+    # -0.0), integers (sums exact in any order: every bit compared) and a NaN at random places.
+    for width in range(1, 70):
+        img = tuple(width if v is None else v for v in image)
+        a = full_attrs(img, **attrs)
+        x = rng.integers(-3, 4, size=(1, 2 * math.prod(a["block_shape"]),
+                                      math.prod(nblocks(img, **a)))).astype(ALL_DTYPES[kind])
+        x[x == 0] = -0.0
+        x.flat[rng.integers(0, x.size, size=2)] = np.nan
+        got, want = run_both(x, img, a)
+        parts = got.view(np.float32)
+        assert not np.signbit(parts[parts == 0]).any()
+        assert_same_or_nan(got, want)
 
 
 @pytest.mark.parametrize("kind", ["float16", "bfloat16"])
