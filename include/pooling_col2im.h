@@ -32,7 +32,6 @@ enum {
     PK_COL_SRC_MAX = 64,       /* sources gathered at once (more: further passes over the row) */
     PK_COL_GRID_CHUNK = 16384, /* bytes of the stack buffer the phases of a chunk are summed in */
     PK_COL_RUN = 256,          /* positions of a phase summed at once, at least, outside grids */
-    PK_COL_TAIL = 32,          /* bytes of the vector step that ends a run of a stored row */
     PK_COL_PAIR_MAX = 16,      /* pk_col_pairs: source rows per image row, offsets per phase */
     PK_COL_MAX_AXES = 64
 };
@@ -350,21 +349,13 @@ PK_COL_GATHER(pk_col_gather_u64, uint64_t, uint64_t, pk_col_id, pk_col_add_uint6
         name##_phases(y + s * ta + r0 - w0, acc + ta - c0, ld, s, tb - ta);                         \
         name##_values(y, acc, r0, r1, ld, s, c0, tb, c1, w0, w1);                                   \
     }                                                                                               \
-    /* stride 2: the two phases a (n0 values) and b (n1 = n0 or n0 - 1) interleaved; a row that is \
-     * not whole vectors ends with one more vector's step that rewrites the values before it,     \
-     * where the compiler's own remainder stored them one at a time */                            \
+    /* stride 2: the two phases a (n0 values) and b (n1 = n0 or n0 - 1) interleaved */             \
     static PK_NOINLINE void name##_pair(void* yv, const void* av, const void* bv, ptrdiff_t n0,    \
                                         ptrdiff_t n1)                                               \
     {                                                                                               \
         T* PK_RESTRICT y = (T*)yv;                                                                  \
         const A* PK_RESTRICT a = (const A*)av;                                                      \
-        ptrdiff_t ld = (const A*)bv - a, v = PK_COL_TAIL / (ptrdiff_t)sizeof(A), m = n1 % v;         \
-        if (n1 > v && m) { /* whole vectors, then the last v positions again, over the same values */ \
-            name##_il(y, a, ld, n1 - m, 2);                                                         \
-            name##_il(y + 2 * (n1 - v), a + n1 - v, ld, v, 2);                                      \
-        } else {                                                                                    \
-            name##_il(y, a, ld, n1, 2);                                                             \
-        }                                                                                           \
+        name##_il(y, a, (const A*)bv - a, n1, 2);                                                   \
         if (n0 > n1)                                                                                \
             y[2 * n1] = conv(a[n1]);                                                                \
     }

@@ -341,10 +341,11 @@ def test_negative_zero_sums_to_positive_zero():
     ((None,), dict(block_shape=(3,), strides=(2,), pads=(1, 1))),                 # one row
 ])
 def test_strided_runs_of_every_length_keep_each_sum(rng, kind, image, attrs):
-    # The float32 gather sums runs in vectors and ends a run that is not whole vectors with one
-    # more vector over its last positions, the positions already summed getting +0: every length
-    # of run and row from 1 to a few vectors, with -0.0 (a sum starts from +0, so it never gives
-    # -0.0), integers (sums exact in any order: every bit compared) and a NaN at random places.
+    # Every row width from 1 to a few vectors: pk_col_pairs (the first geometry, float32: its
+    # masks at the first and the last vector, a last vector that overlaps the one before, widths
+    # too narrow or odd for it), the general grid (stride 3, and complex64) and a 1-D row, with
+    # -0.0 (a sum starts from +0, so it never gives -0.0), integers (sums exact in any order:
+    # every bit compared) and a NaN at random places.
     for width in range(1, 70):
         img = tuple(width if v is None else v for v in image)
         a = full_attrs(img, **attrs)
