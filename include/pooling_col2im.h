@@ -557,7 +557,8 @@ static void pk_col_row(const pk_col_ops* ops, const pk_col_plan* p, const char* 
      * once per group, not once per phase (docs/tuning.md#col2im-gather). */
     ptrdiff_t group = (ptrdiff_t)sizeof buf / (unit * PK_COL_RUN);
     group = group < 1 ? 1 : group > p->lph ? p->lph : group;
-    ptrdiff_t chunk = (ptrdiff_t)sizeof buf / (group * unit);
+    ptrdiff_t chunk = (ptrdiff_t)sizeof buf / (group * unit), need = (w1 + s - 1) / s - w0 / s;
+    chunk = chunk < need ? chunk : need;  /* a short row zeroes and stores its own positions only */
     for (ptrdiff_t r0 = 0; r0 < p->lph; r0 += group) {
         ptrdiff_t r1 = r0 + group < p->lph ? r0 + group : p->lph;
         for (ptrdiff_t c0 = w0 / s; c0 < (w1 + s - 1) / s; c0 += chunk) {
