@@ -32,7 +32,6 @@ enum {
     PK_COL_SRC_MAX = 64,       /* sources gathered at once (more: further passes over the row) */
     PK_COL_GRID_CHUNK = 16384, /* bytes of the stack buffer the phases of a chunk are summed in */
     PK_COL_RUN = 256,          /* positions of a phase summed at once, at least, outside grids */
-    PK_COL_PAIR_MAX = 16,      /* pk_col_pairs: source rows per image row, offsets per phase */
     PK_COL_MAX_AXES = 64
 };
 
@@ -62,7 +61,8 @@ typedef struct {
     ptrdiff_t lph, hph;             /* phases with positions in the image: min(stride, size) */
     const ptrdiff_t* hoff;          /* hph + 1 entries */
     const ptrdiff_t* hlast;         /* pairs (ki*block[last], qh) */
-    int pairs;                      /* float32 grids of stride 2 summed in registers: pk_col_pairs */
+    int regs;                       /* grids of stride 2-4 summed in registers: pk_col_regs (which
+                                     * does not need p->grid) */
 } pk_col_plan;
 
 /* A batch of sources of one phase row: source j adds src[j][t - lo[j]] to acc[t], lo[j] <= t < hi[j]
@@ -149,7 +149,7 @@ static inline __m256 pk_col_f16c_add(__m256 v, const uint16_t* p)
 #define PK_COL_F16C PK_COL_NOVEC
 #endif
 
-/* float32 vectors of PK_COL_VL values (pk_col_pairs) */
+/* float32 vectors of PK_COL_VL values (pk_col_regs) */
 #if PK_SIMD
 #if PK_SIMD_BYTES >= 32
 typedef pk_f32x8 pk_colv;
@@ -716,14 +716,21 @@ static void pk_col_tiles_row(const pk_col_ops* ops, const pk_col_plan* p, const 
     }
 }
 
-/* float32 grids whose last axis has stride 2 and an even width W (both phases W/2 positions, at
- * least a vector's): each row of the image summed in registers, PK_COL_VL positions of both phases
- * at a time from every source, each term masked to +0 outside its source's blocks, then the two
- * phases interleaved and stored once (a row that is not whole vectors ends with a vector that
- * overlaps the one before and stores the same values again).  The general grid sums each phase in
- * a buffer, source by source, fixes the columns its flat runs wrap onto and interleaves the buffer
- * afterwards: for VOLO's 14-position phases that was most of the time (docs/tuning.md#col2im-pairs).
- * Terms in k order from +0, as pk_sum_keep_nan adds them, so the bits are the general grid's. */
+/* Grids whose last axis has stride s = 2, 3 or 4, float32 and the 16-bit floats (float16 where the
+ * build has F16C): each row of the image summed in float32 registers,
+ * PK_COL_VL positions of all s phases at a time, two such steps a pass, from every source row, each
+ * term masked to +0 outside its source's blocks; then the phases interleaved by shuffles and stored
+ * once.  A row that is not whole vectors ends with a step that overlaps the one before (it stores
+ * the same values again), its positions past the row dropped.  The general grid sums each phase in
+ * a buffer, source by source, sums again the columns its flat runs wrap onto and interleaves the
+ * buffer afterwards: for phases of 14-28 positions that was most of its time, and it cannot serve
+ * phases longer than a row of blocks (ceil(W / s) > blocks: k3 s2 without pads on an even width),
+ * which went a row at a time through pk_col_row (docs/tuning.md#col2im-register-rows).  Terms in k
+ * order from +0, added as pk_sum_keep_nan adds them, 16-bit terms widened exactly and the row
+ * rounded once as it is stored: the bits are the general grid's.
+ *
+ * Masked lanes still read the columns next to a source's row; an image row whose reads would
+ * leave the plane (an end row, for some pads) goes through pk_col_row instead. */
 #if PK_SIMD
 #if defined(__clang__)
 #define PK_COL_SHUF(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
@@ -733,154 +740,317 @@ static void pk_col_tiles_row(const pk_col_ops* ops, const pk_col_plan* p, const 
 #if PK_SIMD_BYTES >= 32
 #define PK_COL_ZIP_LO(a, b) PK_COL_SHUF(a, b, 0, 8, 1, 9, 2, 10, 3, 11)
 #define PK_COL_ZIP_HI(a, b) PK_COL_SHUF(a, b, 4, 12, 5, 13, 6, 14, 7, 15)
+/* three phases: a0 and a1 placed first, then a2 */
+#define PK_COL_ZIP3_0(a0, a1, a2) PK_COL_SHUF(PK_COL_SHUF(a0, a1, 0, 8, 0, 1, 9, 0, 2, 10), a2, 0, 1, 8, 3, 4, 9, 6, 7)
+#define PK_COL_ZIP3_1(a0, a1, a2) PK_COL_SHUF(PK_COL_SHUF(a0, a1, 0, 3, 11, 0, 4, 12, 0, 5), a2, 10, 1, 2, 11, 4, 5, 12, 7)
+#define PK_COL_ZIP3_2(a0, a1, a2) PK_COL_SHUF(PK_COL_SHUF(a0, a1, 13, 0, 6, 14, 0, 7, 15, 0), a2, 0, 13, 2, 3, 14, 5, 6, 15)
 #else
 #define PK_COL_ZIP_LO(a, b) PK_COL_SHUF(a, b, 0, 4, 1, 5)
 #define PK_COL_ZIP_HI(a, b) PK_COL_SHUF(a, b, 2, 6, 3, 7)
+#define PK_COL_ZIP3_0(a0, a1, a2) PK_COL_SHUF(PK_COL_SHUF(a0, a1, 0, 4, 0, 1), a2, 0, 1, 4, 3)
+#define PK_COL_ZIP3_1(a0, a1, a2) PK_COL_SHUF(PK_COL_SHUF(a0, a1, 5, 0, 2, 6), a2, 0, 5, 2, 3)
+#define PK_COL_ZIP3_2(a0, a1, a2) PK_COL_SHUF(PK_COL_SHUF(a0, a1, 0, 3, 7, 0), a2, 6, 1, 2, 7)
 #endif
 
-/* s + the terms at src (PK_COL_VL of them), the lanes outside keep (outside the source's blocks)
- * +0.  Those lanes still read the columns, next to the source's row: inside the plane, since the
- * first kernel offset of the last axis has q <= 0 (no read before its row) and the last one's
- * block t - q of the phases' last position exists (no read past its row). */
-static PK_ALWAYS_INLINE pk_colv pk_col_pair_add(pk_colv s, const float* src, pk_colm keep)
-{
-    return s + (pk_colv)((pk_colm)pk_colv_ld(src) & keep & (pk_colm)(s == s));
-}
+enum {
+    PK_COL_REG_MAX = 16,    /* source rows per image row, kernel offsets per phase */
+    PK_COL_REG_ROW = 2048   /* a 16-bit row's float32 sums, at most, before they are rounded */
+};
 
-/* Positions [ta, ta + PK_COL_VL) and [tb, tb + PK_COL_VL) of an image row from its nr source rows
- * (in k order), the last axis' kernel offsets of phase 0 at off[0..n0), of phase 1 after them, the
- * masks of its terms at ka and kb; the two vectors may overlap (they store the same values). */
-static PK_ALWAYS_INLINE void pk_col_pair_step(const float* const* rows, ptrdiff_t nr, const ptrdiff_t* off,
-                                              const ptrdiff_t n0, const ptrdiff_t n1, const pk_colm* ka,
-                                              const pk_colm* kb, ptrdiff_t ta, ptrdiff_t tb, float* yr)
-{
-    pk_colv a0 = {0}, a1 = {0}, b0 = {0}, b1 = {0};
-    for (ptrdiff_t j = 0; j < nr; j++) {
-        const float* r = rows[j];
-        for (ptrdiff_t e = 0; e < n0; e++) {
-            a0 = pk_col_pair_add(a0, r + off[e] + ta, ka[e]);
-            b0 = pk_col_pair_add(b0, r + off[e] + tb, kb[e]);
-        }
-        for (ptrdiff_t e = n0; e < n0 + n1; e++) {
-            a1 = pk_col_pair_add(a1, r + off[e] + ta, ka[e]);
-            b1 = pk_col_pair_add(b1, r + off[e] + tb, kb[e]);
-        }
-    }
-    pk_colv v0 = PK_COL_ZIP_LO(a0, a1), v1 = PK_COL_ZIP_HI(a0, a1);
-    pk_colv v2 = PK_COL_ZIP_LO(b0, b1), v3 = PK_COL_ZIP_HI(b0, b1);
-    memcpy(yr + 2 * ta, &v0, sizeof v0);
-    memcpy(yr + 2 * ta + PK_COL_VL, &v1, sizeof v1);
-    memcpy(yr + 2 * tb, &v2, sizeof v2);
-    memcpy(yr + 2 * tb + PK_COL_VL, &v3, sizeof v3);
-}
+typedef uint16_t pk_col_hv __attribute__((vector_size(PK_COL_VL * 2)));
+typedef uint32_t pk_col_uv __attribute__((vector_size(PK_COL_VL * 4)));
 
-/* One image row: its vectors two at a time, the last with itself where their count is odd; masks
- * at the first vector (kf) and the last (kl), every lane elsewhere (kall). */
-static PK_ALWAYS_INLINE void pk_col_pair_row(const float* const* rows, ptrdiff_t nr, const ptrdiff_t* off,
-                                             const ptrdiff_t n0, const ptrdiff_t n1, const pk_colm* kf,
-                                             const pk_colm* kl, const pk_colm* kall, ptrdiff_t tw,
-                                             float* yr)
+/* y[i] = pk_f32_to_bf16(a[i]), i < n, PK_COL_VL values a step (the compiler leaves the rounding's
+ * select scalar) and the last ones again where n is not whole steps; y and a do not overlap */
+static void pk_col_bf16_run(uint16_t* PK_RESTRICT y, const float* PK_RESTRICT a, ptrdiff_t n)
 {
-    ptrdiff_t last = tw - PK_COL_VL;
-    for (ptrdiff_t t = 0;; t += 2 * PK_COL_VL) {
-        ptrdiff_t ta = t < last ? t : last, tb = t + PK_COL_VL < last ? t + PK_COL_VL : last;
-        pk_col_pair_step(rows, nr, off, n0, n1, ta == 0 ? kf : ta == last ? kl : kall, tb == last ? kl : kall,
-                         ta, tb, yr);
-        if (tb == last)
+    ptrdiff_t i = 0;
+    for (;; i += PK_COL_VL) {
+        i = i + PK_COL_VL <= n ? i : n - PK_COL_VL;
+        pk_col_uv x;
+        memcpy(&x, a + i, sizeof x);
+        pk_col_uv nan = (x >> 16) | 0x0040u, rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+        pk_col_uv big = (pk_col_uv)((x & 0x7fffffffu) > 0x7f800000u);
+        pk_col_hv h = __builtin_convertvector((nan & big) | (rounded & ~big), pk_col_hv);
+        memcpy(y + i, &h, sizeof h);
+        if (i + PK_COL_VL >= n)
             break;
+    }
+}
+
+/* s + the PK_COL_VL terms at src of a kind, widened to float32 (exactly; float16 only with F16C,
+ * pk_col_regs_fit), the lanes outside keep +0; a sum that is NaN keeps its bits (pk_sum_keep_nan) */
+static PK_ALWAYS_INLINE pk_colv pk_col_reg_add(const int kind, pk_colv s, const char* src, pk_colm keep)
+{
+    pk_colv v;
+    if (kind == PK_COL_BF16) {
+        /* the 16 bits as a float32's top half (GCC widens a vector of 8 in two halves) */
+#if PK_SIMD_BYTES >= 32 && defined(__AVX2__)
+        __m256i w = _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i*)src)), 16);
+        memcpy(&v, &w, sizeof v);
+#elif PK_SIMD_BYTES < 32 && defined(__SSE2__)
+        __m128i w = _mm_unpacklo_epi16(_mm_setzero_si128(), _mm_loadl_epi64((const __m128i*)src));
+        memcpy(&v, &w, sizeof v);
+#else
+        pk_col_hv h;
+        memcpy(&h, src, sizeof h);
+        v = (pk_colv)(__builtin_convertvector(h, pk_col_uv) << 16);
+#endif
+#if PK_F16C && PK_SIMD_BYTES >= 32
+    } else if (kind == PK_COL_F16) {
+        __m256 w = pk_f16x8_to_f32((const uint16_t*)src);
+        memcpy(&v, &w, sizeof v);
+#endif
+    } else {
+        v = pk_colv_ld((const float*)src);
+    }
+    return s + (pk_colv)((pk_colm)v & keep & (pk_colm)(s == s));
+}
+
+/* The s phases a0..a3 of PK_COL_VL positions interleaved: s vectors at out. */
+static PK_ALWAYS_INLINE void pk_col_reg_zip(const int s, pk_colv a0, pk_colv a1, pk_colv a2, pk_colv a3,
+                                            float* out)
+{
+    pk_colv v0, v1, v2 = a2, v3 = a3;
+    if (s == 2) {
+        v0 = PK_COL_ZIP_LO(a0, a1);
+        v1 = PK_COL_ZIP_HI(a0, a1);
+    } else if (s == 3) {
+        v0 = PK_COL_ZIP3_0(a0, a1, a2);
+        v1 = PK_COL_ZIP3_1(a0, a1, a2);
+        v2 = PK_COL_ZIP3_2(a0, a1, a2);
+    } else {
+        pk_colv lo = PK_COL_ZIP_LO(a0, a2), hi = PK_COL_ZIP_HI(a0, a2);
+        pk_colv lo1 = PK_COL_ZIP_LO(a1, a3), hi1 = PK_COL_ZIP_HI(a1, a3);
+        v0 = PK_COL_ZIP_LO(lo, lo1);
+        v1 = PK_COL_ZIP_HI(lo, lo1);
+        v2 = PK_COL_ZIP_LO(hi, hi1);
+        v3 = PK_COL_ZIP_HI(hi, hi1);
+    }
+    memcpy(out, &v0, sizeof v0);
+    memcpy(out + PK_COL_VL, &v1, sizeof v1);
+    if (s > 2)
+        memcpy(out + 2 * PK_COL_VL, &v2, sizeof v2);
+    if (s > 3)
+        memcpy(out + 3 * PK_COL_VL, &v3, sizeof v3);
+}
+
+/* Positions [ta, ta + PK_COL_VL) of the s phases of an image row from its nr source rows (in k
+ * order), and as many at tb if `two`: phase r's kernel offsets of the last axis are n_r terms of
+ * off, after those of the phases before it, their masks at ka and kb.  The interleaved values go to
+ * y + s*ta and y + s*tb; the row's last step (at `last`) stores its first `cut` values only. */
+static PK_ALWAYS_INLINE void pk_col_reg_step(const int kind, const int s, const int two, const char* const* rows,
+                                             ptrdiff_t nr, const ptrdiff_t* off, const ptrdiff_t n0,
+                                             const ptrdiff_t n1, const ptrdiff_t n2, const ptrdiff_t n3,
+                                             const pk_colm* ka, const pk_colm* kb, ptrdiff_t ta, ptrdiff_t tb,
+                                             ptrdiff_t last, ptrdiff_t cut, float* yr)
+{
+    pk_colv a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, b0 = {0}, b1 = {0}, b2 = {0}, b3 = {0};
+    float out[4 * PK_COL_VL];
+    const ptrdiff_t size = kind == PK_COL_FLOAT ? 4 : 2;
+    for (ptrdiff_t j = 0; j < nr; j++) {
+        const char* r = rows[j];
+        ptrdiff_t e = 0;
+#define PK_COL_REG_PHASE(a, b, n)                                                                   \
+        for (ptrdiff_t i_ = 0; i_ < (n); i_++, e++) {                                               \
+            a = pk_col_reg_add(kind, a, r + (off[e] + ta) * size, ka[e]);                           \
+            if (two)                                                                                \
+                b = pk_col_reg_add(kind, b, r + (off[e] + tb) * size, kb[e]);                       \
+        }
+        PK_COL_REG_PHASE(a0, b0, n0)
+        PK_COL_REG_PHASE(a1, b1, n1)
+        if (s > 2)
+            PK_COL_REG_PHASE(a2, b2, n2)
+        if (s > 3)
+            PK_COL_REG_PHASE(a3, b3, n3)
+#undef PK_COL_REG_PHASE
+    }
+    if (ta < last || cut == s * PK_COL_VL) {
+        pk_col_reg_zip(s, a0, a1, a2, a3, yr + s * ta);
+    } else {
+        pk_col_reg_zip(s, a0, a1, a2, a3, out);
+        memcpy(yr + s * ta, out, (size_t)cut * sizeof(float));
+    }
+    if (!two)
+        return;
+    if (tb < last || cut == s * PK_COL_VL) {
+        pk_col_reg_zip(s, b0, b1, b2, b3, yr + s * tb);
+    } else {
+        pk_col_reg_zip(s, b0, b1, b2, b3, out);
+        memcpy(yr + s * tb, out, (size_t)cut * sizeof(float));
     }
 }
 
 /* The positions t of the phases where every kernel offset of the last axis has its block t - q:
  * [*tlo, *thi). */
-static inline void pk_col_pair_span(const pk_col_plan* p, ptrdiff_t* tlo, ptrdiff_t* thi)
+static inline void pk_col_reg_span(const pk_col_plan* p, ptrdiff_t* tlo, ptrdiff_t* thi)
 {
     *tlo = 0;
     *thi = p->nbl;
-    for (ptrdiff_t e = p->loff[0]; e < p->loff[2]; e++) {
+    for (ptrdiff_t e = p->loff[0]; e < p->loff[p->lph]; e++) {
         ptrdiff_t q = p->last[2 * e + 1];
         *tlo = q > *tlo ? q : *tlo;
         *thi = q + p->nbl < *thi ? q + p->nbl : *thi;
     }
 }
 
-/* Rows [h0, h1) of the grid at y, n0 and n1 kernel offsets of the last axis in its two phases;
- * x: the plane's columns; ahead: bytes to the next plane's columns, asked for a row's share at a
- * time (0: none). */
-static PK_ALWAYS_INLINE void pk_col_pairs_n(const pk_col_plan* p, const char* const* kx, ptrdiff_t ncomb,
-                                            char* y, ptrdiff_t h0, ptrdiff_t h1, const char* x,
-                                            ptrdiff_t ahead, const ptrdiff_t n0, const ptrdiff_t n1)
+/* Rows [h0, h1) of the grid at y, n0..n3 kernel offsets of the last axis in its s phases; x: the
+ * plane's columns; ahead: bytes to the next plane's columns, asked for a row's share at a time
+ * (0: none); sums: room for a 16-bit row's float32 sums (PK_COL_REG_ROW). */
+static PK_ALWAYS_INLINE void pk_col_regs_n(const int kind, const int s, const pk_col_ops* ops, const pk_col_plan* p,
+                                           const char* const* kx, ptrdiff_t ncomb, char* y, ptrdiff_t h0,
+                                           ptrdiff_t h1, const char* x, ptrdiff_t ahead, const ptrdiff_t n0,
+                                           const ptrdiff_t n1, const ptrdiff_t n2, const ptrdiff_t n3, float* sums)
 {
-    ptrdiff_t W = p->image[p->n - 1], H = p->image[p->n - 2], tw = W / 2, nbw = p->nbl, L = p->L;
-    ptrdiff_t e0 = p->loff[0], sh = p->hstep, tlo, thi;
-    ptrdiff_t plane = p->K * L * (ptrdiff_t)sizeof(float), last = tw - PK_COL_VL;
+    ptrdiff_t W = p->image[p->n - 1], H = p->image[p->n - 2], tw = (W + s - 1) / s, nbw = p->nbl, L = p->L;
+    ptrdiff_t e0 = p->loff[0], ne = p->loff[s] - e0, sh = p->hstep, tlo, thi, lo = 0, hi = 0, bw = 0;
+    const ptrdiff_t size = kind == PK_COL_FLOAT ? 4 : 2;
+    ptrdiff_t elems = p->K * L, plane = elems * size, last = tw - PK_COL_VL;
     ptrdiff_t per = ahead && p->n == 2 ? (plane + H - 1) / H : 0;  /* of the next plane, per row */
-    ptrdiff_t off[2 * PK_COL_PAIR_MAX];
-    pk_colm kf[2 * PK_COL_PAIR_MAX], kl[2 * PK_COL_PAIR_MAX], kall[2 * PK_COL_PAIR_MAX];
-    const float* rows[PK_COL_PAIR_MAX];
-    pk_col_pair_span(p, &tlo, &thi);
-    for (ptrdiff_t e = 0; e < n0 + n1; e++) {
+    ptrdiff_t cut = W - s * last;  /* the values the row's last step stores */
+    ptrdiff_t off[4 * PK_COL_REG_MAX];
+    pk_colm kf[4 * PK_COL_REG_MAX], kl[4 * PK_COL_REG_MAX], kall[4 * PK_COL_REG_MAX];
+    const char* rows[PK_COL_REG_MAX];
+    pk_col_reg_span(p, &tlo, &thi);
+    for (ptrdiff_t e = 0; e < ne; e++) {
         ptrdiff_t q = p->last[2 * (e0 + e) + 1];
         pk_colm at0 = (pk_colm)PK_COL_IOTA - (int32_t)q, at1 = at0 + (int32_t)last;
         off[e] = p->last[2 * (e0 + e)] * L - q;
+        bw = p->last[2 * (e0 + e)] + 1 > bw ? p->last[2 * (e0 + e)] + 1 : bw;  /* every kj lands on a phase */
+        lo = e == 0 || off[e] < lo ? off[e] : lo;
+        hi = e == 0 || off[e] > hi ? off[e] : hi;
         kall[e] = (pk_colm)PK_COL_IOTA >= 0;
         kf[e] = tlo > 0 || PK_COL_VL > thi ? (at0 >= 0) & (at0 < (int32_t)nbw) : kall[e];
         kl[e] = last < tlo || tw > thi ? (at1 >= 0) & (at1 < (int32_t)nbw) : kall[e];
     }
+    /* whether any row's reads may leave the plane: a source row starts at 0 at the least, at the
+     * last row of blocks of the last kernel offset with kj = 0, (K - bw) * L + L - nbw, at the most */
+    int check = lo < 0 || (p->K - bw + 1) * L - nbw + hi + tw > elems;
     for (ptrdiff_t h = h0, rh = h0 % sh, ta = h0 / sh; h < h1; h++, rh = rh + 1 < sh ? rh + 1 : (ta++, 0)) {
-        float* yr = (float*)y + h * W;
+        char* yh = y + h * W * size;
+        float* yr = kind == PK_COL_FLOAT ? (float*)yh : sums;
         ptrdiff_t nr = 0;
         for (ptrdiff_t c = 0; c < ncomb; c++)
             for (ptrdiff_t i = p->hoff[rh]; i < p->hoff[rh + 1]; i++) {
                 ptrdiff_t a = ta - p->hlast[2 * i + 1];
                 if (a >= 0 && a < p->nbh)
-                    rows[nr++] = (const float*)kx[c] + p->hlast[2 * i] * L + a * nbw;
+                    rows[nr++] = kx[c] + (p->hlast[2 * i] * L + a * nbw) * size;
             }
         for (ptrdiff_t b = h * per; b < (h + 1) * per && b < plane; b += 64)
             PK_COL_PF(x + ahead + b);
-        pk_col_pair_row(rows, nr, off, n0, n1, kf, kl, kall, tw, yr);
+        /* rows in k order lie in increasing order in the plane (a row of k is L > a * nbw values) */
+        if (check && nr && ((rows[0] - x) / size + lo < 0 || (rows[nr - 1] - x) / size + hi + tw > elems)) {
+            pk_col_row(ops, p, rows, nr, yh, 0, W, 0);  /* reads past the plane */
+            continue;
+        }
+        /* two vectors a step, the last of them at `last`; one where a step's first would be */
+        for (ptrdiff_t t = 0;; t += 2 * PK_COL_VL) {
+            ptrdiff_t t1 = t + PK_COL_VL < last ? t + PK_COL_VL : last;
+            const pk_colm* k0 = t == 0 ? kf : kall;
+            if (t >= last) {
+                pk_col_reg_step(kind, s, 0, rows, nr, off, n0, n1, n2, n3, t == 0 ? kf : kl, kl, last, last,
+                                last, cut, yr);
+                break;
+            }
+            pk_col_reg_step(kind, s, 1, rows, nr, off, n0, n1, n2, n3, k0, t1 == last ? kl : kall, t, t1, last,
+                            cut, yr);
+            if (t1 == last)
+                break;
+        }
+        if (kind == PK_COL_BF16) {
+            pk_col_bf16_run((uint16_t*)yh, sums, W);
+#if PK_F16C && PK_SIMD_BYTES >= 32
+        } else if (kind == PK_COL_F16) {
+            pk_f32_to_f16_run((uint16_t*)yh, sums, W);
+#endif
+        }
     }
 }
 
-/* The counts of the common kernels constant (k3: 1 and 2 or 2 and 1 offsets a phase; k4 and k5:
- * 2 and 2, 3 and 2), others as they come. */
-static void pk_col_pairs(const pk_col_plan* p, const char* const* kx, ptrdiff_t ncomb, char* y,
-                         ptrdiff_t h0, ptrdiff_t h1, const char* x, ptrdiff_t ahead)
+/* Each stride its own code; float32's counts of the common kernels constant (k3 at stride 2: 1 and 2
+ * or 2 and 1 offsets a phase; k4 and k5: 2 and 2, 3 and 2), others as they come. */
+static void pk_col_regs_f32(const pk_col_ops* ops, const pk_col_plan* p, const char* const* kx, ptrdiff_t ncomb,
+                            char* y, ptrdiff_t h0, ptrdiff_t h1, const char* x, ptrdiff_t ahead)
 {
-    ptrdiff_t n0 = p->loff[1] - p->loff[0], n1 = p->loff[2] - p->loff[1];
-#define PK_COL_PAIRS(a, b) pk_col_pairs_n(p, kx, ncomb, y, h0, h1, x, ahead, a, b)
-    if (n0 == 1 && n1 == 2)
-        PK_COL_PAIRS(1, 2);
-    else if (n0 == 2 && n1 == 1)
-        PK_COL_PAIRS(2, 1);
-    else if (n0 == 2 && n1 == 2)
-        PK_COL_PAIRS(2, 2);
-    else if (n0 == 3 && n1 == 2)
-        PK_COL_PAIRS(3, 2);
-    else if (n0 == 2 && n1 == 3)
-        PK_COL_PAIRS(2, 3);
+    const ptrdiff_t* o = p->loff;
+    ptrdiff_t n0 = o[1] - o[0], n1 = o[2] - o[1];
+#define PK_COL_REGS(s, a, b, c, d) pk_col_regs_n(PK_COL_FLOAT, s, ops, p, kx, ncomb, y, h0, h1, x, ahead, a, b, c, d, NULL)
+    if (p->step == 3) {
+        PK_COL_REGS(3, n0, n1, o[3] - o[2], 0);
+    } else if (p->step == 4) {
+        PK_COL_REGS(4, n0, n1, o[3] - o[2], o[4] - o[3]);
+    } else if (n0 == 1 && n1 == 2) {
+        PK_COL_REGS(2, 1, 2, 0, 0);
+    } else if (n0 == 2 && n1 == 1) {
+        PK_COL_REGS(2, 2, 1, 0, 0);
+    } else if (n0 == 2 && n1 == 2) {
+        PK_COL_REGS(2, 2, 2, 0, 0);
+    } else if (n0 == 3 && n1 == 2) {
+        PK_COL_REGS(2, 3, 2, 0, 0);
+    } else if (n0 == 2 && n1 == 3) {
+        PK_COL_REGS(2, 2, 3, 0, 0);
+    } else {
+        PK_COL_REGS(2, n0, n1, 0, 0);
+    }
+#undef PK_COL_REGS
+}
+
+#define PK_COL_REGS_HALF(name, kind)                                                                \
+    static void name(const pk_col_ops* ops, const pk_col_plan* p, const char* const* kx, ptrdiff_t ncomb, \
+                     char* y, ptrdiff_t h0, ptrdiff_t h1, const char* x, ptrdiff_t ahead)           \
+    {                                                                                               \
+        const ptrdiff_t* o = p->loff;                                                               \
+        ptrdiff_t n0 = o[1] - o[0], n1 = o[2] - o[1];                                               \
+        float sums[PK_COL_REG_ROW];                                                                 \
+        if (p->step == 3)                                                                           \
+            pk_col_regs_n(kind, 3, ops, p, kx, ncomb, y, h0, h1, x, ahead, n0, n1, o[3] - o[2], 0, sums); \
+        else if (p->step == 4)                                                                      \
+            pk_col_regs_n(kind, 4, ops, p, kx, ncomb, y, h0, h1, x, ahead, n0, n1, o[3] - o[2], o[4] - o[3], \
+                          sums);                                                                    \
+        else                                                                                        \
+            pk_col_regs_n(kind, 2, ops, p, kx, ncomb, y, h0, h1, x, ahead, n0, n1, 0, 0, sums);     \
+    }
+PK_COL_REGS_HALF(pk_col_regs_bf16, PK_COL_BF16)
+#if PK_F16C && PK_SIMD_BYTES >= 32
+PK_COL_REGS_HALF(pk_col_regs_f16, PK_COL_F16)
+#endif
+#undef PK_COL_REGS_HALF
+
+static void pk_col_regs(const pk_col_ops* ops, const pk_col_plan* p, const char* const* kx, ptrdiff_t ncomb,
+                        char* y, ptrdiff_t h0, ptrdiff_t h1, const char* x, ptrdiff_t ahead)
+{
+    if (ops == &pk_col_kinds[PK_COL_BF16])
+        pk_col_regs_bf16(ops, p, kx, ncomb, y, h0, h1, x, ahead);
+#if PK_F16C && PK_SIMD_BYTES >= 32
+    else if (ops == &pk_col_kinds[PK_COL_F16])
+        pk_col_regs_f16(ops, p, kx, ncomb, y, h0, h1, x, ahead);
+#endif
     else
-        PK_COL_PAIRS(n0, n1);
-#undef PK_COL_PAIRS
+        pk_col_regs_f32(ops, p, kx, ncomb, y, h0, h1, x, ahead);
 }
 #endif
 
-/* Whether pk_col_pairs serves a grid of this kind (col2im.pxi asks, once per call). */
-static inline int pk_col_pairs_fit(int kind, const pk_col_plan* p)
+/* Whether pk_col_regs serves a grid of this kind (col2im.pxi asks, once per call). */
+static inline int pk_col_regs_fit(int kind, const pk_col_plan* p)
 {
 #if PK_SIMD
-    ptrdiff_t W = p->image[p->n - 1];
-    ptrdiff_t tw = W / 2, tlo, thi, most = 0;
-    if (!(kind == PK_COL_FLOAT && p->n >= 2 && p->grid && !p->tiled && p->step == 2 && p->lph == 2
-          && W % 2 == 0 && tw >= PK_COL_VL && p->loff[1] - p->loff[0] <= PK_COL_PAIR_MAX
-          && p->loff[2] - p->loff[1] <= PK_COL_PAIR_MAX))
+    ptrdiff_t s = p->step, W = p->image[p->n - 1], tw = (W + s - 1) / s, tlo, thi, most = 0;
+    int half = kind == PK_COL_BF16;
+#if PK_F16C && PK_SIMD_BYTES >= 32
+    half = half || kind == PK_COL_F16;
+#endif
+    if (!((kind == PK_COL_FLOAT || (half && W <= PK_COL_REG_ROW)) && p->n >= 2 && !p->tiled && s >= 2 && s <= 4
+          && p->lph == s && tw >= PK_COL_VL))
         return 0;
+    for (ptrdiff_t r = 0; r < s; r++)
+        if (p->loff[r + 1] - p->loff[r] > PK_COL_REG_MAX)
+            return 0;
     for (ptrdiff_t r = 0; r < p->hph; r++)
         most = p->hoff[r + 1] - p->hoff[r] > most ? p->hoff[r + 1] - p->hoff[r] : most;
-    /* masks at the first and the last vector only: every source has blocks at the vectors between */
-    pk_col_pair_span(p, &tlo, &thi);
+    /* masks at the first and the last step only: every source has blocks at the vectors between */
+    pk_col_reg_span(p, &tlo, &thi);
     ptrdiff_t mid = (tw - PK_COL_VL - 1) / PK_COL_VL * PK_COL_VL;  /* the last vector between */
-    return p->maxcomb * most <= PK_COL_PAIR_MAX && (mid < PK_COL_VL || (tlo <= PK_COL_VL && mid + PK_COL_VL <= thi));
+    return p->maxcomb * most <= PK_COL_REG_MAX && (mid < PK_COL_VL || (tlo <= PK_COL_VL && mid + PK_COL_VL <= thi));
 #else
     (void)kind, (void)p;
     return 0;
@@ -913,8 +1083,8 @@ static void pk_col_grid(const pk_col_ops* ops, const pk_col_plan* p, const char*
         return;
     }
 #if PK_SIMD
-    if (p->pairs) {
-        pk_col_pairs(p, kx, ncomb, y, h0, h1, x, ahead);
+    if (p->regs) {
+        pk_col_regs(ops, p, kx, ncomb, y, h0, h1, x, ahead);
         return;
     }
 #endif
@@ -975,13 +1145,14 @@ static PK_NOINLINE void pk_col2im_item(int kind, const pk_col_plan* p, const cha
             pk_col_row(ops, p, &x, 1, y + o0 * size, o0, o1, ahead);
         return;
     }
-    if (p->grid && n == 2) {
+    int grid = p->grid || p->regs;
+    if (grid && n == 2) {
         pk_col_grid(ops, p, &x, 1, y, o0, o1, x, ahead);
         return;
     }
     /* the rows (grids) of the slab, in order, and their positions on the axes before the last
      * (before the last two) */
-    ptrdiff_t outer = p->grid ? n - 2 : n - 1, H = p->grid ? p->image[n - 2] : 1;
+    ptrdiff_t outer = grid ? n - 2 : n - 1, H = grid ? p->image[n - 2] : 1;
     ptrdiff_t pos[PK_COL_MAX_AXES], e[PK_COL_MAX_AXES], eb[PK_COL_MAX_AXES];
     ptrdiff_t per = 1;  /* rows (grids) per position of the first axis */
     for (ptrdiff_t i = 1; i < outer; i++)
@@ -1012,7 +1183,7 @@ static PK_NOINLINE void pk_col2im_item(int kind, const pk_col_plan* p, const cha
             if (i < 0)
                 break;
         }
-        if (p->grid)
+        if (grid)
             pk_col_grid(ops, p, kx, ncomb, yr, 0, H, x, ahead);
         else
             pk_col_row(ops, p, kx, ncomb, yr, 0, W, ahead);

@@ -103,22 +103,37 @@ def test_matches_reference(rng, kind, rank, case):
 
 # The gather's forms (include/pooling_col2im.h: a last axis of stride > 1; stride 1 is the scatter,
 # which the cases above reach), each reached by the shapes that select it: (image, attrs, form).
-# A grid needs the last axis' phases to fit in a row of blocks (ceil(W / stride) <= blocks) and the
-# phases' rows of blocks in its 16 KB buffer; else the rows go one at a time.
+# Grids of strides 2-4 with phases of at least a vector are summed in registers (pk_col_regs:
+# float32, bfloat16, float16 in the AVX builds); test_forms_match_reference runs them both ways.
+# Forced off, they take the general grid, which needs the last axis' phases to fit in a row of
+# blocks (ceil(W / stride) <= blocks) and the phases' rows of blocks in its 16 KB buffer; else the
+# rows go one at a time.
 FORMS = [
-    ((28, 28), dict(block_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1)), "grid, stride 2: pairs"),
+    ((28, 28), dict(block_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1)), "grid, stride 2: registers"),
     ((27, 27), dict(block_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1)), "grid, odd width"),
-    # float32 grids of stride 2 and an even width are summed in registers (pk_col_pairs): offsets
-    # of the last axis 1 and 2 a phase (above), 3 and 2, 2 and 2, all in one phase, many (the
-    # counts as they come), a phase of one vector, vectors two at a time with one left, 3-D
-    ((9, 40), dict(block_shape=(5, 5), strides=(2, 2), pads=(2, 2, 2, 2)), "pairs, k5"),
-    ((10, 34), dict(block_shape=(4, 4), strides=(2, 2), pads=(1, 1, 1, 1)), "pairs, k4"),
+    # pk_col_regs: offsets of the last axis 1 and 2 a phase (above), 3 and 2, 2 and 2, all in one
+    # phase, many (the counts as they come), a phase of one vector, vectors two at a time with one
+    # left, 3-D; strides 3 and 4 (their counts as they come), a phase without offsets, a width that
+    # is not whole phases (the last step stores part of its values), phases longer than a row of
+    # blocks, and rows whose masked lanes would read past the plane (done by pk_col_row)
+    ((9, 40), dict(block_shape=(5, 5), strides=(2, 2), pads=(2, 2, 2, 2)), "registers, k5"),
+    ((10, 34), dict(block_shape=(4, 4), strides=(2, 2), pads=(1, 1, 1, 1)), "registers, k4"),
     ((11, 36), dict(block_shape=(3, 3), strides=(3, 2), dilations=(1, 2), pads=(0, 2, 1, 2)),
-     "pairs, dilated: one phase without sources"),
-    ((5, 50), dict(block_shape=(7, 9), strides=(1, 2), pads=(3, 4, 3, 4)), "pairs, k9: 5 and 4 offsets"),
-    ((6, 16), dict(block_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1)), "pairs, one vector a phase"),
-    ((7, 80), dict(block_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1)), "pairs, five vectors a phase"),
-    ((3, 4, 32), dict(block_shape=(2, 3, 3), strides=(1, 1, 2), pads=(0, 1, 1, 0, 1, 1)), "pairs, 3-D"),
+     "registers, dilated: one phase without sources"),
+    ((5, 50), dict(block_shape=(7, 9), strides=(1, 2), pads=(3, 4, 3, 4)), "registers, k9: 5 and 4 offsets"),
+    ((6, 16), dict(block_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1)), "registers, one vector a phase"),
+    ((7, 80), dict(block_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1)), "registers, five vectors a phase"),
+    ((3, 4, 32), dict(block_shape=(2, 3, 3), strides=(1, 1, 2), pads=(0, 1, 1, 0, 1, 1)), "registers, 3-D"),
+    ((8, 56), dict(block_shape=(3, 3), strides=(2, 2)), "registers, no pads: phases longer than the blocks"),
+    ((9, 56), dict(block_shape=(5, 5), strides=(3, 3), pads=(1, 1, 1, 1)), "registers, stride 3"),
+    ((9, 58), dict(block_shape=(4, 4), strides=(3, 3), pads=(1, 1, 1, 1)), "registers, stride 3, last step cut"),
+    ((7, 24), dict(block_shape=(3, 5), strides=(2, 3), pads=(1, 2, 1, 2)), "registers, stride 3, one vector"),
+    ((10, 57), dict(block_shape=(7, 7), strides=(4, 4), pads=(3, 3, 3, 3)), "registers, stride 4"),
+    ((9, 59), dict(block_shape=(3, 3), strides=(4, 4), pads=(1, 1, 1, 1)),
+     "registers, stride 4, a phase without offsets"),
+    ((8, 57), dict(block_shape=(8, 8), strides=(4, 4), pads=(2, 2, 2, 2)), "registers, stride 4, phases past the blocks"),
+    ((6, 56), dict(block_shape=(6, 6), strides=(3, 3)), "registers, end rows reading past the plane: by rows"),
+    ((3, 5, 40), dict(block_shape=(2, 3, 4), strides=(1, 2, 3), pads=(0, 1, 1, 1, 1, 2)), "registers, stride 3, 3-D"),
     ((20, 21), dict(block_shape=(3, 4), strides=(3, 3), pads=(2, 3, 1, 2)), "grid, stride 3"),
     ((17, 19), dict(block_shape=(3, 5), strides=(2, 2), pads=(1, 2, 1, 2)), "grid, columns fixed on both sides"),
     ((17, 19), dict(block_shape=(3, 3), strides=(2, 3), pads=(2, 3, 2, 3), dilations=(2, 3)),
@@ -171,9 +186,9 @@ FORMS = [
 def test_forms_match_reference(rng, monkeypatch, kind, image, attrs, form, prefetch):
     # prefetch=True: the next plane's columns asked for on every call (by default only for inputs
     # from memory), which must not change a bit; the last plane asks for none.  Without prefetch,
-    # float32 grids of stride 2 also forced through the general grid (pk_col_pairs off).
+    # grids of strides 2-4 also forced through the general grid (pk_col_regs off).
     monkeypatch.setattr(pooling._tuning, "col2im_prefetch", lambda *args: prefetch)
-    monkeypatch.setattr(sys.modules["pooling.col2im"], "_PAIRS", prefetch or kind != "float32")
+    monkeypatch.setattr(sys.modules["pooling.col2im"], "_REGISTERS", prefetch)
     attrs = full_attrs(image, **attrs)
     x = columns(rng, kind, image, attrs, batch=2, channels=3)
     for nt in (1, 2, 3):
@@ -336,19 +351,24 @@ def test_negative_zero_sums_to_positive_zero():
 
 @pytest.mark.parametrize("kind", ["float32", "complex64"])
 @pytest.mark.parametrize("image, attrs", [
-    ((5, None), dict(block_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1))),   # grid, pairs
-    ((4, None), dict(block_shape=(2, 5), strides=(2, 3), pads=(0, 2, 1, 2))),   # grid, stride 3
+    ((5, None), dict(block_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1))),   # stride 2
+    ((5, None), dict(block_shape=(3, 3), strides=(2, 2))),                       # ... no pads
+    ((4, None), dict(block_shape=(2, 5), strides=(2, 3), pads=(0, 2, 1, 2))),   # stride 3
+    ((4, None), dict(block_shape=(3, 6), strides=(2, 4), pads=(1, 0, 1, 1))),   # stride 4
     ((None,), dict(block_shape=(3,), strides=(2,), pads=(1, 1))),                 # one row
 ])
 def test_strided_runs_of_every_length_keep_each_sum(rng, kind, image, attrs):
-    # Every row width from 1 to a few vectors: pk_col_pairs (the first geometry, float32: its
-    # masks at the first and the last vector, a last vector that overlaps the one before, widths
-    # too narrow or odd for it), the general grid (stride 3, and complex64) and a 1-D row, with
+    # Every row width from 1 to a few vectors: pk_col_regs (the 2-D geometries, float32, from a
+    # vector a phase on: masks at the first and the last vector, a last vector that overlaps the
+    # one before, a last step that stores part of its values, phases longer than a row of blocks
+    # without pads), the general grid or rows (narrower widths, and complex64) and a 1-D row, with
     # -0.0 (a sum starts from +0, so it never gives -0.0), integers (sums exact in any order:
     # every bit compared) and a NaN at random places.
     for width in range(1, 70):
         img = tuple(width if v is None else v for v in image)
         a = full_attrs(img, **attrs)
+        if min(nblocks(img, **a)) < 1:  # no block fits (no pads, width < block)
+            continue
         x = rng.integers(-3, 4, size=(1, 2 * math.prod(a["block_shape"]),
                                       math.prod(nblocks(img, **a)))).astype(ALL_DTYPES[kind])
         x[x == 0] = -0.0

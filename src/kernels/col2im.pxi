@@ -443,15 +443,16 @@ cdef _col2im_scatter(const col_t[:, :, ::1] x, col_t[:, ::1] y, float[:, ::1] ac
 
 def col2im(const col_t[:, :, ::1] x not None, col_t[:, ::1] y not None, float[:, ::1] acc,
            const Py_ssize_t[:, ::1] geom not None, Py_ssize_t rows_per_item, bint prefetch,
-           bint pairs, uint16_t inf_bits, int n_threads):
+           bint registers, uint16_t inf_bits, int n_threads):
     """Col2Im over planes: columns x (planes, K, L) -> images y (planes, prod(image_shape)).
 
     geom: one column per spatial axis; rows block_shape, image_shape, blocks
     per axis, strides, dilations, begin pads, prod(nblocks[i+1:]) and
     prod(image[i+1:]).  rows_per_item: positions of the first axis per work
-    item.  prefetch: whether each item asks for the next plane's columns (the gather).  pairs:
-    whether float32 grids of stride 2 may be summed in registers (pk_col_pairs; False forces the
-    general grid).  inf_bits: 0, or the +inf pattern of float16 / bfloat16 when x and y
+    item.  prefetch: whether each item asks for the next plane's columns (the gather).  registers:
+    whether grids of strides 2-4 (float32, the 16-bit floats) may be summed in registers
+    (pk_col_regs; False forces the general grid, or the rows where phases are longer than a row of
+    blocks).  inf_bits: 0, or the +inf pattern of float16 / bfloat16 when x and y
     hold those bits.  A last axis of stride 1 goes to the scatter, which takes acc: float32 sums
     for 16-bit floats, of shape (n_threads, rows_per_item * prod(image[1:])), else None.
     """
@@ -531,7 +532,7 @@ def col2im(const col_t[:, :, ::1] x not None, col_t[:, ::1] y not None, float[:,
         p.tph, p.tpw = 0, pads[0]
     p.n, p.L, p.K, p.image, p.step, p.nbl = n, x.shape[2], x.shape[1], image, strides[last], nblocks[last]
     p.off, p.pre, p.loff, p.last = offs, pres, loff, lpairs
-    p.pairs = pairs and pk_col_pairs_fit(_col_kind(<col_t*>NULL, inf_bits), &p)
+    p.regs = registers and pk_col_regs_fit(_col_kind(<col_t*>NULL, inf_bits), &p)
     # (a page between threads' pointers, as MaxPool's scratch: maxpool_launch.pxi's _padded)
     j.kxs = p.maxcomb + 4096 // sizeof(char*)
     j.kx = <const char**>malloc(n_threads * j.kxs * sizeof(char*))

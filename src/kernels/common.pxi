@@ -193,9 +193,9 @@ cdef extern from "pooling_col2im.h":
         Py_ssize_t hstep, nbh, lph, hph
         const Py_ssize_t* hoff
         const Py_ssize_t* hlast
-        int pairs
+        int regs
     Py_ssize_t pk_col_unit(int kind) noexcept nogil
-    int pk_col_pairs_fit(int kind, const pk_col_plan* p) noexcept nogil
+    int pk_col_regs_fit(int kind, const pk_col_plan* p) noexcept nogil
     void pk_col2im_item(int kind, const pk_col_plan* p, const char* x, char* y, Py_ssize_t o0,
                         Py_ssize_t o1, const char** kx, Py_ssize_t ahead) noexcept nogil
 

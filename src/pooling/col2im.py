@@ -23,9 +23,10 @@ if TYPE_CHECKING:
 
 OP = "Col2Im"
 
-# Whether float32 grids of stride 2 are summed in registers (include/pooling_col2im.h,
-# pk_col_pairs); the tests turn it off to force the general grid on the same shapes.
-_PAIRS = True
+# Whether grids of strides 2-4 (float32 and the 16-bit floats) are summed in registers
+# (include/pooling_col2im.h, pk_col_regs); the tests turn it off to force the general grid and
+# rows on the same shapes.
+_REGISTERS = True
 
 # behaviour.md §4: every numeric type and bool, in every version (there is only 18).
 KINDS = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -282,4 +283,4 @@ def _run(plan, xk, y, inf_bits, nt):
         prefetch = _tuning.col2im_prefetch(xk.nbytes // max(planes, 1))
     kernel = _core.col2im[C_TYPES[xk.dtype]]  # named, never picked from the array (int16 vs float16)
     kernel(xk.reshape(planes, plan.kernel_size, -1), y.reshape(planes, -1), acc, plan.geom, rows,
-           prefetch, _PAIRS, inf_bits, min(nt, items))
+           prefetch, _REGISTERS, inf_bits, min(nt, items))
