@@ -760,24 +760,6 @@ enum {
 typedef uint16_t pk_col_hv __attribute__((vector_size(PK_COL_VL * 2)));
 typedef uint32_t pk_col_uv __attribute__((vector_size(PK_COL_VL * 4)));
 
-/* y[i] = pk_f32_to_bf16(a[i]), i < n, PK_COL_VL values a step (the compiler leaves the rounding's
- * select scalar) and the last ones again where n is not whole steps; y and a do not overlap */
-static void pk_col_bf16_run(uint16_t* PK_RESTRICT y, const float* PK_RESTRICT a, ptrdiff_t n)
-{
-    ptrdiff_t i = 0;
-    for (;; i += PK_COL_VL) {
-        i = i + PK_COL_VL <= n ? i : n - PK_COL_VL;
-        pk_col_uv x;
-        memcpy(&x, a + i, sizeof x);
-        pk_col_uv nan = (x >> 16) | 0x0040u, rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
-        pk_col_uv big = (pk_col_uv)((x & 0x7fffffffu) > 0x7f800000u);
-        pk_col_hv h = __builtin_convertvector((nan & big) | (rounded & ~big), pk_col_hv);
-        memcpy(y + i, &h, sizeof h);
-        if (i + PK_COL_VL >= n)
-            break;
-    }
-}
-
 /* s + the PK_COL_VL terms at src of a kind, widened to float32 (exactly; float16 only with F16C,
  * pk_col_regs_fit), the lanes outside keep +0; a sum that is NaN keeps its bits (pk_sum_keep_nan) */
 static PK_ALWAYS_INLINE pk_colv pk_col_reg_add(const int kind, pk_colv s, const char* src, pk_colm keep)
@@ -958,7 +940,7 @@ static PK_ALWAYS_INLINE void pk_col_regs_n(const int kind, const int s, const pk
                 break;
         }
         if (kind == PK_COL_BF16) {
-            pk_col_bf16_run((uint16_t*)yh, sums, W);
+            pk_f32_to_bf16_run((uint16_t*)yh, sums, W);
 #if PK_F16C && PK_SIMD_BYTES >= 32
         } else if (kind == PK_COL_F16) {
             pk_f32_to_f16_run((uint16_t*)yh, sums, W);

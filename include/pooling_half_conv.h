@@ -80,6 +80,36 @@ static inline uint16_t pk_f32_to_bf16(float f)
     return (uint16_t)pk_select((x & 0x7fffffffu) > 0x7f800000u, nan, rounded);
 }
 
+/* y[i] = pk_f32_to_bf16(a[i]), i < n; y and a do not overlap.  With GCC's vector extensions (clang
+ * has them too) a register of values a step, the last ones again where n is not whole steps: a
+ * loop of pk_f32_to_bf16 leaves its select scalar. */
+static inline void pk_f32_to_bf16_run(uint16_t* y, const float* a, ptrdiff_t n)
+{
+    ptrdiff_t i = 0;
+#if defined(__GNUC__)
+#if defined(__AVX2__)
+    enum { lanes = 8 };
+#else
+    enum { lanes = 4 };
+#endif
+    typedef uint32_t u32v __attribute__((vector_size(lanes * 4)));
+    typedef uint16_t u16v __attribute__((vector_size(lanes * 2)));
+    for (; n >= lanes; i += lanes) {
+        i = i + lanes <= n ? i : n - lanes;
+        u32v x;
+        memcpy(&x, a + i, sizeof x);
+        u32v nan = (x >> 16) | 0x0040u, rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+        u32v big = (u32v)((x & 0x7fffffffu) > 0x7f800000u);
+        u16v h = __builtin_convertvector((nan & big) | (rounded & ~big), u16v);
+        memcpy(y + i, &h, sizeof h);
+        if (i + lanes >= n)
+            return;
+    }
+#endif
+    for (; i < n; i++)
+        y[i] = pk_f32_to_bf16(a[i]);
+}
+
 /* With F16C (the AVX2 and AVX-512 builds: every CPU with AVX2 has it, and pk_cpu_has_avx2 asks),
  * eight values a step in hardware, for Col2Im's 16-bit sums.  Widening is exact as above, except
  * that a signalling NaN comes back quiet: every widened term here is summed, and a sum makes it
