@@ -453,6 +453,7 @@ assert_type(pooling.dask.col2im(x[0], (4, 4), (2, 2), strides=1, pads=0), da.Arr
 '''
 
 
+@pytest.mark.typecheck
 def test_types_under_mypy_strict(tmp_path):
     """A user's script type-checks under mypy --strict (precise results), and a wrong layout does not."""
     pytest.importorskip("mypy")

@@ -17,21 +17,46 @@ KERNEL_TESTS = ["test_maxpool_values.py", "test_maxpool_nhwc.py", "test_maxunpoo
                 "test_twin.py", "test_index_format.py"]
 
 
-@pytest.mark.parametrize("level", [lv for lv in _dispatch.available if lv != _dispatch.level])
-def test_other_builds_pass_the_kernel_tests(level):
-    """This run covers the build in use; the others (the baseline fallback) run here."""
+OTHER_LEVELS = [lv for lv in _dispatch.available if lv != _dispatch.level]
+
+
+@pytest.fixture(scope="module")
+def other_build_runs(request, tmp_path_factory):
+    """The kernel tests under each other build this session selected, started side by side (a
+    process each, their output in files) so that they share the machine's cores."""
     here = os.path.dirname(os.path.abspath(__file__))
     # The same pooling as this run, installed or from a source tree.
     package_root = os.path.dirname(os.path.dirname(pooling.__file__))
     path = os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)
-    env = dict(os.environ, POOLING_SIMD=level, PYTHONPATH=path)
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
-         *[os.path.join(here, f) for f in KERNEL_TESTS]],
-        env=env, cwd=here, capture_output=True, text=True,
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
-    assert " passed" in result.stdout
+    levels = [item.callspec.params["level"] for item in request.session.items
+              if getattr(item, "originalname", "") == "test_other_builds_pass_the_kernel_tests"]
+    logs = tmp_path_factory.mktemp("other_builds")
+    runs = {}
+    for level in levels:
+        log = open(logs / f"{level}.log", "w+")
+        env = dict(os.environ, POOLING_SIMD=level, PYTHONPATH=path)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
+             *[os.path.join(here, f) for f in KERNEL_TESTS]],
+            env=env, cwd=here, stdout=log, stderr=subprocess.STDOUT, text=True)
+        runs[level] = (process, log)
+    yield runs
+    for process, log in runs.values():
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        log.close()
+
+
+@pytest.mark.parametrize("level", OTHER_LEVELS)
+def test_other_builds_pass_the_kernel_tests(level, other_build_runs):
+    """This run covers the build in use; the others (the baseline fallback) run here."""
+    process, log = other_build_runs[level]
+    returncode = process.wait()
+    log.seek(0)
+    output = log.read()
+    assert returncode == 0, output[-5000:]
+    assert " passed" in output
 
 
 def test_dispatch_choice_and_report():

@@ -661,6 +661,7 @@ WRONG_USE = {  # each an error under mypy
 }
 
 
+@pytest.mark.typecheck
 @pytest.mark.parametrize("checker", ["mypy", "pyright"])
 def test_types_under_strict_checkers(tmp_path, checker):
     """A user's script type-checks under mypy --strict and pyright's strict mode with precise results;

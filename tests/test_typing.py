@@ -19,6 +19,8 @@ import pytest
 
 import pooling
 
+pytestmark = pytest.mark.typecheck
+
 GOOD = '''
 import io
 import sys

@@ -158,7 +158,8 @@ suite() {
     [ "$empty" -eq "$jobs" ] && rc=5
     return $rc
 }
-step "test suite ($jobs processes)" suite "$@"
+# The type checkers (mypy, pyright: no kernel runs) stay in the README's test command.
+step "test suite ($jobs processes)" suite -m "not typecheck" "$@"
 if [ "$FUZZ_FACTOR" -gt 0 ]; then
     step "fuzz tests x$FUZZ_FACTOR" env POOLING_FUZZ_EXAMPLES="$FUZZ_FACTOR" "${pytest[@]}" -x tests/test_fuzz.py
 fi
