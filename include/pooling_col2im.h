@@ -55,8 +55,9 @@ typedef struct {
     /* Grids (the last two axes summed as one flat run per source, docs/tuning.md#col2im-gather):
      * whether they serve this call, and the axis before the last as phases, like the last. */
     int grid;
-    int tiled;                      /* blocks tile the grid: pk_col_tiles */
+    int tiled;                      /* blocks tile the grid, or leave gaps: pk_col_tiles */
     ptrdiff_t tph, tpw;             /* ... and its two axes' begin pads */
+    ptrdiff_t tkh, tkw;             /* ... and blocks (at most the strides; a gap's positions are 0) */
     ptrdiff_t hstep, nbh;
     ptrdiff_t lph, hph;             /* phases with positions in the image: min(stride, size) */
     const ptrdiff_t* hoff;          /* hph + 1 entries */
@@ -77,8 +78,9 @@ typedef void (*pk_col_store_fn)(void* y, const void* acc, ptrdiff_t r0, ptrdiff_
 typedef void (*pk_col_pair_fn)(void* y, const void* a, const void* b, ptrdiff_t n0, ptrdiff_t n1);
 /* acc[t*step] += src[t*step], t < n (accumulator units): a column of a grid. */
 typedef void (*pk_col_column_fn)(void* acc, const void* src, ptrdiff_t n, ptrdiff_t step);
-/* y[s*t + r] = x[r*ld + t] as a sum of that one term (0 + x: -0.0 gives +0.0), t < n, r < s. */
-typedef void (*pk_col_copy_fn)(void* y, const void* x, ptrdiff_t ld, ptrdiff_t s, ptrdiff_t n);
+/* y[s*t + r] = x[r*ld + t] as a sum of that one term (0 + x: -0.0 gives +0.0) for r < k, +0 for
+ * k <= r < s (a gap between blocks), t < n. */
+typedef void (*pk_col_copy_fn)(void* y, const void* x, ptrdiff_t ld, ptrdiff_t k, ptrdiff_t s, ptrdiff_t n);
 
 typedef struct {
     pk_col_gather_fn gather;
@@ -398,12 +400,34 @@ PK_COL_STORE(pk_col_store_u32, uint32_t, uint32_t, pk_col_id)
 PK_COL_STORE(pk_col_store_u64, uint64_t, uint64_t, pk_col_id)
 
 /* The copies of a tiled fold (pk_col_tiles): the phases of x interleaved, as a store's
- * interior, each value the sum of its one term (`one`). */
+ * interior, each value the sum of its one term (`one`); with gaps (k < s), phases k..s-1 zero, the
+ * strides 2-4 each their own loop (which the compiler vectorises as the tiled ones). */
 #define PK_COL_COPY(name, T, one)                                                                   \
     PK_COL_INTERLEAVE(name, T, T, one)                                                              \
-    static PK_NOINLINE void name(void* y, const void* x, ptrdiff_t ld, ptrdiff_t s, ptrdiff_t n)    \
+    static PK_ALWAYS_INLINE void name##_gap(T* PK_RESTRICT y, const T* PK_RESTRICT x, ptrdiff_t ld, \
+                                            ptrdiff_t n, const ptrdiff_t K, const ptrdiff_t S)      \
     {                                                                                               \
-        name##_phases((T*)y, (const T*)x, ld, s, n);                                                \
+        T zero;                                                                                     \
+        memset(&zero, 0, sizeof zero);                                                              \
+        for (ptrdiff_t t = 0; t < n; t++)                                                           \
+            for (ptrdiff_t r = 0; r < S; r++)                                                       \
+                y[S * t + r] = r < K ? one(x[r * ld + t]) : zero;                                   \
+    }                                                                                               \
+    static PK_NOINLINE void name(void* yv, const void* xv, ptrdiff_t ld, ptrdiff_t k, ptrdiff_t s,  \
+                                 ptrdiff_t n)                                                       \
+    {                                                                                               \
+        T* PK_RESTRICT y = (T*)yv;                                                                  \
+        const T* PK_RESTRICT x = (const T*)xv;                                                      \
+        switch (k == s ? 0 : s * 4 + k) {                                                           \
+        case 0: name##_phases(y, x, ld, s, n); break;                                               \
+        case 9: name##_gap(y, x, ld, n, 1, 2); break;                                               \
+        case 13: name##_gap(y, x, ld, n, 1, 3); break;                                              \
+        case 14: name##_gap(y, x, ld, n, 2, 3); break;                                              \
+        case 17: name##_gap(y, x, ld, n, 1, 4); break;                                              \
+        case 18: name##_gap(y, x, ld, n, 2, 4); break;                                              \
+        case 19: name##_gap(y, x, ld, n, 3, 4); break;                                              \
+        default: name##_gap(y, x, ld, n, k, s); break;                                              \
+        }                                                                                           \
     }
 
 static inline float pk_col_one_f32(float v) { return pk_sum_keep_nan(0.0f, v); }
@@ -448,19 +472,20 @@ static void pk_col_one_f16_run(uint16_t* PK_RESTRICT y, const uint16_t* PK_RESTR
         for (; i < n; i++)
             y[i] = pk_col_one_f16(x[i]);
 }
-static PK_NOINLINE void pk_col_copy_f16(void* y, const void* x, ptrdiff_t ld, ptrdiff_t s, ptrdiff_t n)
+static PK_NOINLINE void pk_col_copy_f16(void* y, const void* x, ptrdiff_t ld, ptrdiff_t k, ptrdiff_t s,
+                                        ptrdiff_t n)
 {
     uint16_t tmp[PK_COL_GRID_CHUNK / sizeof(uint16_t)];
-    ptrdiff_t chunk = (ptrdiff_t)(sizeof tmp / sizeof *tmp) / s;
+    ptrdiff_t chunk = (ptrdiff_t)(sizeof tmp / sizeof *tmp) / k;
     if (chunk < 8) {
-        pk_col_copy_f16_values(y, x, ld, s, n);
+        pk_col_copy_f16_values(y, x, ld, k, s, n);
         return;
     }
     for (ptrdiff_t c0 = 0; c0 < n; c0 += chunk) {
         ptrdiff_t m = n - c0 < chunk ? n - c0 : chunk;
-        for (ptrdiff_t r = 0; r < s; r++)
+        for (ptrdiff_t r = 0; r < k; r++)
             pk_col_one_f16_run(tmp + r * m, (const uint16_t*)x + r * ld + c0, m);
-        pk_col_copy_u16((uint16_t*)y + s * c0, tmp, m, s, m);
+        pk_col_copy_u16((uint16_t*)y + s * c0, tmp, m, k, s, m);
     }
 }
 #else
@@ -655,41 +680,10 @@ static void pk_col_fix(pk_col_part* g, const char* const* kx, ptrdiff_t ncomb, p
     }
 }
 
-/* A grid whose blocks tile it (p->tiled: on the last two axes block = stride, no dilation): each
- * pixel is one term, so row u of the blocks' own grid (u = h + the begin pad) is the phases of
- * kernel row u mod s of block row u / s interleaved, straight from x, without the accumulator's
- * zeroing and pass (MAE's unpatchify, k16 s16).  With a begin pad on the last axis, or a last axis
- * that is not whole blocks, that row goes through a stack buffer (col2im.pxi checks it fits) and
- * the image's window of it is copied; positions past the blocks are zero. */
-static void pk_col_tiles(const pk_col_ops* ops, const pk_col_plan* p, const char* x, char* y,
-                         ptrdiff_t h0, ptrdiff_t h1)
-{
-    double tmp[PK_COL_GRID_CHUNK / sizeof(double)];
-    ptrdiff_t sh = p->hstep, sw = p->step, W = p->image[p->n - 1], nbw = p->nbl, size = ops->size;
-    ptrdiff_t Z = sw * nbw, direct = p->tpw == 0 && W == Z;
-    ptrdiff_t n = Z - p->tpw < W ? Z - p->tpw : W;  /* the window's positions that have a block */
-    n = n < 0 ? 0 : n;
-    for (ptrdiff_t h = h0; h < h1; h++) {
-        ptrdiff_t u = h + p->tph, c = u / sh, ki = u - c * sh;
-        char* yr = y + h * W * size;
-        const char* src = x + (ki * sw * p->L + c * nbw) * size;
-        if (c >= p->nbh) {
-            memset(yr, 0, (size_t)(W * size));
-        } else if (direct) {
-            ops->copy(yr, src, p->L, sw, nbw);
-        } else {
-            ops->copy(tmp, src, p->L, sw, nbw);
-            if (n > 0)
-                memcpy(yr, (const char*)tmp + p->tpw * size, (size_t)(n * size));
-            memset(yr + n * size, 0, (size_t)((W - n) * size));
-        }
-    }
-}
-
-/* A 1-D fold whose blocks tile the axis (p->tiled, block = stride, no dilation): positions [w0, w1)
- * written at y, position w the term of block (w + pad) / s, kernel offset (w + pad) mod s, as
- * pk_col_tiles; whole blocks straight from x, a block cut by the item's ends through a buffer of
- * one block (col2im.pxi checks it fits), positions past the blocks zero. */
+/* A 1-D fold whose blocks tile the axis or leave gaps (p->tiled, block <= stride, no dilation), or
+ * a row of a tiled grid: positions [w0, w1) written at y, position w the term of block (w + pad) / s,
+ * kernel offset (w + pad) mod s; whole blocks straight from x, a block cut by the ends through a
+ * buffer of one block (col2im.pxi checks it fits), positions past the blocks zero. */
 static void pk_col_tiles_row(const pk_col_ops* ops, const pk_col_plan* p, const char* x, char* y,
                              ptrdiff_t w0, ptrdiff_t w1)
 {
@@ -703,16 +697,41 @@ static void pk_col_tiles_row(const pk_col_ops* ops, const pk_col_plan* p, const 
         }
         ptrdiff_t whole = (u1 / s < nb ? u1 / s : nb) - b;  /* blocks from b wholly inside */
         if (r == 0 && whole > 0) {
-            ops->copy(y, x + b * size, p->L, s, whole);
+            ops->copy(y, x + b * size, p->L, p->tkw, s, whole);
             y += whole * s * size;
             u += whole * s;
         } else {  /* a block the item's ends cut */
             ptrdiff_t take = s - r < u1 - u ? s - r : u1 - u;
-            ops->copy(tmp, x + b * size, p->L, s, 1);
+            ops->copy(tmp, x + b * size, p->L, p->tkw, s, 1);
             memcpy(y, (const char*)tmp + r * size, (size_t)(take * size));
             y += take * size;
             u += take;
         }
+    }
+}
+
+/* A grid whose blocks tile it or leave gaps (p->tiled: on the last two axes block <= stride, no
+ * dilation): each pixel is one term or none, so row u of the blocks' own grid (u = h + the begin
+ * pad) is the phases of kernel row u mod s of block row u / s interleaved, straight from x, without
+ * the accumulator's zeroing and pass (MAE's unpatchify, k16 s16); a row or phase in a gap is zero
+ * (k3 s4).  With a begin pad on the last axis, or a last axis that is not whole strides, the row
+ * is made as a 1-D fold's (pk_col_tiles_row: a block the image's ends cut through a buffer of one
+ * block, positions past the blocks zero). */
+static void pk_col_tiles(const pk_col_ops* ops, const pk_col_plan* p, const char* x, char* y,
+                         ptrdiff_t h0, ptrdiff_t h1)
+{
+    ptrdiff_t sh = p->hstep, sw = p->step, W = p->image[p->n - 1], nbw = p->nbl, size = ops->size;
+    int direct = p->tpw == 0 && W == sw * nbw;
+    for (ptrdiff_t h = h0; h < h1; h++) {
+        ptrdiff_t u = h + p->tph, c = u / sh, ki = u - c * sh;
+        char* yr = y + h * W * size;
+        const char* src = x + (ki * p->tkw * p->L + c * nbw) * size;
+        if (c >= p->nbh || ki >= p->tkh)  /* past the blocks, or in a gap between them */
+            memset(yr, 0, (size_t)(W * size));
+        else if (direct)
+            ops->copy(yr, src, p->L, p->tkw, sw, nbw);
+        else
+            pk_col_tiles_row(ops, p, src, yr, 0, W);
     }
 }
 

@@ -129,7 +129,7 @@ FORMS = [
     ((9, 58), dict(block_shape=(4, 4), strides=(3, 3), pads=(1, 1, 1, 1)), "registers, stride 3, last step cut"),
     ((7, 24), dict(block_shape=(3, 5), strides=(2, 3), pads=(1, 2, 1, 2)), "registers, stride 3, one vector"),
     ((10, 57), dict(block_shape=(7, 7), strides=(4, 4), pads=(3, 3, 3, 3)), "registers, stride 4"),
-    ((9, 59), dict(block_shape=(3, 3), strides=(4, 4), pads=(1, 1, 1, 1)),
+    ((9, 59), dict(block_shape=(5, 3), strides=(3, 4), pads=(1, 1, 1, 1)),
      "registers, stride 4, a phase without offsets"),
     ((8, 57), dict(block_shape=(8, 8), strides=(4, 4), pads=(2, 2, 2, 2)), "registers, stride 4, phases past the blocks"),
     ((6, 56), dict(block_shape=(6, 6), strides=(3, 3)), "registers, end rows reading past the plane: by rows"),
@@ -172,6 +172,16 @@ FORMS = [
     ((3001,), dict(block_shape=(4,), strides=(4,), pads=(3, 2)), "tiled 1-D, pads, items cut blocks"),
     ((2400,), dict(block_shape=(1200,), strides=(1200,)), "tiled 1-D, blocks of a few KB (past the buffer for complex128)"),
     ((50,), dict(block_shape=(7,), strides=(7,), pads=(3, 0)), "tiled 1-D, positions past the blocks"),
+    # blocks narrower than the stride leave gaps (k3 s4): copied as the tiled folds, rows and
+    # phases in a gap zero, except where the registers serve (float32, 16-bit)
+    ((9, 59), dict(block_shape=(3, 3), strides=(4, 4), pads=(1, 1, 1, 1)), "gapped grid, rows through the buffer"),
+    ((12, 56), dict(block_shape=(2, 3), strides=(3, 4)), "gapped grid, whole rows straight from the columns"),
+    ((10, 11), dict(block_shape=(1, 1), strides=(2, 2)), "gapped grid, blocks of one pixel"),
+    ((9, 57), dict(block_shape=(3, 3), strides=(4, 4)), "gapped grid, phases past the blocks (1- and 2-byte too)"),
+    ((17, 19), dict(block_shape=(2, 3), strides=(4, 4), pads=(3, 2, 0, 1)), "gapped grid, pads, uncovered ends"),
+    ((6, 7, 9), dict(block_shape=(1, 2, 2), strides=(2, 3, 3), pads=(0, 1, 0, 1, 0, 1)),
+     "gapped 3-D grids, planes in a gap"),
+    ((301,), dict(block_shape=(3,), strides=(5,), pads=(2, 1)), "gapped 1-D, items cut blocks"),
     ((5, 2000), dict(block_shape=(3, 3), strides=(3, 3), pads=(1, 1, 1, 1)),
      "tiled grid, a row of blocks near the buffer's size (past it for complex128)"),
     ((5, 6, 8), dict(block_shape=(2, 2, 2), strides=(1, 2, 2)), "3-D grids tiled but two prefixes a grid"),
@@ -186,9 +196,11 @@ FORMS = [
 def test_forms_match_reference(rng, monkeypatch, kind, image, attrs, form, prefetch):
     # prefetch=True: the next plane's columns asked for on every call (by default only for inputs
     # from memory), which must not change a bit; the last plane asks for none.  Without prefetch,
-    # grids of strides 2-4 also forced through the general grid (pk_col_regs off).
+    # grids of strides 2-4 also forced through the general grid (pk_col_regs off) and folds with
+    # gaps copied (every dtype); with it, folds with gaps summed (in registers where they serve).
     monkeypatch.setattr(pooling._tuning, "col2im_prefetch", lambda *args: prefetch)
     monkeypatch.setattr(sys.modules["pooling.col2im"], "_REGISTERS", prefetch)
+    monkeypatch.setattr(sys.modules["pooling.col2im"], "_GAPS", not prefetch)
     attrs = full_attrs(image, **attrs)
     x = columns(rng, kind, image, attrs, batch=2, channels=3)
     for nt in (1, 2, 3):
@@ -356,12 +368,15 @@ def test_negative_zero_sums_to_positive_zero():
     ((4, None), dict(block_shape=(2, 5), strides=(2, 3), pads=(0, 2, 1, 2))),   # stride 3
     ((4, None), dict(block_shape=(3, 6), strides=(2, 4), pads=(1, 0, 1, 1))),   # stride 4
     ((None,), dict(block_shape=(3,), strides=(2,), pads=(1, 1))),                 # one row
+    ((4, None), dict(block_shape=(3, 3), strides=(4, 4), pads=(1, 1, 1, 1))),   # gaps
+    ((None,), dict(block_shape=(2,), strides=(3,), pads=(1, 0))),                 # gaps, one row
 ])
 def test_strided_runs_of_every_length_keep_each_sum(rng, kind, image, attrs):
     # Every row width from 1 to a few vectors: pk_col_regs (the 2-D geometries, float32, from a
     # vector a phase on: masks at the first and the last vector, a last vector that overlaps the
     # one before, a last step that stores part of its values, phases longer than a row of blocks
-    # without pads), the general grid or rows (narrower widths, and complex64) and a 1-D row, with
+    # without pads), the general grid or rows (narrower widths, and complex64), the copies of folds
+    # with gaps (blocks narrower than the stride) and a 1-D row, with
     # -0.0 (a sum starts from +0, so it never gives -0.0), integers (sums exact in any order:
     # every bit compared) and a NaN at random places.
     for width in range(1, 70):
@@ -396,13 +411,15 @@ def test_16bit_every_pattern_through_the_kernel(kind):
     assert ybits[0x8000] == 0  # -0.0 + the +0.0 start is +0.0
 
 
-@pytest.mark.parametrize("form", ["gather 1-D", "gather 2-D", "tiled 1-D", "tiled 2-D", "tiled 2-D padded"])
+@pytest.mark.parametrize("form", ["gather 1-D", "gather 2-D", "tiled 1-D", "tiled 2-D", "tiled 2-D padded",
+                                  "gapped 2-D"])
 @pytest.mark.parametrize("kind", ["float16", "bfloat16"])
 @pytest.mark.parametrize("n_threads", [1, 2])
 def test_16bit_every_pattern_through_the_strided_paths(kind, form, n_threads):
     # The gather by phases (k3 s2), whose 16-bit runs widen eight terms a step and whose stores narrow
     # eight sums a step where the build has F16C, and the tiled copies (block = stride), which make
-    # each value a sum of its one term eight a step.  Gather: every pattern is a term (odd positions:
+    # each value a sum of its one term eight a step (block <= stride: gaps are zero).  Gather: every
+    # pattern is a term (odd positions:
     # its only one; even positions: the first of two, the second another pattern, so the sums round
     # at ties, overflow and underflow to subnormals).  Tiled: every pattern is a pixel's one term.
     bits = np.arange(65536, dtype=np.uint32).astype(np.uint16)
@@ -416,6 +433,9 @@ def test_16bit_every_pattern_through_the_strided_paths(kind, form, n_threads):
     elif form == "tiled 1-D":
         image, block, strides = (4 * 16384,), (4,), (4,)
         x = np.stack([np.roll(bits, 16384 * k)[:16384] for k in range(4)])
+    elif form == "gapped 2-D":
+        image, block, strides = (3 * 128 - 1, 3 * 256 - 1), (2, 2), (3, 3)
+        x = np.stack([np.roll(bits, 11 * k)[::2] for k in range(4)])
     else:
         image, block, strides = (2 * 128, 2 * 256), (2, 2), (2, 2)
         x = np.stack([np.roll(bits, 11 * k)[::2] for k in range(4)])

@@ -443,7 +443,7 @@ cdef _col2im_scatter(const col_t[:, :, ::1] x, col_t[:, ::1] y, float[:, ::1] ac
 
 def col2im(const col_t[:, :, ::1] x not None, col_t[:, ::1] y not None, float[:, ::1] acc,
            const Py_ssize_t[:, ::1] geom not None, Py_ssize_t rows_per_item, bint prefetch,
-           bint registers, uint16_t inf_bits, int n_threads):
+           bint registers, bint gaps, uint16_t inf_bits, int n_threads):
     """Col2Im over planes: columns x (planes, K, L) -> images y (planes, prod(image_shape)).
 
     geom: one column per spatial axis; rows block_shape, image_shape, blocks
@@ -452,7 +452,8 @@ def col2im(const col_t[:, :, ::1] x not None, col_t[:, ::1] y not None, float[:,
     item.  prefetch: whether each item asks for the next plane's columns (the gather).  registers:
     whether grids of strides 2-4 (float32, the 16-bit floats) may be summed in registers
     (pk_col_regs; False forces the general grid, or the rows where phases are longer than a row of
-    blocks).  inf_bits: 0, or the +inf pattern of float16 / bfloat16 when x and y
+    blocks).  gaps: whether grids and 1-D folds whose blocks are narrower than the stride are copied
+    as the tiled ones (pk_col_tiles; False: summed as the others).  inf_bits: 0, or the +inf pattern of float16 / bfloat16 when x and y
     hold those bits.  A last axis of stride 1 goes to the scatter, which takes acc: float32 sums
     for 16-bit floats, of shape (n_threads, rows_per_item * prod(image[1:])), else None.
     """
@@ -517,22 +518,35 @@ def col2im(const col_t[:, :, ::1] x not None, col_t[:, ::1] y not None, float[:,
         # blocks, and a row of blocks in the chunk.
         p.grid = ((image[last] + strides[last] - 1) // strides[last] <= nblocks[last]
                   and lph * nblocks[last] * pk_col_unit(_col_kind(<col_t*>NULL, inf_bits)) <= PK_COL_GRID_CHUNK)
-        # Blocks that tile the grid: each pixel one term, copied (pk_col_tiles; a row of blocks through
-        # its stack buffer unless the image's rows are whole blocks), and at most one prefix a grid
-        # (then the grid's buffer, which may not fit, is never used).
-        p.tiled = (p.maxcomb == 1 and block[last] == strides[last] and block[last - 1] == strides[last - 1]
+        # Blocks that tile the grid or leave gaps: each pixel one term or none, copied (pk_col_tiles; a
+        # block the image's ends cut through a stack buffer of one block), and at most one prefix a
+        # grid (then the grid's buffer, which may not fit, is never used).
+        # With gaps, elements of 1 and 2 bytes ran faster through the general grid where it holds the
+        # phases (docs/tuning.md#col2im-gapped-folds).
+        p.tiled = (p.maxcomb == 1 and (block[last] == strides[last] and block[last - 1] == strides[last - 1]
+                                       or gaps and block[last] <= strides[last]
+                                       and block[last - 1] <= strides[last - 1]
+                                       and (sizeof(col_t) >= 4 or not p.grid))
                    and dilations[last] == 1 and dilations[last - 1] == 1
-                   and ((pads[last] == 0 and image[last] == strides[last] * nblocks[last])
-                        or strides[last] * nblocks[last] * <Py_ssize_t>sizeof(col_t) <= PK_COL_GRID_CHUNK))
-        p.tph, p.tpw = pads[last - 1], pads[last]
+                   and strides[last] * <Py_ssize_t>sizeof(col_t) <= PK_COL_GRID_CHUNK)
+        p.tph, p.tpw, p.tkh, p.tkw = pads[last - 1], pads[last], block[last - 1], block[last]
         p.grid = p.grid or p.tiled
-    else:  # 1-D: blocks that tile the axis, a block through pk_col_tiles_row's buffer where an item cuts it
-        p.tiled = (block[0] == strides[0] and dilations[0] == 1
+    else:  # 1-D: blocks that tile the axis or leave gaps (elements of 8 bytes and more: the narrower
+        # ran faster summed, docs/tuning.md#col2im-gapped-folds), a block through pk_col_tiles_row's
+        # buffer where an item cuts it
+        p.tiled = ((block[0] == strides[0] or gaps and block[0] < strides[0] and sizeof(col_t) >= 8)
+                   and dilations[0] == 1
                    and strides[0] * <Py_ssize_t>sizeof(col_t) <= PK_COL_GRID_CHUNK)
-        p.tph, p.tpw = 0, pads[0]
+        p.tph, p.tpw, p.tkh, p.tkw = 0, pads[0], 1, block[0]
     p.n, p.L, p.K, p.image, p.step, p.nbl = n, x.shape[2], x.shape[1], image, strides[last], nblocks[last]
     p.off, p.pre, p.loff, p.last = offs, pres, loff, lpairs
-    p.regs = registers and pk_col_regs_fit(_col_kind(<col_t*>NULL, inf_bits), &p)
+    p.regs = registers and pk_col_regs_fit(_col_kind(<col_t*>NULL, inf_bits), &p)  # (not while tiled)
+    if p.tiled and registers and n > 1 and (block[last] < strides[last] or block[last - 1] < strides[last - 1]):
+        # A grid with gaps that the registers serve (float32, the 16-bit floats) is summed there: its
+        # rows of a few blocks ran faster so than copied (docs/tuning.md#col2im-gapped-folds).
+        p.tiled = 0
+        p.regs = pk_col_regs_fit(_col_kind(<col_t*>NULL, inf_bits), &p)
+        p.tiled = not p.regs
     # (a page between threads' pointers, as MaxPool's scratch: maxpool_launch.pxi's _padded)
     j.kxs = p.maxcomb + 4096 // sizeof(char*)
     j.kx = <const char**>malloc(n_threads * j.kxs * sizeof(char*))

@@ -190,6 +190,7 @@ cdef extern from "pooling_col2im.h":
         int grid
         int tiled
         Py_ssize_t tph, tpw
+        Py_ssize_t tkh, tkw
         Py_ssize_t hstep, nbh, lph, hph
         const Py_ssize_t* hoff
         const Py_ssize_t* hlast

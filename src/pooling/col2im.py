@@ -27,6 +27,9 @@ OP = "Col2Im"
 # (include/pooling_col2im.h, pk_col_regs); the tests turn it off to force the general grid and
 # rows on the same shapes.
 _REGISTERS = True
+# Whether folds whose blocks are narrower than the stride (k3 s4: each pixel one term or none) are
+# copied as the tiled ones (pk_col_tiles); the tests turn it off to sum them as the others.
+_GAPS = True
 
 # behaviour.md §4: every numeric type and bool, in every version (there is only 18).
 KINDS = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -283,4 +286,4 @@ def _run(plan, xk, y, inf_bits, nt):
         prefetch = _tuning.col2im_prefetch(xk.nbytes // max(planes, 1))
     kernel = _core.col2im[C_TYPES[xk.dtype]]  # named, never picked from the array (int16 vs float16)
     kernel(xk.reshape(planes, plan.kernel_size, -1), y.reshape(planes, -1), acc, plan.geom, rows,
-           prefetch, _REGISTERS, inf_bits, min(nt, items))
+           prefetch, _REGISTERS, _GAPS, inf_bits, min(nt, items))
