@@ -78,6 +78,8 @@ ARM=${CHECK_AARCH64_ROOT:-$TMP/root}
 MOUNTS=()
 cleanup() {
     local m
+    kill $(jobs -p) 2>/dev/null || true  # test runs still going (a later step failed)
+    wait 2>/dev/null || true
     for m in "${MOUNTS[@]}"; do umount -l "$m" 2>/dev/null || true; done
     if [[ "${CHECK_AARCH64_KEEP:-0}" == 1 ]]; then
         echo "check_aarch64: kept $TMP"
@@ -192,7 +194,10 @@ print(" ".join(tomllib.load(open("'"$REPO"'/pyproject.toml", "rb"))["build-syste
         { tail -n 40 "$TMP/build-$cc.log" >&2; fail "$cc: the cross build (log above)"; }
 }
 
-status=0
+# Each compiler's wheel installed and `python -m pooling --quick` run, one after the other; then
+# the compilers' tests side by side (each a process under emulation: on 2 cores they share the
+# machine with CI's x86 steps, which mostly use one).
+started_tests=()
 for cc in gcc clang; do
     suite=${SUITE[$cc]}
     [[ "$suite" == no ]] && continue
@@ -209,15 +214,16 @@ for cc in gcc clang; do
     fi
     cxx=g++
     [[ "$cc" == clang ]] && cxx=clang++
-    # A venv per compiler; with build=cross the second wheel replaces the first in one venv, whose
-    # test extras take minutes to install under emulation.
+    # A venv per compiler.  With build=cross the test extras (minutes to install under emulation)
+    # go into the first one only; the next is its copy, the wheel replaced (by python -m pip: a
+    # copied venv's scripts still name the first one's interpreter).
     venv=/venv-$cc
-    [[ "$BUILD" == cross ]] && venv=/venv-cross
     install="rm -rf $venv; python3 -m venv $venv; $venv/bin/pip install -q '$target[test]'"
-    if [[ "$BUILD" == cross && -n "${cross_venv:-}" ]]; then
-        install="$venv/bin/pip install -q --force-reinstall --no-deps '$target'"
+    if [[ "$BUILD" == cross && -n "${first_venv:-}" ]]; then
+        install="rm -rf $venv; cp -a $first_venv $venv
+                 $venv/bin/python -m pip install -q --force-reinstall --no-deps '$target'"
     fi
-    cross_venv=1
+    first_venv=${first_venv:-$venv}
     if ! chroot "$ARM" env -i HOME=/root PATH=/usr/local/bin:/usr/bin:/bin $pipenv CC=$cc CXX=$cxx \
             bash -c "set -e; $install
                      cd /check/$src && $venv/bin/python -m pooling --quick
@@ -229,15 +235,20 @@ for cc in gcc clang; do
     # every machine, and minutes under emulation); the README's test command runs them.
     tests="tests -m 'not typecheck'"
     [[ "$suite" == kernels ]] && tests=$KERNEL_TESTS
-    step "$cc: the $suite tests"
-    t0=$SECONDS
-    if chroot "$ARM" env -i HOME=/root PATH=/usr/local/bin:/usr/bin:/bin \
-            bash -c "cd /check/$src && $venv/bin/python -m pytest $(echo $tests) -q -p no:cacheprovider" \
-            >"$TMP/pytest-$cc.log" 2>&1; then
-        echo "$cc: $(tail -n 1 "$TMP/pytest-$cc.log") ($((SECONDS - t0)) s)"
+    step "$cc: the $suite tests, started"
+    chroot "$ARM" env -i HOME=/root PATH=/usr/local/bin:/usr/bin:/bin \
+        bash -c "cd /check/$src && $venv/bin/python -m pytest $(echo $tests) -q -p no:cacheprovider \
+                 --basetemp=/tmp/pytest-$cc" >"$TMP/pytest-$cc.log" 2>&1 &
+    started_tests+=("$cc:$suite:$!:$SECONDS")
+done
+status=0
+for entry in "${started_tests[@]}"; do
+    IFS=: read -r cc suite pid t0 <<<"$entry"
+    if wait "$pid"; then
+        echo "$cc: $(tail -n 1 "$TMP/pytest-$cc.log") ($((SECONDS - t0)) s, or less: waited in turn)"
     else
         tail -n 60 "$TMP/pytest-$cc.log"
-        echo "$cc: the $suite tests FAILED ($((SECONDS - t0)) s)"
+        echo "$cc: the $suite tests FAILED"
         status=1
     fi
 done
