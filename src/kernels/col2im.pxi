@@ -453,8 +453,8 @@ def col2im(const col_t[:, :, ::1] x not None, col_t[:, ::1] y not None, float[:,
     whether grids of strides 2-4 (float32, the 16-bit floats) may be summed in registers
     (pk_col_regs; False forces the general grid, or the rows where phases are longer than a row of
     blocks).  gaps: whether grids and 1-D folds whose blocks are narrower than the stride are copied
-    as the tiled ones (pk_col_tiles; False: summed as the others).  inf_bits: 0, or the +inf pattern of float16 / bfloat16 when x and y
-    hold those bits.  A last axis of stride 1 goes to the scatter, which takes acc: float32 sums
+    as the tiled ones (pk_col_tiles; False: summed as the others).  inf_bits: 0, or the +inf pattern
+    of float16 / bfloat16 when x and y hold those bits.  A last axis of stride 1 goes to the scatter, which takes acc: float32 sums
     for 16-bit floats, of shape (n_threads, rows_per_item * prod(image[1:])), else None.
     """
     cdef Py_ssize_t n = geom.shape[1], last = n - 1, planes = x.shape[0], i, kstep, size
@@ -543,7 +543,7 @@ def col2im(const col_t[:, :, ::1] x not None, col_t[:, ::1] y not None, float[:,
     p.regs = registers and pk_col_regs_fit(_col_kind(<col_t*>NULL, inf_bits), &p)  # (not while tiled)
     if p.tiled and registers and n > 1 and (block[last] < strides[last] or block[last - 1] < strides[last - 1]):
         # A grid with gaps that the registers serve (float32, the 16-bit floats) is summed there: its
-        # rows of a few blocks ran faster so than copied (docs/tuning.md#col2im-gapped-folds).
+        # rows of a few blocks ran faster there than copied (docs/tuning.md#col2im-gapped-folds).
         p.tiled = 0
         p.regs = pk_col_regs_fit(_col_kind(<col_t*>NULL, inf_bits), &p)
         p.tiled = not p.regs
