@@ -454,8 +454,9 @@ def col2im(const col_t[:, :, ::1] x not None, col_t[:, ::1] y not None, float[:,
     (pk_col_regs; False forces the general grid, or the rows where phases are longer than a row of
     blocks).  gaps: whether grids and 1-D folds whose blocks are narrower than the stride are copied
     as the tiled ones (pk_col_tiles; False: summed as the others).  inf_bits: 0, or the +inf pattern
-    of float16 / bfloat16 when x and y hold those bits.  A last axis of stride 1 goes to the scatter, which takes acc: float32 sums
-    for 16-bit floats, of shape (n_threads, rows_per_item * prod(image[1:])), else None.
+    of float16 / bfloat16 when x and y hold those bits.  A last axis of stride 1 goes to the
+    scatter, which takes acc: float32 sums for 16-bit floats, of shape (n_threads, rows_per_item *
+    prod(image[1:])), else None.
     """
     cdef Py_ssize_t n = geom.shape[1], last = n - 1, planes = x.shape[0], i, kstep, size
     if geom[3, last] == 1:
@@ -500,6 +501,7 @@ def col2im(const col_t[:, :, ::1] x not None, col_t[:, ::1] y not None, float[:,
     # The last axis: kernel offset kj lands on phase r = (kj*d - pad) mod s, its block t - q at
     # position t of the phase; likewise the axis before it for the grids.
     cdef Py_ssize_t lph = min(strides[last], image[last]), hph = 0
+    cdef bint copies = 0, gapped = 0
     if n > 1:
         hph = min(strides[last - 1], image[last - 1])
     cdef Py_ssize_t* loff = at
@@ -518,17 +520,17 @@ def col2im(const col_t[:, :, ::1] x not None, col_t[:, ::1] y not None, float[:,
         # blocks, and a row of blocks in the chunk.
         p.grid = ((image[last] + strides[last] - 1) // strides[last] <= nblocks[last]
                   and lph * nblocks[last] * pk_col_unit(_col_kind(<col_t*>NULL, inf_bits)) <= PK_COL_GRID_CHUNK)
-        # Blocks that tile the grid or leave gaps: each pixel one term or none, copied (pk_col_tiles; a
-        # block the image's ends cut through a stack buffer of one block), and at most one prefix a
-        # grid (then the grid's buffer, which may not fit, is never used).
-        # With gaps, elements of 1 and 2 bytes ran faster through the general grid where it holds the
-        # phases (docs/tuning.md#col2im-gapped-folds).
-        p.tiled = (p.maxcomb == 1 and (block[last] == strides[last] and block[last - 1] == strides[last - 1]
-                                       or gaps and block[last] <= strides[last]
-                                       and block[last - 1] <= strides[last - 1]
-                                       and (sizeof(col_t) >= 4 or not p.grid))
-                   and dilations[last] == 1 and dilations[last - 1] == 1
-                   and strides[last] * <Py_ssize_t>sizeof(col_t) <= PK_COL_GRID_CHUNK)
+        # Blocks that tile the grid: each pixel one term, copied (pk_col_tiles; a block the image's
+        # ends cut through a stack buffer of one block), and at most one prefix a grid (then the
+        # grid's buffer, which may not fit, is never used).  Blocks that leave gaps (each pixel one
+        # term or none) likewise, decided below: where the registers do not serve them, and for
+        # elements of 1 and 2 bytes only where the general grid cannot hold the phases
+        # (docs/tuning.md#col2im-gapped-folds).
+        copies = (p.maxcomb == 1 and dilations[last] == 1 and dilations[last - 1] == 1
+                  and strides[last] * <Py_ssize_t>sizeof(col_t) <= PK_COL_GRID_CHUNK)
+        p.tiled = copies and block[last] == strides[last] and block[last - 1] == strides[last - 1]
+        gapped = (copies and gaps and not p.tiled and block[last] <= strides[last]
+                  and block[last - 1] <= strides[last - 1] and (sizeof(col_t) >= 4 or not p.grid))
         p.tph, p.tpw, p.tkh, p.tkw = pads[last - 1], pads[last], block[last - 1], block[last]
         p.grid = p.grid or p.tiled
     else:  # 1-D: blocks that tile the axis or leave gaps (elements of 8 bytes and more: the narrower
@@ -541,12 +543,10 @@ def col2im(const col_t[:, :, ::1] x not None, col_t[:, ::1] y not None, float[:,
     p.n, p.L, p.K, p.image, p.step, p.nbl = n, x.shape[2], x.shape[1], image, strides[last], nblocks[last]
     p.off, p.pre, p.loff, p.last = offs, pres, loff, lpairs
     p.regs = registers and pk_col_regs_fit(_col_kind(<col_t*>NULL, inf_bits), &p)  # (not while tiled)
-    if p.tiled and registers and n > 1 and (block[last] < strides[last] or block[last - 1] < strides[last - 1]):
-        # A grid with gaps that the registers serve (float32, the 16-bit floats) is summed there: its
-        # rows of a few blocks ran faster there than copied (docs/tuning.md#col2im-gapped-folds).
-        p.tiled = 0
-        p.regs = pk_col_regs_fit(_col_kind(<col_t*>NULL, inf_bits), &p)
-        p.tiled = not p.regs
+    # A grid with gaps that the registers serve (float32, the 16-bit floats) is summed there: its rows
+    # of a few blocks ran faster there than copied.
+    if gapped and not p.regs:
+        p.tiled = p.grid = 1
     # (a page between threads' pointers, as MaxPool's scratch: maxpool_launch.pxi's _padded)
     j.kxs = p.maxcomb + 4096 // sizeof(char*)
     j.kx = <const char**>malloc(n_threads * j.kxs * sizeof(char*))
