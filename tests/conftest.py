@@ -125,6 +125,22 @@ def assert_same(actual, expected):
         )
 
 
+def each_position(base, special, **attrs):
+    """(x, want) for each position of `base` in turn holding `special`: x a fresh array (as a copy of
+    base would be), want the twin's MaxPool of it.  The twin pools every x in one call, as the images
+    of one batch (each image is pooled on its own, so its result is the one a call of its own
+    gives): a Python loop of twin calls cost most of the kernel tests' time, above all under
+    emulation and the sanitizers."""
+    from pooling import reference
+
+    xs = np.repeat(base[None], base.size, axis=0)
+    xs.reshape(base.size, -1)[np.arange(base.size), np.arange(base.size)] = special
+    want = reference.max_pool(xs.reshape((-1,) + base.shape[1:]), **attrs)
+    want = want.reshape((base.size, base.shape[0]) + want.shape[1:])
+    for i in range(base.size):
+        yield xs[i].copy(), want[i]
+
+
 def full_attr(value, length=None, default=None):
     """A valid sequence attribute in any form the API accepts (None, an int, a sequence, an array)
     as the tuple of `length` ints it stands for (length None: as many as given)."""

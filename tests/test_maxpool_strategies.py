@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import pooling
-from conftest import POOL_DTYPES, assert_same, for_kind, make_array, to_dtype, to_nhwc
+from conftest import POOL_DTYPES, assert_same, each_position, for_kind, make_array, to_dtype, to_nhwc
 from pooling import _dispatch, _maxpool_strategies, _tuning, maxpool, reference
 from pooling._dtypes import KINDS
 from pooling._maxpool_strategies import Strategy, choose_strategy, launch, serves
@@ -502,10 +502,8 @@ def test_tiles_batch_form_finds_a_special_at_every_position(kind, special, rng):
     shape, attrs = (1, 16, 6, 14), dict(kernel_shape=(2, 2), strides=(2, 2))
     assert _maxpool_strategies.chunk_size(16 * 3, 1) == 3
     base = to_dtype(rng.choice(np.array([-1.0, 0.0]), size=shape), kind)
-    for i in range(base.size):
-        x = base.copy()
-        x.reshape(-1)[i] = special
-        assert_same(pooling.max_pool(x, n_threads=1, _strategy=S.TILES, **attrs), reference.max_pool(x, **attrs))
+    for x, want in each_position(base, special, **attrs):
+        assert_same(pooling.max_pool(x, n_threads=1, _strategy=S.TILES, **attrs), want)
 
 
 @pytest.mark.parametrize("kind", ["float32", "float16", "bfloat16"])
@@ -522,10 +520,8 @@ def test_tiles_one_pass_finds_a_special_at_every_position(shape, kernel, kind, s
     with and without a remainder, in each build and kind; 3-D rows (OW 18, 49) are read side by side."""
     attrs = dict(kernel_shape=kernel, strides=kernel)
     base = to_dtype(rng.choice(np.array([-1.0, 0.0]), size=shape), kind)
-    for i in range(base.size):
-        x = base.copy()
-        x.reshape(-1)[i] = special
-        assert_same(pooling.max_pool(x, n_threads=1, _strategy=S.TILES, **attrs), reference.max_pool(x, **attrs))
+    for x, want in each_position(base, special, **attrs):
+        assert_same(pooling.max_pool(x, n_threads=1, _strategy=S.TILES, **attrs), want)
 
 
 @pytest.mark.parametrize("kind", ["float32", "float16", "bfloat16"])
@@ -543,11 +539,8 @@ def test_rows_first_stride_2_finds_a_special_at_every_position(shape, attrs, kin
     attrs = dict(attrs, kernel_shape=(3, 3), strides=(2, 2))
     assert serves(S.ROWS_FIRST, _plan(shape, **attrs), kind, False)
     base = to_dtype(rng.choice(np.array([-1.0, 0.0]), size=shape), kind)
-    for i in range(base.size):
-        x = base.copy()
-        x.reshape(-1)[i] = special
-        assert_same(pooling.max_pool(x, n_threads=1, _strategy=S.ROWS_FIRST, **attrs),
-                    reference.max_pool(x, **attrs))
+    for x, want in each_position(base, special, **attrs):
+        assert_same(pooling.max_pool(x, n_threads=1, _strategy=S.ROWS_FIRST, **attrs), want)
 
 
 def _integer_bits(rng, shape, kind):
@@ -1042,11 +1035,9 @@ def test_narrow_16_bit_keys_find_a_special_at_every_position(shape, attrs, kind,
     base = to_dtype(rng.choice(np.array([-1.0, 0.0]), size=shape), kind)
     if not serves(S.NARROW, _plan(shape, **attrs), kind, False):
         pytest.skip("rows wider than NARROW takes here")
-    for i in range(base.size):
-        x = base.copy()
-        x.reshape(-1)[i] = special
+    for x, want in each_position(base, special, **attrs):
         for nt in (1, 2):
-            assert_same(pooling.max_pool(x, n_threads=nt, _strategy=S.NARROW, **attrs), reference.max_pool(x, **attrs))
+            assert_same(pooling.max_pool(x, n_threads=nt, _strategy=S.NARROW, **attrs), want)
 
 
 @pytest.mark.parametrize("data", ["plain", "bits"])
