@@ -128,24 +128,43 @@ static inline void pk_col_ahead(const void* a, const void* b, const void* c, con
 /* The vector steps a run of the gather takes before its loop by value (n sources a..d, n a
  * constant): none where the compiler vectorises that loop itself; float16 with F16C, eight terms a
  * step widened in hardware, which GCC does not vectorise (it leaves one vcvtph2ps a value), and the
- * software widening cost as much as the sums (docs/tuning.md#col2im-gather). */
+ * software widening cost as much as the sums (docs/tuning.md#col2im-gather); on aarch64 the same,
+ * four terms a step (FCVTL). */
 #define PK_COL_NOVEC(y, t, t1, n, a, b, c, d) ((void)0)
 #if PK_F16C
-static inline __m256 pk_col_f16c_add(__m256 v, const uint16_t* p)
+#define PK_COL_F16V 1
+enum { PK_COL_F16_STEP = 8 };
+typedef __m256 pk_col_f16v;
+static inline __m256 pk_col_f16v_ld(const float* p) { return _mm256_loadu_ps(p); }
+static inline void pk_col_f16v_st(float* p, __m256 v) { _mm256_storeu_ps(p, v); }
+static inline __m256 pk_col_f16v_add(__m256 v, const uint16_t* p)
 {
-    __m256 x = pk_f16x8_to_f32(p);  /* pk_sum_keep_nan, eight lanes */
+    __m256 x = pk_f16x8_to_f32(p);  /* pk_sum_keep_nan, a lane each */
     return _mm256_add_ps(v, _mm256_and_ps(x, _mm256_cmp_ps(v, v, _CMP_EQ_OQ)));
 }
+#elif defined(__aarch64__) && defined(__GNUC__)
+#define PK_COL_F16V 1
+enum { PK_COL_F16_STEP = 4 };
+typedef float32x4_t pk_col_f16v;
+static inline float32x4_t pk_col_f16v_ld(const float* p) { return vld1q_f32(p); }
+static inline void pk_col_f16v_st(float* p, float32x4_t v) { vst1q_f32(p, v); }
+static inline float32x4_t pk_col_f16v_add(float32x4_t v, const uint16_t* p)
+{
+    float32x4_t x = vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p)));
+    return vaddq_f32(v, vreinterpretq_f32_u32(vandq_u32(vreinterpretq_u32_f32(x), vceqq_f32(v, v))));
+}
+#endif
+#if defined(PK_COL_F16V)
 #define PK_COL_F16C(y, t, t1, n, a, b, c, d)                                                        \
-    for (; (t) + 8 <= (t1); (t) += 8) {                                                             \
-        __m256 v_ = pk_col_f16c_add(_mm256_loadu_ps((y) + (t)), (a) + (t));                         \
+    for (; (t) + PK_COL_F16_STEP <= (t1); (t) += PK_COL_F16_STEP) {                                 \
+        pk_col_f16v v_ = pk_col_f16v_add(pk_col_f16v_ld((y) + (t)), (a) + (t));                     \
         if ((n) > 1)                                                                                \
-            v_ = pk_col_f16c_add(v_, (b) + (t));                                                    \
+            v_ = pk_col_f16v_add(v_, (b) + (t));                                                    \
         if ((n) > 2)                                                                                \
-            v_ = pk_col_f16c_add(v_, (c) + (t));                                                    \
+            v_ = pk_col_f16v_add(v_, (c) + (t));                                                    \
         if ((n) > 3)                                                                                \
-            v_ = pk_col_f16c_add(v_, (d) + (t));                                                    \
-        _mm256_storeu_ps((y) + (t), v_);                                                            \
+            v_ = pk_col_f16v_add(v_, (d) + (t));                                                    \
+        pk_col_f16v_st((y) + (t), v_);                                                              \
     }
 #else
 #define PK_COL_F16C PK_COL_NOVEC
@@ -371,10 +390,11 @@ PK_COL_STORE(pk_col_store_c128, pk_col_c128, pk_col_c128, pk_col_id)
 PK_COL_STORE(pk_col_store_bf16, uint16_t, float, pk_f32_to_bf16)
 PK_COL_STORE(pk_col_store_u8, uint8_t, uint8_t, pk_col_id)
 PK_COL_STORE(pk_col_store_u16, uint16_t, uint16_t, pk_col_id)
-#if PK_F16C
-/* float16 with F16C: the phase rows narrowed eight values a step into a copy, which is then stored
- * as uint16's (the conversion by value, inside the interleave, cost as much as the sums).  The
- * accumulators always lie in a buffer of PK_COL_GRID_CHUNK bytes, so the copy's rows fit. */
+#if PK_F16C || defined(__GNUC__)
+/* float16: the phase rows narrowed a register at a time (pk_f32_to_f16_run) into a copy, which is
+ * then stored as uint16's (the conversion by value, inside the interleave, cost as much as the
+ * sums).  The accumulators always lie in a buffer of PK_COL_GRID_CHUNK bytes, so the copy's rows
+ * fit. */
 static PK_NOINLINE void pk_col_store_f16(void* y, const void* acc, ptrdiff_t r0, ptrdiff_t r1,
                                          ptrdiff_t ld, ptrdiff_t s, ptrdiff_t c0, ptrdiff_t c1,
                                          ptrdiff_t w0, ptrdiff_t w1)
@@ -776,11 +796,21 @@ enum {
     PK_COL_REG_ROW = 2048   /* a 16-bit row's float32 sums, at most, before they are rounded */
 };
 
+/* Whether the register rows take float16: where it widens in hardware, F16C or aarch64's FCVTL (one
+ * instruction a register, as bfloat16's shift).  Widened in software (pk_f16_to_f32 a register at a
+ * time: ten operations for four terms) the rows were no faster than the general grid in the x86
+ * baseline build (docs/tuning.md#col2im-float16-without-f16c). */
+#if (PK_F16C && PK_SIMD_BYTES >= 32) || (defined(__aarch64__) && PK_SIMD_BYTES == 16)
+#define PK_COL_F16_REGS 1
+#else
+#define PK_COL_F16_REGS 0
+#endif
+
 typedef uint16_t pk_col_hv __attribute__((vector_size(PK_COL_VL * 2)));
 typedef uint32_t pk_col_uv __attribute__((vector_size(PK_COL_VL * 4)));
 
-/* s + the PK_COL_VL terms at src of a kind, widened to float32 (exactly; float16 only with F16C,
- * pk_col_regs_fit), the lanes outside keep +0; a sum that is NaN keeps its bits (pk_sum_keep_nan) */
+/* s + the PK_COL_VL terms at src of a kind, widened to float32 (exactly; float16 only where
+ * PK_COL_F16_REGS), the lanes outside keep +0; a sum that is NaN keeps its bits (pk_sum_keep_nan) */
 static PK_ALWAYS_INLINE pk_colv pk_col_reg_add(const int kind, pk_colv s, const char* src, pk_colm keep)
 {
     pk_colv v;
@@ -800,6 +830,10 @@ static PK_ALWAYS_INLINE pk_colv pk_col_reg_add(const int kind, pk_colv s, const 
 #if PK_F16C && PK_SIMD_BYTES >= 32
     } else if (kind == PK_COL_F16) {
         __m256 w = pk_f16x8_to_f32((const uint16_t*)src);
+        memcpy(&v, &w, sizeof v);
+#elif PK_COL_F16_REGS
+    } else if (kind == PK_COL_F16) {
+        float32x4_t w = vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const uint16_t*)src)));
         memcpy(&v, &w, sizeof v);
 #endif
     } else {
@@ -958,13 +992,10 @@ static PK_ALWAYS_INLINE void pk_col_regs_n(const int kind, const int s, const pk
             if (t1 == last)
                 break;
         }
-        if (kind == PK_COL_BF16) {
+        if (kind == PK_COL_BF16)
             pk_f32_to_bf16_run((uint16_t*)yh, sums, W);
-#if PK_F16C && PK_SIMD_BYTES >= 32
-        } else if (kind == PK_COL_F16) {
+        else if (kind == PK_COL_F16)
             pk_f32_to_f16_run((uint16_t*)yh, sums, W);
-#endif
-        }
     }
 }
 
@@ -1012,7 +1043,7 @@ static void pk_col_regs_f32(const pk_col_ops* ops, const pk_col_plan* p, const c
             pk_col_regs_n(kind, 2, ops, p, kx, ncomb, y, h0, h1, x, ahead, n0, n1, 0, 0, sums);     \
     }
 PK_COL_REGS_HALF(pk_col_regs_bf16, PK_COL_BF16)
-#if PK_F16C && PK_SIMD_BYTES >= 32
+#if PK_COL_F16_REGS
 PK_COL_REGS_HALF(pk_col_regs_f16, PK_COL_F16)
 #endif
 #undef PK_COL_REGS_HALF
@@ -1022,7 +1053,7 @@ static void pk_col_regs(const pk_col_ops* ops, const pk_col_plan* p, const char*
 {
     if (ops == &pk_col_kinds[PK_COL_BF16])
         pk_col_regs_bf16(ops, p, kx, ncomb, y, h0, h1, x, ahead);
-#if PK_F16C && PK_SIMD_BYTES >= 32
+#if PK_COL_F16_REGS
     else if (ops == &pk_col_kinds[PK_COL_F16])
         pk_col_regs_f16(ops, p, kx, ncomb, y, h0, h1, x, ahead);
 #endif
@@ -1036,10 +1067,7 @@ static inline int pk_col_regs_fit(int kind, const pk_col_plan* p)
 {
 #if PK_SIMD
     ptrdiff_t s = p->step, W = p->image[p->n - 1], tw = (W + s - 1) / s, tlo, thi, most = 0;
-    int half = kind == PK_COL_BF16;
-#if PK_F16C && PK_SIMD_BYTES >= 32
-    half = half || kind == PK_COL_F16;
-#endif
+    int half = kind == PK_COL_BF16 || (PK_COL_F16_REGS && kind == PK_COL_F16);
     if (!((kind == PK_COL_FLOAT || (half && W <= PK_COL_REG_ROW)) && p->n >= 2 && !p->tiled && s >= 2 && s <= 4
           && p->lph == s && tw >= PK_COL_VL))
         return 0;

@@ -14,6 +14,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#if defined(__aarch64__) && defined(__GNUC__) && !defined(__F16C__)
+#include <arm_neon.h>
+#endif
 
 static inline uint32_t pk_f32_bits(float f)
 {
@@ -136,5 +139,48 @@ static inline void pk_f32_to_f16_run(uint16_t* y, const float* a, ptrdiff_t n)
 }
 #else
 #define PK_F16C 0
+/* y[i] = pk_f32_to_f16(a[i]), i < n; y and a do not overlap.  Without F16C a register of values a
+ * step: on aarch64 in hardware (FCVTN rounds to nearest even in the default mode and keeps the
+ * NaN rule above), elsewhere with GCC's vector extensions, pk_f32_to_f16's selects as masks (a loop
+ * of it stays scalar); the last ones again where n is not whole steps. */
+static inline void pk_f32_to_f16_run(uint16_t* y, const float* a, ptrdiff_t n)
+{
+    ptrdiff_t i = 0;
+#if defined(__aarch64__) && defined(__GNUC__)
+    for (; n >= 4; i += 4) {
+        i = i + 4 <= n ? i : n - 4;
+        vst1_u16(y + i, vreinterpret_u16_f16(vcvt_f16_f32(vld1q_f32(a + i))));
+        if (i + 4 >= n)
+            return;
+    }
+#elif defined(__GNUC__)
+    typedef uint32_t u32v __attribute__((vector_size(16)));
+    typedef float f32v __attribute__((vector_size(16)));
+    typedef uint16_t u16v __attribute__((vector_size(8)));
+    for (; n >= 4; i += 4) {
+        i = i + 4 <= n ? i : n - 4;
+        u32v x, sub;
+        f32v m;
+        memcpy(&x, a + i, sizeof x);
+        u32v mag = x & 0x7fffffffu;
+        u32v normal = (mag + 0xc8000fffu + ((mag >> 13) & 1u)) >> 13;
+        memcpy(&m, &mag, sizeof m);
+        m = m + 0.5f;
+        memcpy(&sub, &m, sizeof sub);
+        sub -= 0x3f000000u;
+        u32v nan = 0x7e00u | ((mag >> 13) & 0x3ffu);
+        u32v low = (u32v)(mag < 0x38800000u), big = (u32v)(mag >= 0x47800000u);
+        u32v bad = (u32v)(mag > 0x7f800000u);
+        u32v r = (((sub & low) | (normal & ~low)) & ~big) | (0x7c00u & big);
+        r = (nan & bad) | (r & ~bad);
+        u16v h = __builtin_convertvector(((x >> 16) & 0x8000u) | r, u16v);
+        memcpy(y + i, &h, sizeof h);
+        if (i + 4 >= n)
+            return;
+    }
+#endif
+    for (; i < n; i++)
+        y[i] = pk_f32_to_f16(a[i]);
+}
 #endif
 #endif

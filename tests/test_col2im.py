@@ -203,8 +203,9 @@ def test_forms_match_reference(rng, monkeypatch, kind, image, attrs, form, prefe
     monkeypatch.setattr(sys.modules["pooling.col2im"], "_GAPS", not prefetch)
     attrs = full_attrs(image, **attrs)
     x = columns(rng, kind, image, attrs, batch=2, channels=3)
+    want = reference.col2im(x, image, **attrs)
     for nt in (1, 2, 3):
-        assert_same_or_nan(pooling.col2im(x, image, **attrs, n_threads=nt), reference.col2im(x, image, **attrs))
+        assert_same_or_nan(pooling.col2im(x, image, **attrs, n_threads=nt), want)
 
 
 def test_prefetch_rule(monkeypatch):
@@ -411,15 +412,16 @@ def test_16bit_every_pattern_through_the_kernel(kind):
     assert ybits[0x8000] == 0  # -0.0 + the +0.0 start is +0.0
 
 
-@pytest.mark.parametrize("form", ["gather 1-D", "gather 2-D", "tiled 1-D", "tiled 2-D", "tiled 2-D padded",
-                                  "gapped 2-D"])
+@pytest.mark.parametrize("form", ["gather 1-D", "gather 2-D", "registers 2-D", "tiled 1-D", "tiled 2-D",
+                                  "tiled 2-D padded", "gapped 2-D"])
 @pytest.mark.parametrize("kind", ["float16", "bfloat16"])
 @pytest.mark.parametrize("n_threads", [1, 2])
 def test_16bit_every_pattern_through_the_strided_paths(kind, form, n_threads):
     # The gather by phases (k3 s2), whose 16-bit runs widen eight terms a step and whose stores narrow
-    # eight sums a step where the build has F16C, and the tiled copies (block = stride), which make
-    # each value a sum of its one term eight a step (block <= stride: gaps are zero).  Gather: every
-    # pattern is a term (odd positions:
+    # eight sums a step where the build has F16C; the register rows (k3 s2, rows of at most 2048
+    # values), which widen a register of terms a step and narrow a row's sums in every vector build;
+    # and the tiled copies (block = stride), which make each value a sum of its one term eight a step
+    # (block <= stride: gaps are zero).  Gather and registers: every pattern is a term (odd positions:
     # its only one; even positions: the first of two, the second another pattern, so the sums round
     # at ties, overflow and underflow to subnormals).  Tiled: every pattern is a pixel's one term.
     bits = np.arange(65536, dtype=np.uint32).astype(np.uint16)
@@ -427,8 +429,10 @@ def test_16bit_every_pattern_through_the_strided_paths(kind, form, n_threads):
     if form == "gather 1-D":
         image, block, strides = (2 * 65536 + 1,), (3,), (2,)
         x = np.stack([bits, bits, np.roll(bits, 4099)])
-    elif form == "gather 2-D":
-        image, block, strides = (2 * 64 + 1, 2 * 1024 + 1), (3, 3), (2, 2)
+    elif form in ("gather 2-D", "registers 2-D"):
+        # rows of up to PK_COL_REG_ROW values go through the register rows, in every build
+        width = 1024 if form == "gather 2-D" else 512
+        image, block, strides = (2 * (65536 // width) + 1, 2 * width + 1), (3, 3), (2, 2)
         x = np.stack([np.roll(bits, 97 * k) for k in range(9)])
     elif form == "tiled 1-D":
         image, block, strides = (4 * 16384,), (4,), (4,)
@@ -447,7 +451,7 @@ def test_16bit_every_pattern_through_the_strided_paths(kind, form, n_threads):
     want = reference.col2im(x, image, block, **attrs)
     assert_same_or_nan(y, want)
     rank = len(image)
-    one = (Ellipsis,) + (slice(1, None, 2),) * rank if form.startswith("gather") else Ellipsis
+    one = (Ellipsis,) + (slice(1, None, 2),) * rank if form.startswith(("gather", "registers")) else Ellipsis
     assert_same(y[one], want[one])  # one term each: exact bits, NaN included
 
 
