@@ -20,7 +20,8 @@ flags (no -march=native): wheels must run on any CPU of their platform's
 baseline, and carry no debug information
 (Python's own CFLAGS usually have -g, which made each kernel build 6-7 MB
 instead of about 1 MB).  -g in $CFLAGS keeps debug information without
-POOLING_DEBUG's checks (for profilers).  The compiler command, flags and OpenMP
+POOLING_DEBUG's checks (for profilers); an -O level in $CFLAGS replaces -O3
+(tools/sanitize.sh builds with -O1, half the compile time).  The compiler command, flags and OpenMP
 settings are written to pooling/_build_info.py (generated, never committed)
 for pooling.show_config().
 
@@ -212,6 +213,13 @@ def _probe_openmp(compiler):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _optimize_flags():
+    """-O3, unless $CFLAGS chooses a level (any -O... there)."""
+    if any(flag.startswith("-O") for flag in shlex.split(os.environ.get("CFLAGS", ""))):
+        return []
+    return ["-O3"]
+
+
 def _debug_info_flags(compiler):
     """-g for POOLING_DEBUG=1 builds, -g0 otherwise, unless $CFLAGS chooses (any -g... there)."""
     if compiler.compiler_type == "msvc":  # its flags carry no debug information
@@ -382,7 +390,7 @@ class BuildExt(build_ext):
                 # Functions start on 64-byte lines, so the hot loops inside one sit where its own
                 # code puts them: without it an unrelated change elsewhere in the module moved
                 # ROWS_FIRST's body by 16 bytes and slowed it (docs/tuning.md#function-alignment-setuppy).
-                ext.extra_compile_args += ["-O3", "-std=c11", "-falign-functions=64"]
+                ext.extra_compile_args += _optimize_flags() + ["-std=c11", "-falign-functions=64"]
             ext.extra_compile_args += self._debug_info_flags
             if flags is not None:
                 ext.extra_compile_args += flags[0]
