@@ -15,6 +15,16 @@ from pooling._maxpool_strategies import Strategy
 KERNEL_TESTS = ["test_maxpool_values.py", "test_maxpool_nhwc.py", "test_maxunpool.py",
                 "test_maxunpool_nhwc.py", "test_col2im.py", "test_threads.py", "test_maxpool_strategies.py",
                 "test_twin.py", "test_index_format.py"]
+# With them, the tests that run the compiled code other ways: the gradient, large inputs, hostile
+# inputs, reused result blocks, fuzzing, processes and threads around the pool, the build's report
+# and cache sizes, the ONNX cross-checks.  The rest (argument errors, shapes and versions, memory
+# growth, the docs, the packaging, the main job, the front ends) checks Python code and files
+# whose results are the same on every machine: tools/check_aarch64.sh leaves it to the x86 run
+# under emulation (gcc=native).
+NATIVE_TESTS = KERNEL_TESTS + ["test_maxpool_grad.py", "test_maxpool_large.py", "test_hostile_inputs.py",
+                               "test_result_cache.py", "test_fuzz.py", "test_processes.py", "test_concurrency.py",
+                               "test_config.py", "test_tuning.py", "test_maxpool_hand.py", "test_maxpool_onnx.py",
+                               "test_col2im_onnx.py", "test_maxunpool_onnx.py", "test_onnx_integration.py"]
 
 
 OTHER_LEVELS = [lv for lv in _dispatch.available if lv != _dispatch.level]
@@ -57,6 +67,17 @@ def test_other_builds_pass_the_kernel_tests(level, other_build_runs):
     output = log.read()
     assert returncode == 0, output[-5000:]
     assert " passed" in output
+
+
+def test_the_lists_of_tests_name_test_files():
+    """KERNEL_TESTS and NATIVE_TESTS (run by tools/check_aarch64.sh and check_portable.sh) name test
+    files that exist, each once."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    assert len(set(NATIVE_TESTS)) == len(NATIVE_TESTS)
+    assert set(KERNEL_TESTS) <= set(NATIVE_TESTS)
+    for name in NATIVE_TESTS:
+        assert os.path.isfile(os.path.join(here, name)), name
+    assert "test_simd.py" not in NATIVE_TESTS  # the scripts add it
 
 
 def test_dispatch_choice_and_report():

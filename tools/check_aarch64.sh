@@ -12,12 +12,13 @@
 #      against the root's Python headers and OpenMP runtimes, at native speed; with build=native
 #      built inside the root under emulation (`pip install <sdist>`), 10-20 times slower;
 #   4. inside the root: a fresh virtual environment with the wheel and the test extras,
-#      `python -m pooling --quick`, and the tests from the sdist: the whole suite, or with `kernels`
-#      the kernel tests (tests/test_simd.py's KERNEL_TESTS: every strategy x dtype x rank against
-#      the twin, index formats, NHWC, MaxUnpool, Col2Im).
+#      `python -m pooling --quick`, and the tests from the sdist: with `full` the whole suite (less
+#      the type checkers), with `native` the tests that run the compiled code (tests/test_simd.py's
+#      NATIVE_TESTS), with `kernels` the kernel tests (its KERNEL_TESTS: every strategy x dtype x
+#      rank against the twin, index formats, NHWC, MaxUnpool, Col2Im).
 #
-# Usage: bash tools/check_aarch64.sh [gcc=full|kernels|no] [clang=full|kernels|no] [build=cross|native]
-#        (default: gcc=full clang=kernels build=cross; CHECK_AARCH64_ROOT=DIR reuses or keeps the
+# Usage: bash tools/check_aarch64.sh [gcc=S] [clang=S] [build=cross|native], S full, native, kernels
+#        or no (default: gcc=native clang=kernels build=cross; CHECK_AARCH64_ROOT=DIR reuses or keeps the
 #        arm64 root, CHECK_AARCH64_KEEP=1 keeps the temporary folder). Needs root (chroot,
 #        binfmt_misc) and the Debian packages qemu-user-static, binfmt-support and mmdebstrap, and for
 #        build=cross gcc-aarch64-linux-gnu and clang (each installed if missing).
@@ -36,15 +37,15 @@ step() { printf '\n== check_aarch64 [%4ds] %s\n' $((SECONDS - started)) "$*"; }
 fail() { printf '\ncheck_aarch64: FAILED: %s\n' "$*" >&2; exit 1; }
 skip() { printf '\ncheck_aarch64: SKIPPED: %s\n' "$*" >&2; exit 77; }
 
-declare -A SUITE=([gcc]=full [clang]=kernels)
+declare -A SUITE=([gcc]=native [clang]=kernels)
 BUILD=cross
 for arg in "$@"; do
     if [[ "$arg" =~ ^build=(cross|native)$ ]]; then
         BUILD=${BASH_REMATCH[1]}
         continue
     fi
-    [[ "$arg" =~ ^(gcc|clang)=(full|kernels|no)$ ]] ||
-        fail "unknown argument $arg (gcc=|clang= full, kernels or no; build= cross or native)"
+    [[ "$arg" =~ ^(gcc|clang)=(full|native|kernels|no)$ ]] ||
+        fail "unknown argument $arg (gcc=|clang= full, native, kernels or no; build= cross or native)"
     SUITE[${BASH_REMATCH[1]}]=${BASH_REMATCH[2]}
 done
 
@@ -148,13 +149,23 @@ cp "$sdist" "$ARM/check/"
 tar -xzf "$sdist" -C "$ARM/check"
 src=$(cd "$ARM/check" && ls -d */ | head -n 1)
 
-# The kernel tests: tests/test_simd.py's list (every forced strategy x dtype x rank against the
-# twin, index formats, NHWC, MaxUnpool, Col2Im, threads), and test_simd.py itself.
-KERNEL_TESTS="$("$PYTHON" -c 'import ast, sys
-tree = ast.parse(open(sys.argv[1]).read())
-names = next(ast.literal_eval(n.value) for n in tree.body
-             if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "KERNEL_TESTS")
-print(" ".join("tests/" + f for f in names + ["test_simd.py"]))' "$REPO/tests/test_simd.py")"
+# The kernel tests: tests/test_simd.py's KERNEL_TESTS (every forced strategy x dtype x rank against
+# the twin, index formats, NHWC, MaxUnpool, Col2Im, threads), and test_simd.py itself; the native
+# tests: its NATIVE_TESTS (the kernel tests and the others that run the compiled code), and
+# test_simd.py.
+test_list() {
+    "$PYTHON" -c 'import ast, sys
+names = {}
+for n in ast.parse(open(sys.argv[1]).read()).body:
+    if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name):
+        if n.targets[0].id == "KERNEL_TESTS":
+            names["KERNEL_TESTS"] = ast.literal_eval(n.value)
+        elif n.targets[0].id == "NATIVE_TESTS":  # KERNEL_TESTS + [...]
+            names["NATIVE_TESTS"] = names["KERNEL_TESTS"] + ast.literal_eval(n.value.right)
+print(" ".join("tests/" + f for f in names[sys.argv[2]] + ["test_simd.py"]))' "$REPO/tests/test_simd.py" "$1"
+}
+declare -A TESTS=([full]="tests -m 'not typecheck'" [native]="$(test_list NATIVE_TESTS)"
+                  [kernels]="$(test_list KERNEL_TESTS)")
 
 # build=cross: the root's Python must be the tools' Python version (the wheel's tag, its headers).
 pyver=$(chroot "$ARM" python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')
@@ -231,10 +242,9 @@ for cc in gcc clang; do
             2>&1 | tail -n 25; then
         fail "$cc: install or python -m pooling --quick"
     fi
-    # The whole suite less the type checkers (mypy and pyright read the annotations: the same on
-    # every machine, and minutes under emulation); the README's test command runs them.
-    tests="tests -m 'not typecheck'"
-    [[ "$suite" == kernels ]] && tests=$KERNEL_TESTS
+    # full: the whole suite less the type checkers (mypy and pyright read the annotations: the same
+    # on every machine, and minutes under emulation; the README's test command runs them).
+    tests=${TESTS[$suite]}
     step "$cc: the $suite tests, started"
     chroot "$ARM" env -i HOME=/root PATH=/usr/local/bin:/usr/bin:/bin \
         bash -c "cd /check/$src && $venv/bin/python -m pytest $(echo $tests) -q -p no:cacheprovider \
