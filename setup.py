@@ -21,8 +21,8 @@ baseline, and carry no debug information
 (Python's own CFLAGS usually have -g, which made each kernel build 6-7 MB
 instead of about 1 MB).  -g in $CFLAGS keeps debug information without
 POOLING_DEBUG's checks (for profilers); an -O level in $CFLAGS replaces -O3
-(tools/sanitize.sh builds with -O1, half the compile time).  The compiler command, flags and OpenMP
-settings are written to pooling/_build_info.py (generated, never committed)
+(tools/sanitize.sh builds with -O1, half the compile time).  The compiler
+command, flags and OpenMP settings are written to pooling/_build_info.py (generated, never committed)
 for pooling.show_config().
 
 Builds are reused (see _cythonize and BuildExt.build_extensions): `pip install .`
@@ -213,11 +213,14 @@ def _probe_openmp(compiler):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _cflags_choose(prefix):
+    """Whether $CFLAGS has a flag starting with `prefix` (then setup.py adds none of its own)."""
+    return any(flag.startswith(prefix) for flag in shlex.split(os.environ.get("CFLAGS", "")))
+
+
 def _optimize_flags():
     """-O3, unless $CFLAGS chooses a level (any -O... there)."""
-    if any(flag.startswith("-O") for flag in shlex.split(os.environ.get("CFLAGS", ""))):
-        return []
-    return ["-O3"]
+    return [] if _cflags_choose("-O") else ["-O3"]
 
 
 def _debug_info_flags(compiler):
@@ -226,7 +229,7 @@ def _debug_info_flags(compiler):
         return []
     if debug:
         return ["-g"]
-    if any(flag.startswith("-g") for flag in shlex.split(os.environ.get("CFLAGS", ""))):
+    if _cflags_choose("-g"):
         return []
     # Python's own CFLAGS (sysconfig) usually have -g; a later -g0 cancels it.
     return ["-g0"]
