@@ -15,6 +15,12 @@
  * block cache work as before.  The array records its handler, so its free comes here whatever
  * handler is current then.
  *
+ * Every block this handler hands out starts on a 64-byte boundary (PK_RESULT_ALIGN), a cache line:
+ * numpy's own blocks start 16 bytes into one, and a kernel that streams its result past the caches
+ * in whole lines then has a part line at each row's ends (docs/tuning.md#result-alignment).  The
+ * block from numpy's default handler is PK_RESULT_PAD bytes longer; the 16 bytes before the
+ * aligned start record where it begins and how long it is.
+ *
  * Thread-safe: one lock around the table (numpy calls these with or without the GIL).
  */
 #ifndef POOLING_RESULTS_H
@@ -22,6 +28,7 @@
 
 #include <Python.h>
 #include <pythread.h>
+#include <stdint.h>
 #include <string.h>
 #include <numpy/arrayobject.h>
 
@@ -42,6 +49,46 @@ static size_t pk_keep_limit = (size_t)256 << 20;
 static PyThread_type_lock pk_keep_lock;
 static PyDataMemAllocator pk_default_allocator;
 
+#define PK_RESULT_ALIGN 64
+/* Room for the header (16 bytes) and the alignment, from any block aligned to at least 8 bytes. */
+#define PK_RESULT_PAD (PK_RESULT_ALIGN + 16)
+
+typedef struct {
+    void* raw;         /* the block numpy's default handler gave */
+    size_t raw_size;   /* its bytes */
+} pk_result_header;
+
+/* The aligned start inside `raw` (raw_size bytes from the default handler), its header written;
+ * NULL where raw is. */
+static void* pk_result_place(void* raw, size_t raw_size) {
+    if (!raw) return NULL;
+    uintptr_t start = ((uintptr_t)raw + 16 + PK_RESULT_ALIGN - 1) & ~(uintptr_t)(PK_RESULT_ALIGN - 1);
+    pk_result_header h = {raw, raw_size};
+    memcpy((char*)start - sizeof h, &h, sizeof h);
+    return (void*)start;
+}
+
+static pk_result_header pk_result_header_of(void* ptr) {
+    pk_result_header h;
+    memcpy(&h, (char*)ptr - sizeof h, sizeof h);
+    return h;
+}
+
+/* A fresh aligned block of `size` bytes (zeroed where `zeros`); NULL if there is no memory. */
+static void* pk_result_new(size_t size, int zeros) {
+    if (size > (size_t)-1 - PK_RESULT_PAD) return NULL;
+    size_t raw_size = size + PK_RESULT_PAD;
+    void* raw = zeros ? pk_default_allocator.calloc(pk_default_allocator.ctx, 1, raw_size)
+                      : pk_default_allocator.malloc(pk_default_allocator.ctx, raw_size);
+    return pk_result_place(raw, raw_size);
+}
+
+static void pk_result_release(void* ptr) {
+    if (!ptr) return;
+    pk_result_header h = pk_result_header_of(ptr);
+    pk_default_allocator.free(pk_default_allocator.ctx, h.raw, h.raw_size);
+}
+
 static void* pk_results_malloc(void* ctx, size_t size) {
     (void)ctx;
     if (size >= PK_KEEP_MIN) {
@@ -59,17 +106,25 @@ static void* pk_results_malloc(void* ctx, size_t size) {
         PyThread_release_lock(pk_keep_lock);
         if (found) return found;
     }
-    return pk_default_allocator.malloc(pk_default_allocator.ctx, size);
+    return pk_result_new(size, 0);
 }
 
 static void* pk_results_calloc(void* ctx, size_t nelem, size_t elsize) {
     (void)ctx;
-    return pk_default_allocator.calloc(pk_default_allocator.ctx, nelem, elsize);
+    if (elsize && nelem > (size_t)-1 / elsize) return NULL;
+    return pk_result_new(nelem * elsize, 1);
 }
 
 static void* pk_results_realloc(void* ctx, void* ptr, size_t new_size) {
     (void)ctx;
-    return pk_default_allocator.realloc(pk_default_allocator.ctx, ptr, new_size);
+    if (!ptr) return pk_result_new(new_size, 0);
+    void* moved = pk_result_new(new_size, 0);
+    if (!moved) return NULL;  /* ptr stays valid, as realloc's contract says */
+    pk_result_header h = pk_result_header_of(ptr);
+    size_t old_size = h.raw_size - (size_t)((char*)ptr - (char*)h.raw);
+    memcpy(moved, ptr, old_size < new_size ? old_size : new_size);
+    pk_default_allocator.free(pk_default_allocator.ctx, h.raw, h.raw_size);
+    return moved;
 }
 
 /* Keep the blocks of the newest `count` entries whose bytes fit under `limit`; hand the others
@@ -86,7 +141,7 @@ static int pk_keep_trim(int count, size_t limit, pk_kept_block* out) {
 }
 
 static void pk_keep_free_all(const pk_kept_block* blocks, int n) {
-    for (int i = 0; i < n; i++) pk_default_allocator.free(pk_default_allocator.ctx, blocks[i].ptr, blocks[i].size);
+    for (int i = 0; i < n; i++) pk_result_release(blocks[i].ptr);
 }
 
 static void pk_results_free(void* ctx, void* ptr, size_t size) {
@@ -108,7 +163,7 @@ static void pk_results_free(void* ctx, void* ptr, size_t size) {
         pk_keep_free_all(gone, n);
         if (kept) return;
     }
-    pk_default_allocator.free(pk_default_allocator.ctx, ptr, size);
+    pk_result_release(ptr);
 }
 
 static PyDataMem_Handler pk_results_handler = {

@@ -89,18 +89,20 @@ KEEP_MIN_BYTES = PK_KEEP_MIN
 KEEP_BLOCKS = PK_KEEP_SLOTS
 
 
-def empty_result(shape, dtype, bint zeros=False):
+def empty_result(shape, dtype, bint zeros=False, bint aligned=False):
     """np.empty(shape, dtype), its block (at least KEEP_MIN_BYTES) reused from a freed result.
 
     Allocated under numpy's memory handler "pooling_results" (include/pooling_results.h),
-    which takes a kept block of exactly the bytes asked for where it holds one, and keeps the
-    block when the array is freed.  Where the calling context has a handler other than numpy's
-    default (one the user set), or the limit is below one block, this is np.empty.
+    which takes a kept block of exactly the bytes asked for where it holds one, keeps the
+    block when the array is freed, and starts every block on a 64-byte boundary.  Where the
+    calling context has a handler other than numpy's default (one the user set), or the limit
+    is below one block and not `aligned`, this is np.empty.
     zeros: np.zeros instead, from the system's zero pages (calloc takes no kept block), but kept
     when freed like any other.
+    aligned: under the handler whatever the limit, for its alignment (blocks of any size).
     """
     make = np.zeros if zeros else np.empty
-    if pk_keep_get_limit() < PK_KEEP_MIN or not pk_handler_is_default():
+    if not pk_handler_is_default() or (not aligned and pk_keep_get_limit() < PK_KEEP_MIN):
         return make(shape, dtype)
     previous = PyDataMem_SetHandler(_results_handler)
     try:

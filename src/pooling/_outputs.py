@@ -21,7 +21,7 @@ def fresh_zeros(nbytes):
     return nbytes >= _FRESH_ZEROS and not _runtime.holds_block(nbytes)
 
 
-def output_array(op, name, out, shape, dtype, *others, zeros=False):
+def output_array(op, name, out, shape, dtype, *others, zeros=False, aligned=False):
     """A C-contiguous array of `shape` and `dtype` to write a result into.
 
     `out` (optional) must be exactly that: a writeable, aligned, C-contiguous
@@ -30,11 +30,13 @@ def output_array(op, name, out, shape, dtype, *others, zeros=False):
     (the kernels store whole elements; a misaligned store is undefined in C).
     zeros: a fresh result is zero-filled (np.zeros) rather than uninitialised; only for results
     that fresh_zeros chose.
+    aligned: a fresh result of any size starts on a 64-byte boundary, a cache line (results a
+    kernel streams past the caches in whole lines: docs/tuning.md#result-alignment).
     """
     if out is None:
         try:
-            if zeros:  # (fresh_zeros: only large results) kept when freed, as below
-                return _runtime.empty_result(shape, dtype, True)
+            if zeros or aligned:  # (fresh_zeros: only large results) kept when freed, as below
+                return _runtime.empty_result(shape, dtype, zeros, aligned)
             y = np.empty(shape, dtype=dtype)
             if y.nbytes >= _KEEP_MIN_BYTES:
                 # A large block, reused from a result freed before (docs/behaviour.md, "Memory").

@@ -228,7 +228,7 @@ def max_unpool(x: ArrayLike, indices: ArrayLike, kernel_shape: Ints, *, strides:
     windows = _windows(plan, dtype)
     zeroed = out is None and windows is None and fresh_zeros(math.prod(plan.out_shape) * dtype.itemsize)
     y = output_array(OP, "out", out, plan.out_shape, dtype, ("the input x", arr), ("the input indices", idx),
-                     zeros=zeroed)
+                     zeros=zeroed, aligned=windows is not None)
     nt = resolve_n_threads(OP, n_threads, xk.size + y.size)
     if xk.size or y.size:
         if not y.size:
