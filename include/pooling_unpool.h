@@ -106,6 +106,13 @@ static inline int pk_unpool_pairs_u32(const uint32_t* x, const int64_t* idx, ptr
             bad |= pk_unpool_pairs_vec(x, idx, &c, lines, top, bottom, base, W, 1, 1);
         else
             bad |= pk_unpool_pairs_vec(x, idx, &c, lines, top, bottom, base, W, 1, 0);
+    } else if (((uintptr_t)top & 7) == 0) {
+        /* Plain stores from a 32-byte boundary of `top` (of `bottom` too where W * 4 is a multiple
+         * of 32): at numpy's alignment, 16 bytes into a line, every other store would split two
+         * lines (docs/tuning.md#result-alignment). */
+        ptrdiff_t lead = (ptrdiff_t)((32 - ((uintptr_t)top & 31)) & 31) / 8;
+        c = lead < n ? lead : n;
+        bad = pk_unpool_pairs_one(x, idx, 0, c, top, bottom, base, W);
     }
     bad |= pk_unpool_pairs_vec(x, idx, &c, n, top, bottom, base, W, 0, 0);
 #else

@@ -1,4 +1,5 @@
 """MaxUnpool (SPEC 2): kernel vs reference, round trips, threads, versions, errors, out=."""
+import itertools
 import re
 
 import numpy as np
@@ -189,10 +190,11 @@ def test_windows_written_whole_as_the_scatter(rng, build, in_hw, out_hw, mode):
 @pytest.mark.parametrize("build", BUILDS)
 @pytest.mark.parametrize("in_hw, out_hw", [((3, 40), (6, 80)), ((2, 56), (4, 112)), ((3, 37), (6, 76)),
                                            ((2, 24), (5, 50))])
-def test_streamed_windows_at_every_alignment(rng, build, in_hw, out_hw):
+def test_windows_at_every_alignment(rng, build, in_hw, out_hw):
     """Streamed windows write only whole 64-byte lines with non-temporal stores, the rest of each
-    row as usual: wherever y starts (every 8-byte offset in a line, and 4 where nothing streams)
-    and whatever its rows' length, the result is the scatter's, for every thread count."""
+    row as usual; plain ones store vectors from a 32-byte boundary, the pairs before it one by one:
+    wherever y starts (every 8-byte offset in a line, and 4 where neither lines up) and whatever
+    its rows' length, the result is the scatter's, for every thread count."""
     import importlib
     core = importlib.import_module(build)
     planes = 3
@@ -205,10 +207,10 @@ def test_streamed_windows_at_every_alignment(rng, build, in_hw, out_hw):
     first = (-buffer.ctypes.data % 64) // 4        # the buffer's first 64-byte line boundary
     for offset in range(0, 64, 4):
         y = buffer[first + offset // 4:first + offset // 4 + size]
-        for n_threads in (1, 2, 3):
+        for n_threads, stream in itertools.product((1, 2, 3), (0, 1)):
             y[:] = 0x7FC00000  # NaN
             bad = core.max_unpool(x.view(np.uint32), idx.reshape(-1), y, planes, True, False, n_threads, 0, 1,
-                                  in_hw + out_hw + (1,))
+                                  in_hw + out_hw + (stream,))
             assert bad == -1
             assert_same(y.view(np.float32), want)
 
