@@ -188,6 +188,79 @@ static PK_ALWAYS_INLINE pk_colv pk_colv_ld(const float* p)
     memcpy(&v, p, sizeof v);
     return v;
 }
+#if defined(__clang__)
+#define PK_COL_SHUF(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+#else
+#define PK_COL_SHUF(a, b, ...) __builtin_shuffle(a, b, (pk_colm){__VA_ARGS__})
+#endif
+#if PK_SIMD_BYTES >= 32
+#define PK_COL_ZIP_LO(a, b) PK_COL_SHUF(a, b, 0, 8, 1, 9, 2, 10, 3, 11)
+#define PK_COL_ZIP_HI(a, b) PK_COL_SHUF(a, b, 4, 12, 5, 13, 6, 14, 7, 15)
+/* three phases: a0 and a1 placed first, then a2 */
+#define PK_COL_ZIP3_0(a0, a1, a2) PK_COL_SHUF(PK_COL_SHUF(a0, a1, 0, 8, 0, 1, 9, 0, 2, 10), a2, 0, 1, 8, 3, 4, 9, 6, 7)
+#define PK_COL_ZIP3_1(a0, a1, a2) PK_COL_SHUF(PK_COL_SHUF(a0, a1, 0, 3, 11, 0, 4, 12, 0, 5), a2, 10, 1, 2, 11, 4, 5, 12, 7)
+#define PK_COL_ZIP3_2(a0, a1, a2) PK_COL_SHUF(PK_COL_SHUF(a0, a1, 13, 0, 6, 14, 0, 7, 15, 0), a2, 0, 13, 2, 3, 14, 5, 6, 15)
+#else
+#define PK_COL_ZIP_LO(a, b) PK_COL_SHUF(a, b, 0, 4, 1, 5)
+#define PK_COL_ZIP_HI(a, b) PK_COL_SHUF(a, b, 2, 6, 3, 7)
+#define PK_COL_ZIP3_0(a0, a1, a2) PK_COL_SHUF(PK_COL_SHUF(a0, a1, 0, 4, 0, 1), a2, 0, 1, 4, 3)
+#define PK_COL_ZIP3_1(a0, a1, a2) PK_COL_SHUF(PK_COL_SHUF(a0, a1, 5, 0, 2, 6), a2, 0, 5, 2, 3)
+#define PK_COL_ZIP3_2(a0, a1, a2) PK_COL_SHUF(PK_COL_SHUF(a0, a1, 0, 3, 7, 0), a2, 6, 1, 2, 7)
+#endif
+
+/* The s phases a0..a3 of PK_COL_VL positions interleaved: s vectors at out. */
+static PK_ALWAYS_INLINE void pk_col_reg_zip(const int s, pk_colv a0, pk_colv a1, pk_colv a2, pk_colv a3,
+                                            float* out)
+{
+    pk_colv v0, v1, v2 = a2, v3 = a3;
+    if (s == 2) {
+        v0 = PK_COL_ZIP_LO(a0, a1);
+        v1 = PK_COL_ZIP_HI(a0, a1);
+    } else if (s == 3) {
+        v0 = PK_COL_ZIP3_0(a0, a1, a2);
+        v1 = PK_COL_ZIP3_1(a0, a1, a2);
+        v2 = PK_COL_ZIP3_2(a0, a1, a2);
+    } else {
+        pk_colv lo = PK_COL_ZIP_LO(a0, a2), hi = PK_COL_ZIP_HI(a0, a2);
+        pk_colv lo1 = PK_COL_ZIP_LO(a1, a3), hi1 = PK_COL_ZIP_HI(a1, a3);
+        v0 = PK_COL_ZIP_LO(lo, lo1);
+        v1 = PK_COL_ZIP_HI(lo, lo1);
+        v2 = PK_COL_ZIP_LO(hi, hi1);
+        v3 = PK_COL_ZIP_HI(hi, hi1);
+    }
+    memcpy(out, &v0, sizeof v0);
+    memcpy(out + PK_COL_VL, &v1, sizeof v1);
+    if (s > 2)
+        memcpy(out + 2 * PK_COL_VL, &v2, sizeof v2);
+    if (s > 3)
+        memcpy(out + 3 * PK_COL_VL, &v3, sizeof v3);
+}
+
+/* y[s*t + r] = +0 + x[r*ld + t] for r < k (pk_col_one_f32: -0.0 becomes +0.0, a NaN keeps its
+ * bits as the scalar add does), and +0 for k <= r < s, positions t < n in whole vectors, the last
+ * step overlapping the one before it (storing the same values again) where n is not whole
+ * vectors; returns how many positions it wrote (0 where n is shorter than a vector: those go
+ * value by value).  The copies of gapped float32 folds (k3 s4): the compiler left the scalar loop
+ * half scalar (docs/tuning.md#col2im-gapped-folds). */
+static PK_ALWAYS_INLINE ptrdiff_t pk_col_gap_f32v(float* PK_RESTRICT y, const float* PK_RESTRICT x, ptrdiff_t ld,
+                                                  ptrdiff_t n, const ptrdiff_t K, const ptrdiff_t S)
+{
+    const pk_colv zero = {0};
+    ptrdiff_t t = 0;
+    if (S < 2 || S > 4 || K < 1 || K >= S)
+        return 0;
+    if (n < PK_COL_VL)
+        return 0;
+    for (;;) {
+        pk_colv a0 = zero + pk_colv_ld(x + t);
+        pk_colv a1 = K > 1 ? zero + pk_colv_ld(x + ld + t) : zero;
+        pk_colv a2 = K > 2 ? zero + pk_colv_ld(x + 2 * ld + t) : zero;
+        pk_col_reg_zip(S, a0, a1, a2, zero, y + S * t);
+        if (t + PK_COL_VL == n)
+            return n;
+        t = t + 2 * PK_COL_VL <= n ? t + PK_COL_VL : n - PK_COL_VL;
+    }
+}
 #endif
 
 /* The gather of one type: the sources in groups of up to four over the blocks they all have (one
@@ -422,14 +495,17 @@ PK_COL_STORE(pk_col_store_u64, uint64_t, uint64_t, pk_col_id)
 /* The copies of a tiled fold (pk_col_tiles): the phases of x interleaved, as a store's
  * interior, each value the sum of its one term (`one`); with gaps (k < s), phases k..s-1 zero, the
  * strides 2-4 each their own loop (which the compiler vectorises as the tiled ones). */
-#define PK_COL_COPY(name, T, one)                                                                   \
+#define PK_COL_COPY(name, T, one) PK_COL_COPY_VEC(name, T, one, PK_COL_NOGAPV)
+/* vec(y, x, ld, n, K, S): the positions it wrote in whole vectors first (PK_COL_NOGAPV: none) */
+#define PK_COL_NOGAPV(y, x, ld, n, K, S) ((void)(y), (void)(x), 0)
+#define PK_COL_COPY_VEC(name, T, one, vec)                                                          \
     PK_COL_INTERLEAVE(name, T, T, one)                                                              \
     static PK_ALWAYS_INLINE void name##_gap(T* PK_RESTRICT y, const T* PK_RESTRICT x, ptrdiff_t ld, \
                                             ptrdiff_t n, const ptrdiff_t K, const ptrdiff_t S)      \
     {                                                                                               \
         T zero;                                                                                     \
         memset(&zero, 0, sizeof zero);                                                              \
-        for (ptrdiff_t t = 0; t < n; t++)                                                           \
+        for (ptrdiff_t t = vec(y, x, ld, n, K, S); t < n; t++)                                      \
             for (ptrdiff_t r = 0; r < S; r++)                                                       \
                 y[S * t + r] = r < K ? one(x[r * ld + t]) : zero;                                   \
     }                                                                                               \
@@ -466,7 +542,11 @@ static inline pk_col_c128 pk_col_one_c128(pk_col_c128 v)
 }
 static inline uint16_t pk_col_one_f16(uint16_t v) { return pk_f32_to_f16(pk_col_one_f32(pk_f16_to_f32(v))); }
 static inline uint16_t pk_col_one_bf16(uint16_t v) { return pk_f32_to_bf16(pk_col_one_f32(pk_bf16_to_f32(v))); }
+#if PK_SIMD
+PK_COL_COPY_VEC(pk_col_copy_f32, float, pk_col_one_f32, pk_col_gap_f32v)
+#else
 PK_COL_COPY(pk_col_copy_f32, float, pk_col_one_f32)
+#endif
 PK_COL_COPY(pk_col_copy_f64, double, pk_col_one_f64)
 PK_COL_COPY(pk_col_copy_c64, pk_col_c64, pk_col_one_c64)
 PK_COL_COPY(pk_col_copy_c128, pk_col_c128, pk_col_one_c128)
@@ -709,6 +789,18 @@ static void pk_col_tiles_row(const pk_col_ops* ops, const pk_col_plan* p, const 
 {
     double tmp[PK_COL_GRID_CHUNK / sizeof(double)];
     ptrdiff_t s = p->step, nb = p->nbl, size = ops->size, u = w0 + p->tpw, u1 = w1 + p->tpw;
+    ptrdiff_t b0 = u / s, b1 = (u1 + s - 1) / s < nb ? (u1 + s - 1) / s : nb;
+    if (u % s && b1 > b0 && (b1 - b0) * s * size <= (ptrdiff_t)sizeof tmp) {
+        /* A first block the item's start cuts (a begin pad): every block it touches in one copy
+         * through the buffer, rather than the cut block alone and then the others (a row of
+         * k3 s4 p1 took three calls, docs/tuning.md#col2im-gapped-folds). */
+        ptrdiff_t have = b1 * s - u < u1 - u ? b1 * s - u : u1 - u;
+        ops->copy(tmp, x + b0 * size, p->L, p->tkw, s, b1 - b0);
+        memcpy(y, (const char*)tmp + (u - b0 * s) * size, (size_t)(have * size));
+        if (have < u1 - u)  /* past the blocks */
+            memset(y + have * size, 0, (size_t)((u1 - u - have) * size));
+        return;
+    }
     while (u < u1) {
         ptrdiff_t b = u / s, r = u - b * s;
         if (b >= nb) {  /* past the blocks */
@@ -771,25 +863,6 @@ static void pk_col_tiles(const pk_col_ops* ops, const pk_col_plan* p, const char
  * Masked lanes still read the columns next to a source's row; an image row whose reads would
  * leave the plane (an end row, for some pads) goes through pk_col_row instead. */
 #if PK_SIMD
-#if defined(__clang__)
-#define PK_COL_SHUF(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
-#else
-#define PK_COL_SHUF(a, b, ...) __builtin_shuffle(a, b, (pk_colm){__VA_ARGS__})
-#endif
-#if PK_SIMD_BYTES >= 32
-#define PK_COL_ZIP_LO(a, b) PK_COL_SHUF(a, b, 0, 8, 1, 9, 2, 10, 3, 11)
-#define PK_COL_ZIP_HI(a, b) PK_COL_SHUF(a, b, 4, 12, 5, 13, 6, 14, 7, 15)
-/* three phases: a0 and a1 placed first, then a2 */
-#define PK_COL_ZIP3_0(a0, a1, a2) PK_COL_SHUF(PK_COL_SHUF(a0, a1, 0, 8, 0, 1, 9, 0, 2, 10), a2, 0, 1, 8, 3, 4, 9, 6, 7)
-#define PK_COL_ZIP3_1(a0, a1, a2) PK_COL_SHUF(PK_COL_SHUF(a0, a1, 0, 3, 11, 0, 4, 12, 0, 5), a2, 10, 1, 2, 11, 4, 5, 12, 7)
-#define PK_COL_ZIP3_2(a0, a1, a2) PK_COL_SHUF(PK_COL_SHUF(a0, a1, 13, 0, 6, 14, 0, 7, 15, 0), a2, 0, 13, 2, 3, 14, 5, 6, 15)
-#else
-#define PK_COL_ZIP_LO(a, b) PK_COL_SHUF(a, b, 0, 4, 1, 5)
-#define PK_COL_ZIP_HI(a, b) PK_COL_SHUF(a, b, 2, 6, 3, 7)
-#define PK_COL_ZIP3_0(a0, a1, a2) PK_COL_SHUF(PK_COL_SHUF(a0, a1, 0, 4, 0, 1), a2, 0, 1, 4, 3)
-#define PK_COL_ZIP3_1(a0, a1, a2) PK_COL_SHUF(PK_COL_SHUF(a0, a1, 5, 0, 2, 6), a2, 0, 5, 2, 3)
-#define PK_COL_ZIP3_2(a0, a1, a2) PK_COL_SHUF(PK_COL_SHUF(a0, a1, 0, 3, 7, 0), a2, 6, 1, 2, 7)
-#endif
 
 enum {
     PK_COL_REG_MAX = 16,    /* source rows per image row, kernel offsets per phase */
@@ -840,34 +913,6 @@ static PK_ALWAYS_INLINE pk_colv pk_col_reg_add(const int kind, pk_colv s, const 
         v = pk_colv_ld((const float*)src);
     }
     return s + (pk_colv)((pk_colm)v & keep & (pk_colm)(s == s));
-}
-
-/* The s phases a0..a3 of PK_COL_VL positions interleaved: s vectors at out. */
-static PK_ALWAYS_INLINE void pk_col_reg_zip(const int s, pk_colv a0, pk_colv a1, pk_colv a2, pk_colv a3,
-                                            float* out)
-{
-    pk_colv v0, v1, v2 = a2, v3 = a3;
-    if (s == 2) {
-        v0 = PK_COL_ZIP_LO(a0, a1);
-        v1 = PK_COL_ZIP_HI(a0, a1);
-    } else if (s == 3) {
-        v0 = PK_COL_ZIP3_0(a0, a1, a2);
-        v1 = PK_COL_ZIP3_1(a0, a1, a2);
-        v2 = PK_COL_ZIP3_2(a0, a1, a2);
-    } else {
-        pk_colv lo = PK_COL_ZIP_LO(a0, a2), hi = PK_COL_ZIP_HI(a0, a2);
-        pk_colv lo1 = PK_COL_ZIP_LO(a1, a3), hi1 = PK_COL_ZIP_HI(a1, a3);
-        v0 = PK_COL_ZIP_LO(lo, lo1);
-        v1 = PK_COL_ZIP_HI(lo, lo1);
-        v2 = PK_COL_ZIP_LO(hi, hi1);
-        v3 = PK_COL_ZIP_HI(hi, hi1);
-    }
-    memcpy(out, &v0, sizeof v0);
-    memcpy(out + PK_COL_VL, &v1, sizeof v1);
-    if (s > 2)
-        memcpy(out + 2 * PK_COL_VL, &v2, sizeof v2);
-    if (s > 3)
-        memcpy(out + 3 * PK_COL_VL, &v3, sizeof v3);
 }
 
 /* Positions [ta, ta + PK_COL_VL) of the s phases of an image row from its nr source rows (in k

@@ -173,7 +173,7 @@ FORMS = [
     ((2400,), dict(block_shape=(1200,), strides=(1200,)), "tiled 1-D, blocks of a few KB (past the buffer for complex128)"),
     ((50,), dict(block_shape=(7,), strides=(7,), pads=(3, 0)), "tiled 1-D, positions past the blocks"),
     # blocks narrower than the stride leave gaps (k3 s4): copied as the tiled folds, rows and
-    # phases in a gap zero, except where the registers serve (float32, 16-bit)
+    # phases in a gap zero, except where the registers serve the 16-bit floats (float32: in vectors)
     ((9, 59), dict(block_shape=(3, 3), strides=(4, 4), pads=(1, 1, 1, 1)), "gapped grid, rows through the buffer"),
     ((12, 56), dict(block_shape=(2, 3), strides=(3, 4)), "gapped grid, whole rows straight from the columns"),
     ((10, 11), dict(block_shape=(1, 1), strides=(2, 2)), "gapped grid, blocks of one pixel"),

@@ -543,10 +543,13 @@ def col2im(const col_t[:, :, ::1] x not None, col_t[:, ::1] y not None, float[:,
     p.n, p.L, p.K, p.image, p.step, p.nbl = n, x.shape[2], x.shape[1], image, strides[last], nblocks[last]
     p.off, p.pre, p.loff, p.last = offs, pres, loff, lpairs
     p.regs = registers and pk_col_regs_fit(_col_kind(<col_t*>NULL, inf_bits), &p)  # (not while tiled)
-    # A grid with gaps that the registers serve (float32, the 16-bit floats) is summed there: its rows
-    # of a few blocks ran faster there than copied.
-    if gapped and not p.regs:
+    # A grid with gaps that the registers serve is summed there where its copy goes value by value
+    # (the 16-bit floats): their rows of a few blocks ran faster there.  float32's copy goes in
+    # vectors where the build has them (pk_col_gap_f32v), faster than the registers
+    # (docs/tuning.md#col2im-gapped-folds).
+    if gapped and (not p.regs or (col_t is float and inf_bits == 0 and PK_SIMD)):
         p.tiled = p.grid = 1
+        p.regs = 0
     # (a page between threads' pointers, as MaxPool's scratch: maxpool_launch.pxi's _padded)
     j.kxs = p.maxcomb + 4096 // sizeof(char*)
     j.kx = <const char**>malloc(n_threads * j.kxs * sizeof(char*))
