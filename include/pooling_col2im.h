@@ -247,9 +247,7 @@ static PK_ALWAYS_INLINE ptrdiff_t pk_col_gap_f32v(float* PK_RESTRICT y, const fl
 {
     const pk_colv zero = {0};
     ptrdiff_t t = 0;
-    if (S < 2 || S > 4 || K < 1 || K >= S)
-        return 0;
-    if (n < PK_COL_VL)
+    if (S < 2 || S > 4 || K < 1 || K >= S || n < PK_COL_VL)
         return 0;
     for (;;) {
         pk_colv a0 = zero + pk_colv_ld(x + t);
@@ -497,7 +495,7 @@ PK_COL_STORE(pk_col_store_u64, uint64_t, uint64_t, pk_col_id)
  * strides 2-4 each their own loop (which the compiler vectorises as the tiled ones). */
 #define PK_COL_COPY(name, T, one) PK_COL_COPY_VEC(name, T, one, PK_COL_NOGAPV)
 /* vec(y, x, ld, n, K, S): the positions it wrote in whole vectors first (PK_COL_NOGAPV: none) */
-#define PK_COL_NOGAPV(y, x, ld, n, K, S) ((void)(y), (void)(x), 0)
+#define PK_COL_NOGAPV(y, x, ld, n, K, S) 0
 #define PK_COL_COPY_VEC(name, T, one, vec)                                                          \
     PK_COL_INTERLEAVE(name, T, T, one)                                                              \
     static PK_ALWAYS_INLINE void name##_gap(T* PK_RESTRICT y, const T* PK_RESTRICT x, ptrdiff_t ld, \

@@ -121,6 +121,8 @@ static void* pk_results_realloc(void* ctx, void* ptr, size_t new_size) {
     void* moved = pk_result_new(new_size, 0);
     if (!moved) return NULL;  /* ptr stays valid, as realloc's contract says */
     pk_result_header h = pk_result_header_of(ptr);
+    /* (old_size counts the block's padding past the array too: bytes whose values realloc leaves
+     * unspecified anyway, inside the block) */
     size_t old_size = h.raw_size - (size_t)((char*)ptr - (char*)h.raw);
     memcpy(moved, ptr, old_size < new_size ? old_size : new_size);
     pk_default_allocator.free(pk_default_allocator.ctx, h.raw, h.raw_size);

@@ -97,22 +97,22 @@ static inline int pk_unpool_pairs_u32(const uint32_t* x, const int64_t* idx, ptr
     int bad = 0;
     ptrdiff_t c = 0;
 #if PK_UNPOOL_WINDOWS
-    if (stream && ((uintptr_t)top & 7) == 0) {
-        ptrdiff_t lead = (ptrdiff_t)((64 - ((uintptr_t)top & 63)) & 63) / 8;
+    if (((uintptr_t)top & 7) == 0) {
+        /* The pairs before top's first line boundary (streamed) or 32-byte one (plain stores: at
+         * numpy's alignment, 16 bytes into a line, every other store would split two lines,
+         * docs/tuning.md#result-alignment) one at a time; bottom lines up too where W * 4 is a
+         * multiple of 64 (32). */
+        const uintptr_t mask = stream ? 63 : 31;
+        ptrdiff_t lead = (ptrdiff_t)((mask + 1 - ((uintptr_t)top & mask)) & mask) / 8;
         c = lead < n ? lead : n;
         bad = pk_unpool_pairs_one(x, idx, 0, c, top, bottom, base, W);
-        ptrdiff_t lines = c + (n - c) / 8 * 8; /* pairs up to top's last whole line */
-        if (((uintptr_t)(bottom + 2 * c) & 63) == 0)
-            bad |= pk_unpool_pairs_vec(x, idx, &c, lines, top, bottom, base, W, 1, 1);
-        else
-            bad |= pk_unpool_pairs_vec(x, idx, &c, lines, top, bottom, base, W, 1, 0);
-    } else if (((uintptr_t)top & 7) == 0) {
-        /* Plain stores from a 32-byte boundary of `top` (of `bottom` too where W * 4 is a multiple
-         * of 32): at numpy's alignment, 16 bytes into a line, every other store would split two
-         * lines (docs/tuning.md#result-alignment). */
-        ptrdiff_t lead = (ptrdiff_t)((32 - ((uintptr_t)top & 31)) & 31) / 8;
-        c = lead < n ? lead : n;
-        bad = pk_unpool_pairs_one(x, idx, 0, c, top, bottom, base, W);
+        if (stream) {
+            ptrdiff_t lines = c + (n - c) / 8 * 8; /* pairs up to top's last whole line */
+            if (((uintptr_t)(bottom + 2 * c) & 63) == 0)
+                bad |= pk_unpool_pairs_vec(x, idx, &c, lines, top, bottom, base, W, 1, 1);
+            else
+                bad |= pk_unpool_pairs_vec(x, idx, &c, lines, top, bottom, base, W, 1, 0);
+        }
     }
     bad |= pk_unpool_pairs_vec(x, idx, &c, n, top, bottom, base, W, 0, 0);
 #else

@@ -547,7 +547,7 @@ def col2im(const col_t[:, :, ::1] x not None, col_t[:, ::1] y not None, float[:,
     # (the 16-bit floats): their rows of a few blocks ran faster there.  float32's copy goes in
     # vectors where the build has them (pk_col_gap_f32v), faster than the registers
     # (docs/tuning.md#col2im-gapped-folds).
-    if gapped and (not p.regs or (col_t is float and inf_bits == 0 and PK_SIMD)):
+    if gapped and (not p.regs or (col_t is float and PK_SIMD)):
         p.tiled = p.grid = 1
         p.regs = 0
     # (a page between threads' pointers, as MaxPool's scratch: maxpool_launch.pxi's _padded)
