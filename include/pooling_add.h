@@ -60,10 +60,11 @@ static PK_ALWAYS_INLINE void pk_add_vec_f32(float* PK_RESTRICT y, const float* P
 #endif
 }
 
-/* How far ahead of its loads pk_add_f32 asks for x: docs/tuning.md#col2im-runs. */
+/* How far ahead of its loads pk_add_f32_pf asks for x: docs/tuning.md#col2im-runs. */
 #define PK_ADD_AHEAD 1024
 
-static PK_NOINLINE void pk_add_f32(float* PK_RESTRICT y, const float* PK_RESTRICT x, ptrdiff_t n)
+static PK_ALWAYS_INLINE void pk_add_f32_body(float* PK_RESTRICT y, const float* PK_RESTRICT x, ptrdiff_t n,
+                                             int prefetch)
 {
     /* A line of x (16 values) per step, then 8 and 4 values, then a scalar sum that leaves a NaN
      * alone by a branch: the compiler's own remainder loop did the mask in scalar code, slower on
@@ -71,7 +72,8 @@ static PK_NOINLINE void pk_add_f32(float* PK_RESTRICT y, const float* PK_RESTRIC
      * vectors lane by lane, slower still: docs/tuning.md#col2im-runs.) */
     ptrdiff_t i = 0;
     for (; i + 16 <= n; i += 16) {
-        pk_prefetch(x + i + PK_ADD_AHEAD / sizeof(float));
+        if (prefetch)
+            pk_prefetch(x + i + PK_ADD_AHEAD / sizeof(float));
         for (int j = 0; j < 16; j += PK_ADD_L)
             pk_add_vec_f32(y + i + j, x + i + j);
     }
@@ -86,6 +88,18 @@ static PK_NOINLINE void pk_add_f32(float* PK_RESTRICT y, const float* PK_RESTRIC
     for (; i < n; i++)
         if (y[i] == y[i])
             y[i] += x[i];
+}
+
+/* The run with a prefetch of x PK_ADD_AHEAD bytes ahead, one per line, and without: which one a
+ * call takes is pooling._tuning.col2im_run_prefetch's per-CPU choice (docs/tuning.md#col2im-runs). */
+static PK_NOINLINE void pk_add_f32_pf(float* PK_RESTRICT y, const float* PK_RESTRICT x, ptrdiff_t n)
+{
+    pk_add_f32_body(y, x, n, 1);
+}
+
+static PK_NOINLINE void pk_add_f32(float* PK_RESTRICT y, const float* PK_RESTRICT x, ptrdiff_t n)
+{
+    pk_add_f32_body(y, x, n, 0);
 }
 
 #endif

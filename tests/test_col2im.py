@@ -208,6 +208,33 @@ def test_forms_match_reference(rng, monkeypatch, kind, image, attrs, form, prefe
         assert_same_or_nan(pooling.col2im(x, image, **attrs, n_threads=nt), want)
 
 
+@pytest.mark.parametrize("prefetch", [False, True])
+@pytest.mark.parametrize("image, attrs", [
+    ((56, 56), dict(block_shape=(3, 3), pads=(1, 1, 1, 1))),        # whole rows and rows one short, one run each
+    ((30, 40), dict(block_shape=(2, 5), pads=(0, 2, 1, 2))),        # rows a few short, and row by row
+    ((5000,), dict(block_shape=(9,), pads=(4, 4))),                 # 1-D: long runs, the prefetch past the end
+    ((4, 9, 70), dict(block_shape=(2, 3, 3), dilations=(1, 2, 1), pads=(0, 1, 2, 1, 1, 1))),  # 3-D, dilated
+])
+def test_scatter_runs_with_and_without_prefetch(rng, monkeypatch, image, attrs, prefetch):
+    # The scatter's float32 runs with and without their prefetch ahead (the CPU's setting,
+    # _tuning.col2im_run_prefetch), at several thread counts: the same bits as the twin.
+    monkeypatch.setattr(sys.modules["pooling.col2im"], "_RUN_PREFETCH", prefetch)
+    attrs = full_attrs(image, **attrs)
+    x = columns(rng, "float32", image, attrs, batch=2, channels=3)
+    want = reference.col2im(x, image, **attrs)
+    for nt in (1, 2, 3):
+        assert_same_or_nan(pooling.col2im(x, image, **attrs, n_threads=nt), want)
+
+
+def test_run_prefetch_setting():
+    # Off on the CPUs measured slower with it (Zen 4 and Zen 5 server parts), on elsewhere.
+    setting = pooling._tuning.col2im_run_prefetch
+    assert not setting(("AuthenticAMD", 0x19, 0x11)) and not setting(("AuthenticAMD", 0x1A, 0x02))
+    assert setting(("AuthenticAMD", 0x19, 0x01)) and setting(("GenuineIntel", 6, 0xCF))
+    assert setting(("ARM", 0, 0))
+    assert sys.modules["pooling.col2im"]._RUN_PREFETCH == setting()
+
+
 def test_prefetch_rule(monkeypatch):
     # Planes of at most a quarter of L2, whatever the input's size.
     from pooling import _caches

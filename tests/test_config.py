@@ -62,3 +62,8 @@ def test_show_config_names_the_architecture_and_the_vector_code(capsys):
     assert (f"{width * 8}-bit vectors" in vector) if width else ("one value at a time" in vector)
     if _dispatch.level == "avx2":
         assert width == 32
+    # the settings this CPU takes instead of the defaults, each named
+    from pooling import _runtime, _tuning
+    taken = [r for r in _tuning.SETTINGS if _runtime.cpu_id() in r.cpus]
+    assert all(r.setting in lines["cpu"] and r.cpus.name in lines["cpu"] for r in taken)
+    assert taken or "the defaults" in lines["cpu"]

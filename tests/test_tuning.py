@@ -229,6 +229,19 @@ def test_every_rule_is_typed_and_names_its_evidence():
             assert rule.evidence in anchors, f"{rule.evidence} is not a heading of docs/tuning.md"
 
 
+def test_every_setting_is_typed_and_names_its_evidence():
+    anchors = _anchors(TUNING_DOC) if os.path.exists(TUNING_DOC) else None
+    for rule in _tuning.SETTINGS:
+        # the name of a setting function of _tuning, which reads the table
+        assert callable(getattr(_tuning, rule.setting)) and isinstance(rule.value, bool)
+        models = set().union(*map(set, rule.cpus.models))
+        assert models and not models >= set(range(256)), rule
+        cpu = (rule.cpus.vendor, rule.cpus.family, min(models))
+        assert getattr(_tuning, rule.setting)(cpu) == rule.value
+        if anchors is not None:
+            assert rule.evidence in anchors, f"{rule.evidence} is not a heading of docs/tuning.md"
+
+
 @pytest.mark.parametrize("cpu, expected", [
     (("AuthenticAMD", 0x19, 0x01), set()),       # Zen 3 EPYC: measured, AVX2 as fast or faster
     (("AuthenticAMD", 0x19, 0x11), {(S.NHWC, "avx512")}),   # Zen 4 EPYC: measured

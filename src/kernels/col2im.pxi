@@ -227,10 +227,18 @@ cdef inline void _col_add_run(const col_t* xr, void* dst, Py_ssize_t yo, Py_ssiz
         _add_to(&y[j * step], xr[j])
 
 
+cdef inline void _col_add_f32(float* y, const float* x, Py_ssize_t n, bint prefetch) noexcept nogil:
+    """y[:n] += x[:n], with or without a prefetch of x ahead of the loads (pooling_add.h)."""
+    if prefetch:
+        pk_add_f32_pf(y, x, n)
+    else:
+        pk_add_f32(y, x, n)
+
+
 cdef inline void _col_add_row(const col_t* xr, void* dst, Py_ssize_t yo, Py_ssize_t n,
-                              uint16_t inf_bits) noexcept nogil:
+                              uint16_t inf_bits, bint prefetch) noexcept nogil:
     if col_t is float:  # (without a test for overlap: pooling_add.h)
-        pk_add_f32((<float*>dst) + yo, xr, n)
+        _col_add_f32((<float*>dst) + yo, xr, n, prefetch)
     else:  # inlined with a constant step: a contiguous run that vectorises
         _col_add_run(xr, dst, yo, n, 1, inf_bits)
 
@@ -290,7 +298,7 @@ cdef inline void _col_rows(const ColGeom* g, const Py_ssize_t* lo, const Py_ssiz
 
 
 cdef inline void _col_add_gapped(const float* x, float* y, Py_ssize_t count, Py_ssize_t rows,
-                                 Py_ssize_t row) noexcept nogil:
+                                 Py_ssize_t row, bint prefetch) noexcept nogil:
     """`rows` runs of count values, row apart in x and in y, as one run of the whole span.
 
     The span also adds the values between the runs (row - count per row) to the pixels
@@ -302,20 +310,21 @@ cdef inline void _col_add_gapped(const float* x, float* y, Py_ssize_t count, Py_
     for j in range(gap):  # (columns outer: rows inner, GCC made each row's copy a memcpy call)
         for r in range(m):
             saved[j * m + r] = y[r * row + count + j]
-    pk_add_f32(y, x, m * row + count)
+    _col_add_f32(y, x, m * row + count, prefetch)
     for j in range(gap):
         for r in range(m):
             y[r * row + count + j] = saved[j * m + r]
 
 
 cdef void _col2im_item(const col_t* x, void* dst, const ColGeom* g, Py_ssize_t o0, Py_ssize_t o1,
-                       uint16_t inf_bits) noexcept nogil:
+                       uint16_t inf_bits, bint prefetch) noexcept nogil:
     """Add one plane's columns x (K, L) that land in positions [o0, o1) of axis 0.
 
     dst: that zeroed slab of the plane (or of the float32 accumulator).  Per
     kernel offset, the blocks landing inside the slab form a box lo <= b < hi:
     its last axis is one strided run per row, the axis before it (the rows) a
-    counted loop, and an odometer walks any axes further out.
+    counted loop, and an odometer walks any axes further out.  prefetch: whether float32 runs
+    ask for their columns ahead of the loads (pooling._tuning.col2im_run_prefetch).
     """
     cdef Py_ssize_t kap[PK_MAX_DIMS]
     cdef Py_ssize_t lo[PK_MAX_DIMS]
@@ -350,13 +359,13 @@ cdef void _col2im_item(const col_t* x, void* dst, const ColGeom* g, Py_ssize_t o
                 # of all of them too, and the pixels between them put back as they were
                 # (docs/tuning.md#col2im-gapped-rows)
                 while True:
-                    _col_add_gapped(x + xo, <float*>dst + yo, count, rows, xrow)
+                    _col_add_gapped(x + xo, <float*>dst + yo, count, rows, xrow, prefetch)
                     if not _col_next(g, g.n - 2, lo, hi, b, &xo, &yo):
                         break
                 continue
         while True:
             for r in range(rows):
-                _col_add_row(x + xo + r * xrow, dst, yo + r * yrow, count, inf_bits)
+                _col_add_row(x + xo + r * xrow, dst, yo + r * yrow, count, inf_bits, prefetch)
             if not _col_next(g, g.n - 2, lo, hi, b, &xo, &yo):
                 break
 
@@ -369,6 +378,7 @@ cdef struct _ScatterJob:
     Py_ssize_t acc_stride, P, rows, nblk
     int kind
     uint16_t inf_bits
+    bint prefetch                   # float32 runs ask for their columns ahead (_col2im_item)
 
 
 cdef void _col2im_items(col_t* kind, const _ScatterJob* j, Py_ssize_t begin, Py_ssize_t end,
@@ -389,7 +399,7 @@ cdef void _col2im_items(col_t* kind, const _ScatterJob* j, Py_ssize_t begin, Py_
             if j.acc != NULL:
                 a = j.acc + tid * j.acc_stride
                 pk_zero(a, size * sizeof(float))
-                _col2im_item(xb + plane * g.K * g.L, a, g, o0, o1, j.inf_bits)
+                _col2im_item(xb + plane * g.K * g.L, a, g, o0, o1, j.inf_bits, 0)
                 if j.inf_bits == PK_F16_INF:
                     for i in range(size):
                         yb[start + i] = pk_f32_to_f16(a[i])
@@ -398,12 +408,12 @@ cdef void _col2im_items(col_t* kind, const _ScatterJob* j, Py_ssize_t begin, Py_
                         yb[start + i] = pk_f32_to_bf16(a[i])
                 continue
         pk_zero(yb + start, size * sizeof(col_t))  # (not memset: pooling_zero.h)
-        _col2im_item(xb + plane * g.K * g.L, yb + start, g, o0, o1, 0)
+        _col2im_item(xb + plane * g.K * g.L, yb + start, g, o0, o1, 0, j.prefetch)
 
 
 cdef _col2im_scatter(const col_t[:, :, ::1] x, col_t[:, ::1] y, float[:, ::1] acc,
-                     const Py_ssize_t[:, ::1] geom, Py_ssize_t rows_per_item, uint16_t inf_bits,
-                     int n_threads):
+                     const Py_ssize_t[:, ::1] geom, Py_ssize_t rows_per_item, bint prefetch,
+                     uint16_t inf_bits, int n_threads):
     """col2im's scatter, for a last axis of stride 1: the arguments as col2im's.
 
     geom: one column per spatial axis; rows block_shape, image_shape, blocks
@@ -411,7 +421,8 @@ cdef _col2im_scatter(const col_t[:, :, ::1] x, col_t[:, ::1] y, float[:, ::1] ac
     prod(image[i+1:]).  rows_per_item: positions of the first axis per work
     item.  inf_bits: 0, or the +inf pattern of float16 / bfloat16 when x and y
     hold those bits; then acc is float32 scratch of shape
-    (n_threads, rows_per_item * prod(image[1:])), else None.
+    (n_threads, rows_per_item * prod(image[1:])), else None.  prefetch: whether float32 runs ask
+    for their columns ahead of the loads.
     """
     cdef ColGeom g
     g.n = geom.shape[1]
@@ -427,7 +438,7 @@ cdef _col2im_scatter(const col_t[:, :, ::1] x, col_t[:, ::1] y, float[:, ::1] ac
     g.ystep = &geom[7, 0]
     cdef Py_ssize_t planes = x.shape[0], S0 = g.image[0]
     cdef _ScatterJob j
-    j.g, j.P, j.rows, j.inf_bits = &g, y.shape[1], rows_per_item, inf_bits
+    j.g, j.P, j.rows, j.inf_bits, j.prefetch = &g, y.shape[1], rows_per_item, inf_bits, prefetch
     j.nblk = (S0 + rows_per_item - 1) // rows_per_item
     cdef Py_ssize_t items = planes * j.nblk
     if items == 0 or j.P == 0:
@@ -449,7 +460,8 @@ def col2im(const col_t[:, :, ::1] x not None, col_t[:, ::1] y not None, float[:,
     geom: one column per spatial axis; rows block_shape, image_shape, blocks
     per axis, strides, dilations, begin pads, prod(nblocks[i+1:]) and
     prod(image[i+1:]).  rows_per_item: positions of the first axis per work
-    item.  prefetch: whether each item asks for the next plane's columns (the gather).  registers:
+    item.  prefetch: whether each item asks for the next plane's columns (the gather), or float32
+    runs for their columns ahead of the loads (the scatter).  registers:
     whether grids of strides 2-4 (float32, the 16-bit floats) may be summed in registers
     (pk_col_regs; False forces the general grid, or the rows where phases are longer than a row of
     blocks).  gaps: whether grids and 1-D folds whose blocks are narrower than the stride are copied
@@ -460,7 +472,7 @@ def col2im(const col_t[:, :, ::1] x not None, col_t[:, ::1] y not None, float[:,
     """
     cdef Py_ssize_t n = geom.shape[1], last = n - 1, planes = x.shape[0], i, kstep, size
     if geom[3, last] == 1:
-        _col2im_scatter(x, y, acc, geom, rows_per_item, inf_bits, n_threads)
+        _col2im_scatter(x, y, acc, geom, rows_per_item, prefetch, inf_bits, n_threads)
         return
     cdef pk_col_plan p
     cdef _ColJob j

@@ -160,6 +160,7 @@ cdef extern from "pooling_grad.h":
 
 cdef extern from "pooling_add.h":
     void pk_add_f32(float* y, const float* x, Py_ssize_t n) noexcept nogil
+    void pk_add_f32_pf(float* y, const float* x, Py_ssize_t n) noexcept nogil
     float pk_sum_keep_nan(float a, float b) noexcept nogil
     double pk_sum_keep_nan_f64(double a, double b) noexcept nogil
 

@@ -198,9 +198,19 @@ def config_lines():
         f"run-time choice of {', '.join(_dispatch.available)}; in use: {_dispatch.level}"
         + _simd_exceptions(),
         f"vector code     {_vector_line(_dispatch.core.build_info())}",
+        f"cpu settings    {_settings_line()}",
         f"c flags         {' '.join(flags) if flags is not None else 'not recorded by this build'}",
         f"cython          {BUILD_INFO.get('cython', 'not recorded by this build')}",
     ]
+
+
+def _settings_line():
+    """The kernel settings this CPU model takes instead of their defaults (_tuning.SETTINGS)."""
+    cpu = _runtime.cpu_id()
+    rules = [r for r in _tuning.SETTINGS if cpu in r.cpus]
+    if not rules:
+        return "the defaults (no setting measured otherwise on this CPU model)"
+    return "; ".join(f"{r.setting} {'on' if r.value else 'off'} (measured faster on {r.cpus.name})" for r in rules)
 
 
 def _vector_line(info):
@@ -242,7 +252,8 @@ def show_config(file: SupportsWrite[str] | None = None) -> None:
     runtime library in use; the maximum thread count; the thread runtime; the result cache (see
     `release_memory`); the cache sizes the speed thresholds are computed from and where they were
     read (``POOLING_CACHES`` overrides them); the SIMD baseline, the builds this CPU can run, the
-    one in use and the kernels run from another on this CPU; the C flags; the Cython version. Please paste it
+    one in use and the kernels run from another on this CPU; the kernel settings this CPU takes
+    instead of their defaults; the C flags; the Cython version. Please paste it
     into bug reports.
 
     Parameters

@@ -1,6 +1,7 @@
 """Every speed decision that depends on the machine, in one place: thresholds written in this
-machine's cache sizes (pooling._caches), and the typed table of CPUs on which a kernel runs from
-another SIMD build than the process's.
+machine's cache sizes (pooling._caches), the typed table of CPUs on which a kernel runs from
+another SIMD build than the process's, and the typed table of CPUs on which a kernel's setting
+differs from its default.
 
 Each threshold and rule says why in a line and links its section of docs/tuning.md, which holds
 the measurements: CPU, command, figures.  What a strategy *can* compute (its scratch limits) is
@@ -139,6 +140,38 @@ def active_rules(cpu, level, wanted, available, rules=RULES):
 
 
 ACTIVE = active_rules(_runtime.cpu_id(), _dispatch.level, _dispatch.wanted, _dispatch.available)
+
+
+# Per-CPU kernel settings: in every build, where a setting measured faster off (or on) than its
+# default on a CPU.
+
+@dataclass(frozen=True)
+class SettingRule:
+    """On `cpus`, the kernel setting `setting` (the name of its function below) is `value` instead of
+    its default; measured there (`evidence`, in DOCS)."""
+    setting: str
+    value: bool
+    cpus: Cpus
+    evidence: str
+
+
+SETTINGS = (
+    SettingRule("col2im_run_prefetch", False, ZEN4, "#zen-4-and-zen-5-col2im-runs-without-the-prefetch"),
+    SettingRule("col2im_run_prefetch", False, ZEN5, "#zen-4-and-zen-5-col2im-runs-without-the-prefetch"),
+)
+
+
+def setting(name, default, cpu=None, rules=SETTINGS):
+    """Setting `name` on `cpu` (this machine's by default): the value of the first rule naming
+    both, else `default`."""
+    cpu = _runtime.cpu_id() if cpu is None else cpu
+    return next((r.value for r in rules if r.setting == name and cpu in r.cpus), default)
+
+
+def col2im_run_prefetch(cpu=None):
+    """Whether Col2Im's scatter (a last axis of stride 1) asks for its float32 columns 1 KB ahead of
+    the adds (#col2im-runs): yes, but for the CPUs of SETTINGS."""
+    return setting("col2im_run_prefetch", True, cpu)
 
 
 def kernels_for(strategy, w_stride, itemsize, with_indices=False, input_bytes=0):

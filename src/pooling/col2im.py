@@ -30,6 +30,9 @@ _REGISTERS = True
 # Whether folds whose blocks are narrower than the stride (k3 s4: each pixel one term or none) are
 # copied as the tiled ones (pk_col_tiles); the tests turn it off to sum them as the others.
 _GAPS = True
+# Whether the scatter's float32 runs (a last axis of stride 1) ask for their columns ahead of the
+# adds (include/pooling_add.h): the CPU's choice, which the tests flip to run both.
+_RUN_PREFETCH = _tuning.col2im_run_prefetch()
 
 # behaviour.md §4: every numeric type and bool, in every version (there is only 18).
 KINDS = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -282,6 +285,7 @@ def _run(plan, xk, y, inf_bits, nt):
             items = planes * -(-image[0] // rows)
         if inf_bits:
             acc = np.empty((min(nt, items), rows * row), dtype=np.float32)
+        prefetch = _RUN_PREFETCH
     else:
         prefetch = _tuning.col2im_prefetch(xk.nbytes // max(planes, 1))
     kernel = _core.col2im[C_TYPES[xk.dtype]]  # named, never picked from the array (int16 vs float16)
