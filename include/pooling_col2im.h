@@ -240,20 +240,22 @@ static PK_ALWAYS_INLINE void pk_col_reg_zip(const int s, pk_colv a0, pk_colv a1,
  * bits as the scalar add does), and +0 for k <= r < s, positions t < n in whole vectors, the last
  * step overlapping the one before it (storing the same values again) where n is not whole
  * vectors; returns how many positions it wrote (0 where n is shorter than a vector: those go
- * value by value).  The copies of gapped float32 folds (k3 s4): the compiler left the scalar loop
- * half scalar (docs/tuning.md#col2im-gapped-folds). */
+ * value by value).  The copies of float32 folds of strides 2-4 whose blocks tile the grid (k = s)
+ * or leave gaps (k3 s4): the compiler left the scalar loop half scalar
+ * (docs/tuning.md#col2im-gapped-folds). */
 static PK_ALWAYS_INLINE ptrdiff_t pk_col_gap_f32v(float* PK_RESTRICT y, const float* PK_RESTRICT x, ptrdiff_t ld,
                                                   ptrdiff_t n, const ptrdiff_t K, const ptrdiff_t S)
 {
     const pk_colv zero = {0};
     ptrdiff_t t = 0;
-    if (S < 2 || S > 4 || K < 1 || K >= S || n < PK_COL_VL)
+    if (S < 2 || S > 4 || K < 1 || K > S || n < PK_COL_VL)
         return 0;
     for (;;) {
         pk_colv a0 = zero + pk_colv_ld(x + t);
         pk_colv a1 = K > 1 ? zero + pk_colv_ld(x + ld + t) : zero;
         pk_colv a2 = K > 2 ? zero + pk_colv_ld(x + 2 * ld + t) : zero;
-        pk_col_reg_zip(S, a0, a1, a2, zero, y + S * t);
+        pk_colv a3 = K > 3 ? zero + pk_colv_ld(x + 3 * ld + t) : zero;
+        pk_col_reg_zip(S, a0, a1, a2, a3, y + S * t);
         if (t + PK_COL_VL == n)
             return n;
         t = t + 2 * PK_COL_VL <= n ? t + PK_COL_VL : n - PK_COL_VL;
@@ -512,8 +514,17 @@ PK_COL_STORE(pk_col_store_u64, uint64_t, uint64_t, pk_col_id)
     {                                                                                               \
         T* PK_RESTRICT y = (T*)yv;                                                                  \
         const T* PK_RESTRICT x = (const T*)xv;                                                      \
+        ptrdiff_t t = 0;                                                                            \
         switch (k == s ? 0 : s * 4 + k) {                                                           \
-        case 0: name##_phases(y, x, ld, s, n); break;                                               \
+        case 0: /* tiled: strides 2-4 in whole vectors first (vec), then by the phases */           \
+            if (s == 2)                                                                             \
+                t = vec(y, x, ld, n, 2, 2);                                                         \
+            else if (s == 3)                                                                        \
+                t = vec(y, x, ld, n, 3, 3);                                                         \
+            else if (s == 4)                                                                        \
+                t = vec(y, x, ld, n, 4, 4);                                                         \
+            name##_phases(y + s * t, x + t, ld, s, n - t);                                          \
+            break;                                                                                  \
         case 9: name##_gap(y, x, ld, n, 1, 2); break;                                               \
         case 13: name##_gap(y, x, ld, n, 1, 3); break;                                              \
         case 14: name##_gap(y, x, ld, n, 2, 3); break;                                              \
@@ -824,14 +835,54 @@ static void pk_col_tiles_row(const pk_col_ops* ops, const pk_col_plan* p, const 
  * dilation): each pixel is one term or none, so row u of the blocks' own grid (u = h + the begin
  * pad) is the phases of kernel row u mod s of block row u / s interleaved, straight from x, without
  * the accumulator's zeroing and pass (MAE's unpatchify, k16 s16); a row or phase in a gap is zero
- * (k3 s4).  With a begin pad on the last axis, or a last axis that is not whole strides, the row
- * is made as a 1-D fold's (pk_col_tiles_row: a block the image's ends cut through a buffer of one
- * block, positions past the blocks zero). */
+ * (k3 s4).  Rows of whole blocks and no begin pad on the last axis are copied one at a time into
+ * the image; the others (a begin pad, or a last axis that is not whole strides) are copied kernel
+ * row by kernel row, the block rows of one such kernel row interleaved in one call into a stack
+ * buffer (their columns lie back to back in x) and each image row taken from there: a call per
+ * image row of a few blocks had cost more than its copy (docs/tuning.md#col2im-gapped-folds).
+ * Positions past the blocks are zero. */
+static PK_NOINLINE void pk_col_tiles_batched(const pk_col_ops* ops, const pk_col_plan* p, const char* x,
+                                             char* y, ptrdiff_t h0, ptrdiff_t h1, ptrdiff_t most)
+{
+    double tmp[PK_COL_GRID_CHUNK / sizeof(double)];
+    ptrdiff_t sh = p->hstep, sw = p->step, W = p->image[p->n - 1], nbw = p->nbl, size = ops->size;
+    ptrdiff_t row = sw * nbw;
+    /* an image row: the blocks' row from position tpw on, `keep` values, then zeros */
+    ptrdiff_t keep = row - p->tpw < W ? row - p->tpw : W;
+    keep = keep > 0 ? keep : 0;
+    for (ptrdiff_t h = h0; h < h1; h++) {
+        ptrdiff_t u = h + p->tph, c = u / sh;
+        if (c >= p->nbh || u - c * sh >= p->tkh || keep == 0)  /* past the blocks, or in a gap */
+            memset(y + h * W * size, 0, (size_t)(W * size));
+    }
+    for (ptrdiff_t ki = 0; ki < p->tkh && ki < sh && keep; ki++) {
+        /* the block rows c whose image row c*sh + ki - tph lies in [h0, h1) */
+        ptrdiff_t a = h0 + p->tph - ki, b = h1 + p->tph - ki;
+        ptrdiff_t ca = a > 0 ? (a + sh - 1) / sh : 0, cb = b > 0 ? (b + sh - 1) / sh : 0;
+        cb = cb < p->nbh ? cb : p->nbh;
+        for (ptrdiff_t c0 = ca; c0 < cb; c0 += most) {
+            ptrdiff_t m = cb - c0 < most ? cb - c0 : most;
+            ops->copy(tmp, x + (ki * p->tkw * p->L + c0 * nbw) * size, p->L, p->tkw, sw, m * nbw);
+            for (ptrdiff_t c = c0; c < c0 + m; c++) {
+                char* yr = y + (c * sh + ki - p->tph) * W * size;
+                memcpy(yr, (const char*)tmp + ((c - c0) * row + p->tpw) * size, (size_t)(keep * size));
+                if (keep < W)
+                    memset(yr + keep * size, 0, (size_t)((W - keep) * size));
+            }
+        }
+    }
+}
+
 static void pk_col_tiles(const pk_col_ops* ops, const pk_col_plan* p, const char* x, char* y,
                          ptrdiff_t h0, ptrdiff_t h1)
 {
     ptrdiff_t sh = p->hstep, sw = p->step, W = p->image[p->n - 1], nbw = p->nbl, size = ops->size;
+    ptrdiff_t most = PK_COL_GRID_CHUNK / (sw * nbw * size);  /* block rows pk_col_tiles_batched holds */
     int direct = p->tpw == 0 && W == sw * nbw;
+    if (!direct && most >= 1) {
+        pk_col_tiles_batched(ops, p, x, y, h0, h1, most);
+        return;
+    }
     for (ptrdiff_t h = h0; h < h1; h++) {
         ptrdiff_t u = h + p->tph, c = u / sh, ki = u - c * sh;
         char* yr = y + h * W * size;

@@ -398,13 +398,17 @@ def test_negative_zero_sums_to_positive_zero():
     ((None,), dict(block_shape=(3,), strides=(2,), pads=(1, 1))),                 # one row
     ((4, None), dict(block_shape=(3, 3), strides=(4, 4), pads=(1, 1, 1, 1))),   # gaps
     ((None,), dict(block_shape=(2,), strides=(3,), pads=(1, 0))),                 # gaps, one row
+    ((4, None), dict(block_shape=(2, 2), strides=(2, 2))),                       # tiled, rows whole
+    ((7, None), dict(block_shape=(3, 3), strides=(3, 3), pads=(1, 1, 1, 1))),   # tiled, begin pads
+    ((9, None), dict(block_shape=(4, 4), strides=(4, 4), pads=(2, 1, 0, 3))),   # tiled, stride 4
 ])
 def test_strided_runs_of_every_length_keep_each_sum(rng, kind, image, attrs):
     # Every row width from 1 to a few vectors: pk_col_regs (the 2-D geometries, float32, from a
     # vector a phase on: masks at the first and the last vector, a last vector that overlaps the
     # one before, a last step that stores part of its values, phases longer than a row of blocks
     # without pads), the general grid or rows (narrower widths, and complex64), the copies of folds
-    # with gaps (blocks narrower than the stride) and a 1-D row, with
+    # with gaps (blocks narrower than the stride) and of tiled ones (rows whole, or block rows
+    # copied together and cut: float32 in vectors for strides 2-4), and a 1-D row, with
     # -0.0 (a sum starts from +0, so it never gives -0.0), integers (sums exact in any order:
     # every bit compared) and a NaN at random places.
     for width in range(1, 70):
