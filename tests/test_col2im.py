@@ -167,6 +167,8 @@ FORMS = [
     ((4, 9000), dict(block_shape=(2, 2), strides=(2, 2)), "tiled grid, rows wider than the grid buffer"),
     ((5, 6, 8), dict(block_shape=(2, 2, 2), strides=(2, 2, 2)), "tiled 3-D grids"),
     ((30, 30), dict(block_shape=(3, 3), strides=(3, 3), pads=(1, 1, 1, 1)), "tiled grid, begin pads: a window"),
+    ((40, 700), dict(block_shape=(3, 3), strides=(3, 3), pads=(1, 2, 1, 0)),
+     "tiled grid, begin pads: a kernel row's block rows in several batches"),
     ((17, 19), dict(block_shape=(4, 4), strides=(4, 4), pads=(3, 2, 0, 1)), "tiled grid, pads, uncovered ends"),
     ((9, 10), dict(block_shape=(2, 2), strides=(2, 2), pads=(5, 6, 0, 0)), "tiled grid, pads past the blocks"),
     ((3001,), dict(block_shape=(4,), strides=(4,), pads=(3, 2)), "tiled 1-D, pads, items cut blocks"),
