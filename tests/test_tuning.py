@@ -237,7 +237,8 @@ def test_every_setting_is_typed_and_names_its_evidence():
         models = set().union(*map(set, rule.cpus.models))
         assert models and not models >= set(range(256)), rule
         cpu = (rule.cpus.vendor, rule.cpus.family, min(models))
-        assert getattr(_tuning, rule.setting)(cpu) == rule.value
+        assert rule.levels and set(rule.levels) <= {"baseline", "avx2", "avx512"}
+        assert all(getattr(_tuning, rule.setting)(cpu, level) == rule.value for level in rule.levels)
         if anchors is not None:
             assert rule.evidence in anchors, f"{rule.evidence} is not a heading of docs/tuning.md"
 

@@ -206,11 +206,11 @@ def config_lines():
 
 def _settings_line():
     """The kernel settings this CPU model takes instead of their defaults (_tuning.SETTINGS)."""
-    cpu = _runtime.cpu_id()
-    rules = [r for r in _tuning.SETTINGS if cpu in r.cpus]
+    rules = _tuning.active_settings()
     if not rules:
-        return "the defaults (no setting measured otherwise on this CPU model)"
-    return "; ".join(f"{r.setting} {'on' if r.value else 'off'} (measured faster on {r.cpus.name})" for r in rules)
+        return "the defaults (no setting measured otherwise on this CPU model and build)"
+    return "; ".join(f"{r.setting} {'on' if r.value else 'off'} (measured faster on {r.cpus.name}, "
+                     f"{'/'.join(r.levels)} build)" for r in rules)
 
 
 def _vector_line(info):

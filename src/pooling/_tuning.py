@@ -147,31 +147,40 @@ ACTIVE = active_rules(_runtime.cpu_id(), _dispatch.level, _dispatch.wanted, _dis
 
 @dataclass(frozen=True)
 class SettingRule:
-    """On `cpus`, the kernel setting `setting` (the name of its function below) is `value` instead of
-    its default; measured there (`evidence`, in DOCS)."""
+    """On `cpus`, in the builds `levels` ("baseline", "avx2", "avx512": the process's build), the kernel
+    setting `setting` (the name of its function below) is `value` instead of its default; measured
+    there (`evidence`, in DOCS)."""
     setting: str
     value: bool
     cpus: Cpus
+    levels: tuple
     evidence: str
 
 
+_RUNS = "#zen-4-and-zen-5-col2im-runs-without-the-prefetch"
 SETTINGS = (
-    SettingRule("col2im_run_prefetch", False, ZEN4, "#zen-4-and-zen-5-col2im-runs-without-the-prefetch"),
-    SettingRule("col2im_run_prefetch", False, ZEN5, "#zen-4-and-zen-5-col2im-runs-without-the-prefetch"),
+    SettingRule("col2im_run_prefetch", False, ZEN4, ("avx2",), _RUNS),
+    SettingRule("col2im_run_prefetch", False, ZEN5, ("avx2",), _RUNS),
 )
 
 
-def setting(name, default, cpu=None, rules=SETTINGS):
-    """Setting `name` on `cpu` (this machine's by default): the value of the first rule naming
-    both, else `default`."""
+def active_settings(cpu=None, level=None, rules=SETTINGS):
+    """The rules of SETTINGS in force for `cpu` and the build `level` (this process's by default)."""
     cpu = _runtime.cpu_id() if cpu is None else cpu
-    return next((r.value for r in rules if r.setting == name and cpu in r.cpus), default)
+    level = _dispatch.level if level is None else level
+    return tuple(r for r in rules if cpu in r.cpus and level in r.levels)
 
 
-def col2im_run_prefetch(cpu=None):
+def setting(name, default, cpu=None, level=None):
+    """Setting `name` for `cpu` and build `level` (this process's by default): the value of the
+    first rule in force naming it, else `default`."""
+    return next((r.value for r in active_settings(cpu, level) if r.setting == name), default)
+
+
+def col2im_run_prefetch(cpu=None, level=None):
     """Whether Col2Im's scatter (a last axis of stride 1) asks for its float32 columns 1 KB ahead of
-    the adds (#col2im-runs): yes, but for the CPUs of SETTINGS."""
-    return setting("col2im_run_prefetch", True, cpu)
+    the adds (#col2im-runs): yes, but where SETTINGS says otherwise."""
+    return setting("col2im_run_prefetch", True, cpu, level)
 
 
 def kernels_for(strategy, w_stride, itemsize, with_indices=False, input_bytes=0):
