@@ -64,6 +64,8 @@ typedef struct {
     const ptrdiff_t* hlast;         /* pairs (ki*block[last], qh) */
     int regs;                       /* grids of stride 2-4 summed in registers: pk_col_regs (which
                                      * does not need p->grid) */
+    const char* xlo;                /* the call's columns, every plane: [xlo, xhi) may be read */
+    const char* xhi;
 } pk_col_plan;
 
 /* A batch of sources of one phase row: source j adds src[j][t - lo[j]] to acc[t], lo[j] <= t < hi[j]
@@ -910,7 +912,8 @@ static void pk_col_tiles(const pk_col_ops* ops, const pk_col_plan* p, const char
  * rounded once as it is stored: the bits are the general grid's.
  *
  * Masked lanes still read the columns next to a source's row; an image row whose reads would
- * leave the plane (an end row, for some pads) goes through pk_col_row instead. */
+ * leave the call's columns (an end row of the first or last plane, for some pads) goes through
+ * pk_col_row instead. */
 #if PK_SIMD
 
 enum {
@@ -964,6 +967,21 @@ static PK_ALWAYS_INLINE pk_colv pk_col_reg_add(const int kind, pk_colv s, const 
     return s + (pk_colv)((pk_colm)v & keep & (pk_colm)(s == s));
 }
 
+/* The first n values of out (PK_COL_VL <= n < 4 * PK_COL_VL) stored at y: whole vectors, the last
+ * one overlapping the one before (a row's last step; its values past the row are not its own).
+ * memcpy of a count known only at run time was a library call on every row (k4 s3: 22 values);
+ * its own function, since inlined it moved the stride-2 rows' registers (3-7% more instructions). */
+static PK_NOINLINE void pk_col_reg_cut(float* y, const float* out, ptrdiff_t n)
+{
+    pk_colv v;
+    for (ptrdiff_t i = 0; i + PK_COL_VL < n; i += PK_COL_VL) {
+        v = pk_colv_ld(out + i);
+        memcpy(y + i, &v, sizeof v);
+    }
+    v = pk_colv_ld(out + n - PK_COL_VL);
+    memcpy(y + n - PK_COL_VL, &v, sizeof v);
+}
+
 /* Positions [ta, ta + PK_COL_VL) of the s phases of an image row from its nr source rows (in k
  * order), and as many at tb if `two`: phase r's kernel offsets of the last axis are n_r terms of
  * off, after those of the phases before it, their masks at ka and kb.  The interleaved values go to
@@ -998,7 +1016,7 @@ static PK_ALWAYS_INLINE void pk_col_reg_step(const int kind, const int s, const 
         pk_col_reg_zip(s, a0, a1, a2, a3, yr + s * ta);
     } else {
         pk_col_reg_zip(s, a0, a1, a2, a3, out);
-        memcpy(yr + s * ta, out, (size_t)cut * sizeof(float));
+        pk_col_reg_cut(yr + s * ta, out, cut);
     }
     if (!two)
         return;
@@ -1006,7 +1024,7 @@ static PK_ALWAYS_INLINE void pk_col_reg_step(const int kind, const int s, const 
         pk_col_reg_zip(s, b0, b1, b2, b3, yr + s * tb);
     } else {
         pk_col_reg_zip(s, b0, b1, b2, b3, out);
-        memcpy(yr + s * tb, out, (size_t)cut * sizeof(float));
+        pk_col_reg_cut(yr + s * tb, out, cut);
     }
 }
 
@@ -1025,7 +1043,10 @@ static inline void pk_col_reg_span(const pk_col_plan* p, ptrdiff_t* tlo, ptrdiff
 
 /* Rows [h0, h1) of the grid at y, n0..n3 kernel offsets of the last axis in its s phases; x: the
  * plane's columns; ahead: bytes to the next plane's columns, asked for a row's share at a time
- * (0: none); sums: room for a 16-bit row's float32 sums (PK_COL_REG_ROW). */
+ * (0: none); sums: room for a 16-bit row's float32 sums (PK_COL_REG_ROW).  Masked lanes may read
+ * anywhere in the call's columns [p->xlo, p->xhi): only a row whose reads would leave them
+ * goes through pk_col_row (end rows of the first or last plane, for some pads); where the plane's
+ * own bounds decided, those rows of every plane went there (docs/tuning.md#col2im-register-rows). */
 static PK_ALWAYS_INLINE void pk_col_regs_n(const int kind, const int s, const pk_col_ops* ops, const pk_col_plan* p,
                                            const char* const* kx, ptrdiff_t ncomb, char* y, ptrdiff_t h0,
                                            ptrdiff_t h1, const char* x, ptrdiff_t ahead, const ptrdiff_t n0,
@@ -1068,8 +1089,8 @@ static PK_ALWAYS_INLINE void pk_col_regs_n(const int kind, const int s, const pk
         for (ptrdiff_t b = h * per; b < (h + 1) * per && b < plane; b += 64)
             PK_COL_PF(x + ahead + b);
         /* rows in k order lie in increasing order in the plane (a row of k is L > a * nbw values) */
-        if (check && nr && ((rows[0] - x) / size + lo < 0 || (rows[nr - 1] - x) / size + hi + tw > elems)) {
-            pk_col_row(ops, p, rows, nr, yh, 0, W, 0);  /* reads past the plane */
+        if (check && nr && ((rows[0] - p->xlo) + lo * size < 0 || (p->xhi - rows[nr - 1]) < (hi + tw) * size)) {
+            pk_col_row(ops, p, rows, nr, yh, 0, W, 0);  /* reads past the columns */
             continue;
         }
         /* two vectors a step, the last of them at `last`; one where a step's first would be */

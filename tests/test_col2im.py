@@ -228,6 +228,33 @@ def test_scatter_runs_with_and_without_prefetch(rng, monkeypatch, image, attrs, 
         assert_same_or_nan(pooling.col2im(x, image, **attrs, n_threads=nt), want)
 
 
+@pytest.mark.parametrize("kind", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("image, attrs", [
+    ((9, 58), dict(block_shape=(4, 4), strides=(3, 3), pads=(1, 1, 1, 1))),   # last step cut: 22 of 24
+    ((6, 56), dict(block_shape=(6, 6), strides=(3, 3))),                      # end rows read past a plane
+    ((28, 28), dict(block_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1))),  # VOLO's fold
+    ((10, 57), dict(block_shape=(7, 7), strides=(4, 4), pads=(3, 3, 3, 3))),
+    ((3, 5, 40), dict(block_shape=(2, 3, 4), strides=(1, 2, 3), pads=(0, 1, 1, 1, 1, 2))),
+])
+def test_register_rows_stay_inside(rng, monkeypatch, kind, image, attrs):
+    # The register rows' masked lanes read anywhere in the call's columns (only the end rows of the
+    # first and last planes may leave them: pk_col_row then), and a row whose last step is cut
+    # stores it in overlapping vectors: on one plane and on several, cut into work items of a few
+    # rows at 1-3 threads, nothing past the result is written and the bits are the twin's.
+    monkeypatch.setattr(sys.modules["pooling.col2im"], "_REGISTERS", True)
+    attrs = full_attrs(image, **attrs)
+    for batch, channels in ((1, 1), (2, 3)):
+        x = columns(rng, kind, image, attrs, batch=batch, channels=channels)
+        want = reference.col2im(x, image, **attrs)
+        size = math.prod(want.shape)
+        for nt in (1, 2, 3):
+            room = np.full(size + 64, 7, dtype=want.dtype)
+            out = room[:size].reshape(want.shape)
+            pooling.col2im(x, image, **attrs, n_threads=nt, out=out)
+            assert_same_or_nan(out, want)
+            assert (room[size:] == 7).all()
+
+
 def test_run_prefetch_setting():
     # Off in the AVX2 build on the CPUs measured slower with it there (Zen 4 and Zen 5 server parts);
     # on elsewhere, and in the other builds (Zen 5's AVX-512 build ran 1.8x slower without it).

@@ -554,6 +554,8 @@ def col2im(const col_t[:, :, ::1] x not None, col_t[:, ::1] y not None, float[:,
         p.tph, p.tpw, p.tkh, p.tkw = 0, pads[0], 1, block[0]
     p.n, p.L, p.K, p.image, p.step, p.nbl = n, x.shape[2], x.shape[1], image, strides[last], nblocks[last]
     p.off, p.pre, p.loff, p.last = offs, pres, loff, lpairs
+    p.xlo = <const char*>&x[0, 0, 0]
+    p.xhi = p.xlo + planes * x.shape[1] * x.shape[2] * sizeof(col_t)
     p.regs = registers and pk_col_regs_fit(_col_kind(<col_t*>NULL, inf_bits), &p)  # (not while tiled)
     # A grid with gaps that the registers serve is summed there where its copy goes value by value
     # (the 16-bit floats): their rows of a few blocks ran faster there.  float32's copy goes in
