@@ -969,8 +969,9 @@ static PK_ALWAYS_INLINE pk_colv pk_col_reg_add(const int kind, pk_colv s, const 
 
 /* The first n values of out (PK_COL_VL <= n < 4 * PK_COL_VL) stored at y: whole vectors, the last
  * one overlapping the one before (a row's last step; its values past the row are not its own).
- * memcpy of a count known only at run time was a library call on every row (k4 s3: 22 values);
- * its own function, since inlined it moved the stride-2 rows' registers (3-7% more instructions). */
+ * memcpy of a count known only at run time was a library call on every row (k4 s3: 22 values).
+ * Its own function: inlined, it changed the register allocation of the stride-2 rows, which never
+ * take it (docs/tuning.md#col2im-register-rows). */
 static PK_NOINLINE void pk_col_reg_cut(float* y, const float* out, ptrdiff_t n)
 {
     pk_colv v;
