@@ -1283,9 +1283,11 @@ static PK_NOINLINE void pk_col2im_item(int kind, const pk_col_plan* p, const cha
 {
     const pk_col_ops* ops = &pk_col_kinds[kind];
     ptrdiff_t n = p->n, W = p->image[n - 1], size = ops->size;
-    if (p->tiled && ahead && p->tkw == p->step && (n == 1 || p->tkh == p->hstep)) {
-        /* a tiled fold's copies (blocks = strides) ask for the item's share of the next plane at
-         * its start; folds with gaps ran slower with it (docs/tuning.md#col2im-gapped-folds) */
+    if (p->tiled && ahead && n >= 2 && p->tkw == p->step && p->tkh == p->hstep
+        && !(p->tpw == 0 && W == p->step * p->nbl)) {
+        /* a tiled grid (blocks = strides) whose rows are copied through pk_col_tiles_batched asks
+         * for the item's share of the next plane at its start; folds with gaps ran slower with it,
+         * rows copied straight into the image no faster (docs/tuning.md#col2im-gapped-folds) */
         ptrdiff_t plane = p->K * p->L * size, b0 = o0 * plane / p->image[0], b1 = o1 * plane / p->image[0];
         pk_col_ahead(x + b0, NULL, NULL, NULL, b1 - b0, ahead);
         ahead = 0;
