@@ -875,12 +875,19 @@ static PK_NOINLINE void pk_col_tiles_batched(const pk_col_ops* ops, const pk_col
     }
 }
 
+/* Whether a tiled grid's rows are copied straight into the image (whole blocks, no begin pad on the
+ * last axis); the others go through pk_col_tiles_batched. */
+static inline int pk_col_tiles_direct(const pk_col_plan* p)
+{
+    return p->tpw == 0 && p->image[p->n - 1] == p->step * p->nbl;
+}
+
 static void pk_col_tiles(const pk_col_ops* ops, const pk_col_plan* p, const char* x, char* y,
                          ptrdiff_t h0, ptrdiff_t h1)
 {
     ptrdiff_t sh = p->hstep, sw = p->step, W = p->image[p->n - 1], nbw = p->nbl, size = ops->size;
     ptrdiff_t most = PK_COL_GRID_CHUNK / (sw * nbw * size);  /* block rows pk_col_tiles_batched holds */
-    int direct = p->tpw == 0 && W == sw * nbw;
+    int direct = pk_col_tiles_direct(p);
     if (!direct && most >= 1) {
         pk_col_tiles_batched(ops, p, x, y, h0, h1, most);
         return;
@@ -1283,8 +1290,7 @@ static PK_NOINLINE void pk_col2im_item(int kind, const pk_col_plan* p, const cha
 {
     const pk_col_ops* ops = &pk_col_kinds[kind];
     ptrdiff_t n = p->n, W = p->image[n - 1], size = ops->size;
-    if (p->tiled && ahead && n >= 2 && p->tkw == p->step && p->tkh == p->hstep
-        && !(p->tpw == 0 && W == p->step * p->nbl)) {
+    if (p->tiled && ahead && n >= 2 && p->tkw == p->step && p->tkh == p->hstep && !pk_col_tiles_direct(p)) {
         /* a tiled grid (blocks = strides) whose rows are copied through pk_col_tiles_batched asks
          * for the item's share of the next plane at its start; folds with gaps ran slower with it,
          * rows copied straight into the image no faster (docs/tuning.md#col2im-gapped-folds) */
