@@ -910,7 +910,8 @@ static void pk_col_tiles(const pk_col_ops* ops, const pk_col_plan* p, const char
  * PK_COL_VL positions of all s phases at a time, two such steps a pass, from every source row, each
  * term masked to +0 outside its source's blocks; then the phases interleaved by shuffles and stored
  * once.  A row that is not whole vectors ends with a step that overlaps the one before (it stores
- * the same values again), its positions past the row dropped.  The general grid sums each phase in
+ * the same values again), its positions past the row dropped; phases shorter than a vector (rows of
+ * at least one) are one masked step a row.  The general grid sums each phase in
  * a buffer, source by source, sums again the columns its flat runs wrap onto and interleaves the
  * buffer afterwards: for phases of 14-28 positions that was most of its time, and it cannot serve
  * phases longer than a row of blocks (ceil(W / s) > blocks: k3 s2 without pads on an even width),
@@ -1063,9 +1064,12 @@ static PK_ALWAYS_INLINE void pk_col_regs_n(const int kind, const int s, const pk
     ptrdiff_t W = p->image[p->n - 1], H = p->image[p->n - 2], tw = (W + s - 1) / s, nbw = p->nbl, L = p->L;
     ptrdiff_t e0 = p->loff[0], ne = p->loff[s] - e0, sh = p->hstep, tlo, thi, lo = 0, hi = 0, bw = 0;
     const ptrdiff_t size = kind == PK_COL_FLOAT ? 4 : 2;
-    ptrdiff_t elems = p->K * L, plane = elems * size, last = tw - PK_COL_VL;
+    /* the last step's position: a phase shorter than a vector is one step, its lanes past the
+     * phase's blocks masked (as any lane outside a source's blocks) */
+    ptrdiff_t elems = p->K * L, plane = elems * size, last = tw > PK_COL_VL ? tw - PK_COL_VL : 0;
     ptrdiff_t per = ahead && p->n == 2 ? (plane + H - 1) / H : 0;  /* of the next plane, per row */
-    ptrdiff_t cut = W - s * last;  /* the values the row's last step stores */
+    ptrdiff_t cut = W - s * last, span = last + PK_COL_VL;  /* the values the row's last step stores;
+                                                             * the positions a row's steps read */
     ptrdiff_t off[4 * PK_COL_REG_MAX];
     pk_colm kf[4 * PK_COL_REG_MAX], kl[4 * PK_COL_REG_MAX], kall[4 * PK_COL_REG_MAX];
     const char* rows[PK_COL_REG_MAX];
@@ -1079,11 +1083,11 @@ static PK_ALWAYS_INLINE void pk_col_regs_n(const int kind, const int s, const pk
         hi = e == 0 || off[e] > hi ? off[e] : hi;
         kall[e] = (pk_colm)PK_COL_IOTA >= 0;
         kf[e] = tlo > 0 || PK_COL_VL > thi ? (at0 >= 0) & (at0 < (int32_t)nbw) : kall[e];
-        kl[e] = last < tlo || tw > thi ? (at1 >= 0) & (at1 < (int32_t)nbw) : kall[e];
+        kl[e] = last < tlo || span > thi ? (at1 >= 0) & (at1 < (int32_t)nbw) : kall[e];
     }
     /* whether any row's reads may leave the plane: a source row starts at 0 at the least, at the
      * last row of blocks of the last kernel offset with kj = 0, (K - bw) * L + L - nbw, at the most */
-    int check = lo < 0 || (p->K - bw + 1) * L - nbw + hi + tw > elems;
+    int check = lo < 0 || (p->K - bw + 1) * L - nbw + hi + span > elems;
     for (ptrdiff_t h = h0, rh = h0 % sh, ta = h0 / sh; h < h1; h++, rh = rh + 1 < sh ? rh + 1 : (ta++, 0)) {
         char* yh = y + h * W * size;
         float* yr = kind == PK_COL_FLOAT ? (float*)yh : sums;
@@ -1097,7 +1101,7 @@ static PK_ALWAYS_INLINE void pk_col_regs_n(const int kind, const int s, const pk
         for (ptrdiff_t b = h * per; b < (h + 1) * per && b < plane; b += 64)
             PK_COL_PF(x + ahead + b);
         /* rows in k order lie in increasing order in the plane (a row of k is L > a * nbw values) */
-        if (check && nr && ((rows[0] - p->xlo) + lo * size < 0 || (p->xhi - rows[nr - 1]) < (hi + tw) * size)) {
+        if (check && nr && ((rows[0] - p->xlo) + lo * size < 0 || (p->xhi - rows[nr - 1]) < (hi + span) * size)) {
             pk_col_row(ops, p, rows, nr, yh, 0, W, 0);  /* reads past the columns */
             continue;
         }
@@ -1192,7 +1196,7 @@ static inline int pk_col_regs_fit(int kind, const pk_col_plan* p)
     ptrdiff_t s = p->step, W = p->image[p->n - 1], tw = (W + s - 1) / s, tlo, thi, most = 0;
     int half = kind == PK_COL_BF16 || (PK_COL_F16_REGS && kind == PK_COL_F16);
     if (!((kind == PK_COL_FLOAT || (half && W <= PK_COL_REG_ROW)) && p->n >= 2 && !p->tiled && s >= 2 && s <= 4
-          && p->lph == s && tw >= PK_COL_VL))
+          && p->lph == s && W >= PK_COL_VL))
         return 0;
     for (ptrdiff_t r = 0; r < s; r++)
         if (p->loff[r + 1] - p->loff[r] > PK_COL_REG_MAX)

@@ -103,7 +103,7 @@ def test_matches_reference(rng, kind, rank, case):
 
 # The gather's forms (include/pooling_col2im.h: a last axis of stride > 1; stride 1 is the scatter,
 # which the cases above reach), each reached by the shapes that select it: (image, attrs, form).
-# Grids of strides 2-4 with phases of at least a vector are summed in registers (pk_col_regs:
+# Grids of strides 2-4 with rows of at least a vector are summed in registers (pk_col_regs:
 # float32, bfloat16, float16 in the AVX builds); test_forms_match_reference runs them both ways.
 # Forced off, they take the general grid, which needs the last axis' phases to fit in a row of
 # blocks (ceil(W / stride) <= blocks) and the phases' rows of blocks in its 16 KB buffer; else the
@@ -122,6 +122,13 @@ FORMS = [
      "registers, dilated: one phase without sources"),
     ((5, 50), dict(block_shape=(7, 9), strides=(1, 2), pads=(3, 4, 3, 4)), "registers, k9: 5 and 4 offsets"),
     ((6, 16), dict(block_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1)), "registers, one vector a phase"),
+    # phases shorter than a vector (of 8 lanes; the 4-lane builds take them as whole vectors): one
+    # step a row, its lanes past the phase masked and its values past the row dropped
+    ((6, 14), dict(block_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1)), "registers, phases of 7"),
+    ((9, 28), dict(block_shape=(6, 6), strides=(4, 4), pads=(1, 1, 1, 1)), "registers, stride 4, phases of 7"),
+    ((7, 20), dict(block_shape=(4, 4), strides=(3, 3), pads=(1, 1, 1, 1)), "registers, stride 3, phases of 7"),
+    ((5, 8), dict(block_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1)), "registers, phases of 4"),
+    ((6, 9), dict(block_shape=(5, 5), strides=(4, 4)), "registers, stride 4, phases of 3, no pads"),
     ((7, 80), dict(block_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1)), "registers, five vectors a phase"),
     ((3, 4, 32), dict(block_shape=(2, 3, 3), strides=(1, 1, 2), pads=(0, 1, 1, 0, 1, 1)), "registers, 3-D"),
     ((8, 56), dict(block_shape=(3, 3), strides=(2, 2)), "registers, no pads: phases longer than the blocks"),
@@ -234,6 +241,8 @@ def test_scatter_runs_with_and_without_prefetch(rng, monkeypatch, image, attrs, 
     ((6, 56), dict(block_shape=(6, 6), strides=(3, 3))),                      # end rows read past a plane
     ((28, 28), dict(block_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1))),  # VOLO's fold
     ((10, 57), dict(block_shape=(7, 7), strides=(4, 4), pads=(3, 3, 3, 3))),
+    ((9, 28), dict(block_shape=(6, 6), strides=(4, 4), pads=(1, 1, 1, 1))),   # phases shorter than a vector
+    ((6, 9), dict(block_shape=(5, 5), strides=(4, 4))),                       # the same, reads past the plane
     ((3, 5, 40), dict(block_shape=(2, 3, 4), strides=(1, 2, 3), pads=(0, 1, 1, 1, 1, 2))),
 ])
 def test_register_rows_stay_inside(rng, monkeypatch, kind, image, attrs):
