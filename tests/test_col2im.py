@@ -186,6 +186,8 @@ FORMS = [
     ((9, 59), dict(block_shape=(3, 3), strides=(4, 4), pads=(1, 1, 1, 1)), "gapped grid, rows through the buffer"),
     ((12, 56), dict(block_shape=(2, 3), strides=(3, 4)), "gapped grid, whole rows straight from the columns"),
     ((10, 11), dict(block_shape=(1, 1), strides=(2, 2)), "gapped grid, blocks of one pixel"),
+    ((9, 28), dict(block_shape=(3, 3), strides=(4, 4), pads=(1, 1, 1, 1)),
+     "gapped grid, phases shorter than a vector: not in registers"),
     ((9, 57), dict(block_shape=(3, 3), strides=(4, 4)), "gapped grid, phases past the blocks (1- and 2-byte too)"),
     ((17, 19), dict(block_shape=(2, 3), strides=(4, 4), pads=(3, 2, 0, 1)), "gapped grid, pads, uncovered ends"),
     ((6, 7, 9), dict(block_shape=(1, 2, 2), strides=(2, 3, 3), pads=(0, 1, 0, 1, 0, 1)),
