@@ -253,7 +253,7 @@ def test_every_setting_is_typed_and_names_its_evidence():
     (("AuthenticAMD", 0x1A, 0x44), set()),       # Zen 5 desktop: not measured
     (("GenuineIntel", 6, 0xCF), {(S.NHWC, "avx512"), (S.NARROW, "avx512")}),   # Emerald Rapids: measured
     (("GenuineIntel", 6, 0x8F), set()),          # Sapphire Rapids: not measured
-    (("GenuineIntel", 6, 0xA7), set()),          # the Xeon 0xA7 VM: not measured for the rule
+    (("GenuineIntel", 6, 0xA7), {(S.NHWC, "avx512"), (S.NARROW, "avx512")}),   # the Xeon 0xA7 VM: measured
     (("", 0, 0), set()),
 ])
 def test_rules_in_force_by_cpu(cpu, expected):

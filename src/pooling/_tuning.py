@@ -114,6 +114,10 @@ class BuildRule:
 ZEN4 = Cpus("AMD Zen 4 server (EPYC 9004)", "AuthenticAMD", 0x19, (range(0x10, 0x20),))
 ZEN5 = Cpus("AMD Zen 5 server (EPYC 9005)", "AuthenticAMD", 0x1A, (range(0x00, 0x20),))
 INTEL_0XCF = Cpus("Intel family 6 model 0xCF (fifth-generation server parts)", "GenuineIntel", 6, (range(0xCF, 0xD0),))
+# (0xA7 is also Rocket Lake's number on bare metal, where nothing was measured:
+# #xeon-0xa7-nhwc-with-indices-from-the-avx-512-build)
+INTEL_0XA7 = Cpus("Intel family 6 model 0xA7 (as a KVM guest with AVX512-FP16 reports it)", "GenuineIntel", 6,
+                  (range(0xA7, 0xA8),))
 
 # (Zen 3's rules, FUSED and TILES with a W stride of 2 from the baseline build, were dropped when
 # measured again: #zen-3-fused-and-tiles-with-w-stride-2.  Zen 5's TILES float32 from memory was
@@ -128,6 +132,9 @@ RULES = (
     BuildRule(Strategy.NHWC, "avx512", INTEL_0XCF, (1, 2), (4,),
               "#xeon-0xcf-nhwc-with-indices-from-the-avx-512-build", indices=True),
     BuildRule(Strategy.NARROW, "avx512", INTEL_0XCF, (1,), (4,), "#xeon-0xcf-narrow-from-the-avx-512-build"),
+    BuildRule(Strategy.NHWC, "avx512", INTEL_0XA7, (1, 2), (4,),
+              "#xeon-0xa7-nhwc-with-indices-from-the-avx-512-build", indices=True),
+    BuildRule(Strategy.NARROW, "avx512", INTEL_0XA7, (1,), (4,), "#xeon-0xa7-narrow-from-the-avx-512-build"),
 )
 
 
