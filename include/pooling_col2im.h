@@ -853,7 +853,7 @@ static PK_NOINLINE void pk_col_tiles_batched(const pk_col_ops* ops, const pk_col
     ptrdiff_t keep = row - p->tpw < W ? row - p->tpw : W;
     keep = keep > 0 ? keep : 0;
     /* row h is kernel row r of block row c (u = h + tph = c*sh + r), counted on without a division
-     * a row (a division for each of a plane's 28 rows was a fifth of a k3 s4 p1 fold's time) */
+     * a row: the divisions' latency was much of a small plane's time (docs/tuning.md#col2im-gapped-folds) */
     for (ptrdiff_t h = h0, c = (h0 + p->tph) / sh, r = h0 + p->tph - c * sh; h < h1; h++) {
         if (c >= p->nbh || r >= p->tkh || keep == 0)  /* past the blocks, or in a gap */
             memset(y + h * W * size, 0, (size_t)(W * size));
