@@ -1201,6 +1201,11 @@ static inline int pk_col_regs_fit(int kind, const pk_col_plan* p)
     if (!((kind == PK_COL_FLOAT || (half && W <= PK_COL_REG_ROW)) && p->n >= 2 && !p->tiled && s >= 2 && s <= 4
           && p->lph == s && W >= PK_COL_VL))
         return 0;
+    /* phases shorter than a vector (one masked step a row) of blocks narrower than the stride (a
+     * pixel one term or none) ran slower here than on the general grid or the copy
+     * (docs/tuning.md#col2im-register-rows) */
+    if (tw < PK_COL_VL && p->tkw < s)
+        return 0;
     for (ptrdiff_t r = 0; r < s; r++)
         if (p->loff[r + 1] - p->loff[r] > PK_COL_REG_MAX)
             return 0;
@@ -1212,18 +1217,6 @@ static inline int pk_col_regs_fit(int kind, const pk_col_plan* p)
     return p->maxcomb * most <= PK_COL_REG_MAX && (mid < PK_COL_VL || (tlo <= PK_COL_VL && mid + PK_COL_VL <= thi));
 #else
     (void)kind, (void)p;
-    return 0;
-#endif
-}
-
-/* Whether the register rows' phases are shorter than a vector (one masked step a row): a grid with
- * gaps does not take them then (col2im.pxi; docs/tuning.md#col2im-register-rows). */
-static inline int pk_col_regs_short(const pk_col_plan* p)
-{
-#if PK_SIMD
-    return (p->image[p->n - 1] + p->step - 1) / p->step < PK_COL_VL;
-#else
-    (void)p;
     return 0;
 #endif
 }

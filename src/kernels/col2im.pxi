@@ -557,11 +557,6 @@ def col2im(const col_t[:, :, ::1] x not None, col_t[:, ::1] y not None, float[:,
     p.xlo = <const char*>&x[0, 0, 0]
     p.xhi = p.xlo + planes * x.shape[1] * x.shape[2] * sizeof(col_t)
     p.regs = registers and pk_col_regs_fit(_col_kind(<col_t*>NULL, inf_bits), &p)  # (not while tiled)
-    # Phases shorter than a vector (one masked step a row) of blocks narrower than the stride (a
-    # pixel one term or none) ran slower in registers than where they went before: the general grid,
-    # or the copy below (docs/tuning.md#col2im-register-rows).
-    if p.regs and n > 1 and block[last] < strides[last] and pk_col_regs_short(&p):
-        p.regs = 0
     # A grid with gaps that the registers serve is summed there where its copy goes value by value
     # (the 16-bit floats): their rows of a few blocks ran faster there.  float32's copy goes in
     # vectors where the build has them (pk_col_gap_f32v), faster than the registers
