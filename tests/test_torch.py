@@ -587,6 +587,57 @@ def test_backward_fills_no_zeros_for_the_indices(channels_last):
     assert torch.equal(x.grad, want.grad)
 
 
+def test_indices_changed_in_place_refuse_the_backward():
+    """backward reads the forward's own Indices memory; autograd's version check still refuses it once they
+    were changed in place, as it does for torch's own max_pool2d."""
+    for memory_format in (torch.contiguous_format, torch.channels_last):
+        x = torch.randn(1, 4, 8, 8).contiguous(memory_format=memory_format).requires_grad_()
+        y, i = pt.max_pool2d(x, 3, 2, 1, return_indices=True)
+        i.zero_()
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.sum().backward()
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_gradient_of_a_strided_output_gradient(channels_last):
+    """The output's gradient in another memory format than the forward's, or a strided view: read in its
+    own strides, the same gradient as torch's."""
+    x = random_tensor((2, 8, 13, 11), torch.float32)
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
+    x.requires_grad_()
+    base = torch.randn(2, 8, 7, 12)[..., ::2]
+    for g in (base, base.contiguous(memory_format=torch.channels_last), base.contiguous()):
+        got, = torch.autograd.grad(pt.max_pool2d(x, 3, 2, 1), x, g)
+        want, = torch.autograd.grad(F.max_pool2d(x, 3, 2, 1), x, g)
+        assert torch.equal(got, want)
+        assert got.is_contiguous(memory_format=torch.channels_last) == channels_last
+
+
+def test_a_lazily_negated_tensor_is_read_as_its_values():
+    """A tensor with the negative bit set (torch's lazy negation) cannot be read as NumPy as it is: its
+    values are resolved first."""
+    x = random_tensor((1, 3, 8, 8), torch.float32)
+    neg = torch._neg_view(x)
+    assert neg.is_neg()
+    for got, want in zip(pt.max_pool2d(neg, 2, return_indices=True), F.max_pool2d(-x, 2, return_indices=True)):
+        assert_same(got, want)
+
+
+def test_cached_arguments_keep_their_types_apart():
+    """Validated arguments are cached per shape and values; a bool or float spelling of a cached int is
+    still refused, and a cached call answers as the first did."""
+    x = random_tensor((1, 2, 8, 8), torch.float32)
+    for _ in range(2):
+        assert_same(pt.max_pool2d(x, (2, 2), 2), F.max_pool2d(x, (2, 2), 2))
+        with pytest.raises(TypeError, match=r"^max_pool2d: kernel_size must be an int"):
+            pt.max_pool2d(x, (True, True), 2)
+        with pytest.raises(TypeError, match=r"^max_pool2d: kernel_size must be an int"):
+            pt.max_pool2d(x, (2.0, 2), 2)
+        with pytest.raises(pt.ArgumentError, match=r"^max_pool2d: the output size"):
+            pt.max_pool2d(x[..., :1, :1], (2, 2), 2)
+
+
 def test_no_grad_builds_no_graph():
     x = torch.randn(1, 1, 4, 4, requires_grad=True)
     with torch.no_grad():

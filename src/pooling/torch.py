@@ -17,6 +17,7 @@ import torch
 from torch.autograd.function import once_differentiable
 
 import pooling as _pooling
+from ._attrs import cached_plan
 from ._dtypes import LEGACY_BFLOAT16
 from .maxpool_grad import _grad_windows
 
@@ -41,7 +42,6 @@ class ArgumentError(ValueError, RuntimeError):
 # torch's do not: its unsigned integers of 2-8 bytes and bool.
 _POOL_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int8, torch.uint8,
                 torch.int16, torch.int32, torch.int64, torch.uint16, torch.uint32, torch.uint64, torch.bool)
-_CHANNELS_LAST = {2: torch.channels_last, 3: torch.channels_last_3d}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -281,6 +281,23 @@ def max_pool3d(input: Tensor, kernel_size: Size, stride: Size | None = None, pad
 def _max_pool(fn, n, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
     x, batched = _batch(fn, input, n, "input")
     _check_dtype(fn, x, _POOL_DTYPES)
+    args = _POOL_ARGS[n](tuple(x.shape), fn=fn, kernel_size=kernel_size, stride=stride, padding=padding,
+                         dilation=dilation, ceil_mode=ceil_mode)
+    if torch.is_grad_enabled() and x.requires_grad:
+        y, indices = _MaxPool.apply(x, fn, args)
+    else:
+        y, indices = _pool_forward(fn, x, args, return_indices)[:2]
+    if not batched:  # torch gives unbatched results contiguous, whatever the input's strides
+        y = y.squeeze(0).contiguous()
+        indices = None if indices is None else indices.squeeze(0).contiguous()
+    return (y, indices) if return_indices else y
+
+
+def _pool_args(x_shape, fn, kernel_size, stride, padding, dilation, ceil_mode):
+    """(kernel, stride, padding, dilation, ceil_mode) of a max_pool call on a batched input of `x_shape`,
+    checked as torch checks them; cached per shape and arguments (`_POOL_ARGS`): a call's Python work runs
+    between kernels, with cold caches (docs/torch.md#the-cost-of-a-call)."""
+    n = len(x_shape) - 2
     kernel = _ints(fn, "kernel_size", kernel_size, n, 1)
     stride = _stride(fn, stride, kernel)
     padding = _ints(fn, "padding", padding, n, 0)
@@ -291,18 +308,14 @@ def _max_pool(fn, n, input, kernel_size, stride, padding, dilation, ceil_mode, r
     if not isinstance(ceil_mode, (bool, int)):
         raise TypeError(f"{fn}: ceil_mode must be a bool, got {ceil_mode!r}")
     args = (kernel, stride, padding, dilation, bool(ceil_mode))
-    sizes = [_pool_size(*a, bool(ceil_mode)) for a in zip(x.shape[2:], *args[:4])]
+    sizes = [_pool_size(*a, bool(ceil_mode)) for a in zip(x_shape[2:], *args[:4])]
     if min(sizes) < 1:
-        raise ArgumentError(f"{fn}: the output size {sizes} of input {list(x.shape)} is too small: "
+        raise ArgumentError(f"{fn}: the output size {sizes} of input {list(x_shape)} is too small: "
                             "every output size must be >= 1")
-    if torch.is_grad_enabled() and x.requires_grad:
-        y, indices = _MaxPool.apply(x, fn, args)
-    else:
-        y, indices = _pool_forward(fn, x, args, return_indices)[:2]
-    if not batched:  # torch gives unbatched results contiguous, whatever the input's strides
-        y = y.squeeze(0).contiguous()
-        indices = None if indices is None else indices.squeeze(0).contiguous()
-    return (y, indices) if return_indices else y
+    return args
+
+
+_POOL_ARGS = {n: cached_plan(f"max_pool{n}d")(_pool_args) for n in (1, 2, 3)}
 
 
 def _pool_size(size, k, s, p, d, ceil_mode):
@@ -315,11 +328,11 @@ def _pool_size(size, k, s, p, d, ceil_mode):
 
 
 def _pool_forward(fn, x, args, with_indices):
-    """(y, indices or None, layout) of batched `x` as tensors, with torch's semantics."""
+    """(y, indices or None, layout, indices as a numpy array or None) of batched `x`, y and indices as
+    tensors, with torch's semantics."""
     kernel, stride, padding, dilation, ceil_mode = args
     n = len(kernel)
-    layout, xl = _layout(x, n)
-    arr = _as_numpy(xl)
+    layout, arr = _layout(x, n)
     kw = dict(strides=stride, pads=padding * 2, dilations=dilation, ceil_mode=ceil_mode, layout=layout,
               n_threads=torch.get_num_threads())
     nan: list[bool | None] = []  # whether y holds a NaN, where the kernel tells (it scans as it writes)
@@ -332,9 +345,9 @@ def _pool_forward(fn, x, args, with_indices):
         perm = _to_nchw(layout, n)
         _last_nans(arr.transpose(perm), y.transpose(perm), None if indices is None else indices.transpose(perm),
                    args, _nan_test(x.dtype), _TORCH_NAN.get(x.dtype))
-    yt = _from_layout(_as_tensor(y, x.dtype), layout, n)
-    it = None if indices is None else _from_layout(torch.from_numpy(indices), layout, n)
-    return yt, it, layout
+    yt = _as_tensor(_from_layout(y, layout, n), x.dtype)
+    it = None if indices is None else torch.from_numpy(_from_layout(indices, layout, n))
+    return yt, it, layout, indices
 
 
 def _last_nans(x, y, indices, args, isnan, as_torch):
@@ -391,7 +404,7 @@ class _MaxPool(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, fn, args):
-        y, indices, layout = _pool_forward(fn, x, args, True)
+        y, indices, layout, ctx.indices = _pool_forward(fn, x, args, True)
         ctx.save_for_backward(indices)
         ctx.x_shape, ctx.layout, ctx.fn, ctx.args = x.shape, layout, fn, args
         ctx.mark_non_differentiable(indices)
@@ -405,11 +418,10 @@ class _MaxPool(torch.autograd.Function):
     def backward(ctx, grad_y, grad_indices):
         if grad_y is None:
             return None, None, None
-        indices, = ctx.saved_tensors
+        ctx.saved_tensors  # (autograd's check that the indices were not changed in place; ctx.indices is their memory)
         n = len(ctx.x_shape) - 2
         layout = ctx.layout
-        g = _to_layout(grad_y, layout, n).contiguous()
-        i = _to_layout(indices, layout, n).contiguous()
+        g = np.ascontiguousarray(_to_layout(_as_numpy(grad_y), layout, n))
         shape = ctx.x_shape
         x_shape = (shape[0], *shape[2:], shape[1]) if layout == "NHWC" else tuple(shape)
         kernel, stride, padding, dilation, _ = ctx.args
@@ -417,12 +429,11 @@ class _MaxPool(torch.autograd.Function):
                 and all(s >= k for k, s in zip(kernel, stride))):
             # Windows that do not overlap: dx written once, each element from the one window over it (the
             # indices are the forward's own: autograd refuses a backward after they were changed in place).
-            grad_x = _grad_windows(_as_numpy(g), _as_numpy(i), x_shape, kernel, stride, padding,
-                                   torch.get_num_threads())
+            grad_x = _grad_windows(g, ctx.indices, x_shape, kernel, stride, padding, torch.get_num_threads())
         else:
-            grad_x = _call(ctx.fn, _pooling.max_pool_grad, _as_numpy(g), _as_numpy(i), x_shape,
-                           index_format="plane", layout=layout, n_threads=torch.get_num_threads())
-        return _from_layout(_as_tensor(grad_x, grad_y.dtype), layout, n), None, None
+            grad_x = _call(ctx.fn, _pooling.max_pool_grad, g, ctx.indices, x_shape, index_format="plane",
+                           layout=layout, n_threads=torch.get_num_threads())
+        return _as_tensor(_from_layout(grad_x, layout, n), grad_y.dtype), None, None
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -636,12 +647,12 @@ def _unpool_forward(fn, x, indices, plan):
     kernel, stride, size = plan
     n = len(kernel)
     # torch's max_unpool2d keeps channels_last; its max_unpool3d returns a contiguous result.
-    layout, xl = _layout(x, n) if n == 2 else ("NCHW", x.contiguous())
-    il = _to_layout(indices, layout, n)  # pooling copies indices of other strides
+    layout, xl = _layout(x, n) if n == 2 else ("NCHW", np.ascontiguousarray(_as_numpy(x)))
+    il = _to_layout(_as_numpy(indices), layout, n)  # pooling copies indices of other strides
     shape = (x.shape[0], *size, x.shape[1]) if layout == "NHWC" else (*x.shape[:2], *size)
-    y = _call(fn, _pooling.max_unpool, _as_numpy(xl), _as_numpy(il), kernel, strides=stride, output_shape=shape,
+    y = _call(fn, _pooling.max_unpool, xl, il, kernel, strides=stride, output_shape=shape,
               index_format="plane", layout=layout, n_threads=torch.get_num_threads())
-    return _from_layout(_as_tensor(y, x.dtype), layout, n)
+    return _as_tensor(_from_layout(y, layout, n), x.dtype)
 
 
 class _MaxUnpool(torch.autograd.Function):
@@ -746,7 +757,7 @@ def fold(input: Tensor, output_size: Size, kernel_size: Size, dilation: Size = 1
 
 def _fold_forward(x, plan):
     image, kernel, dilation, padding, stride = plan
-    y = _call("fold", _pooling.col2im, _as_numpy(x.contiguous()), image, kernel, strides=stride,
+    y = _call("fold", _pooling.col2im, np.ascontiguousarray(_as_numpy(x)), image, kernel, strides=stride,
               pads=padding * 2, dilations=dilation, n_threads=torch.get_num_threads())
     return _as_tensor(y, x.dtype)
 
@@ -795,7 +806,7 @@ def _batch(fn, t, n, name):
 
 
 def _check_device(fn, t, name):
-    if t.device.type != "cpu":
+    if not t.is_cpu:
         raise TypeError(f"{fn}: {name} is on {t.device}: pooling.torch runs on the CPU (move it with .cpu())")
 
 
@@ -828,38 +839,56 @@ def _stride(fn, stride, kernel):
     return _ints(fn, "stride", stride, len(kernel), 1)
 
 
+# numpy's axes of an (N, C, *spatial) array in channels-last order, and back, by number of spatial axes
+_LAST = {2: (0, 2, 3, 1), 3: (0, 2, 3, 4, 1)}
+_FIRST = {2: (0, 3, 1, 2), 3: (0, 4, 1, 2, 3)}
+
+
 def _layout(x, n):
-    """("NHWC", x permuted channels-last) for a channels_last tensor (a view, no copy), else ("NCHW", x
-    made contiguous)."""
-    if n in _CHANNELS_LAST and not x.is_contiguous() and x.is_contiguous(memory_format=_CHANNELS_LAST[n]):
-        return "NHWC", _to_layout(x, "NHWC", n)
-    return "NCHW", x.contiguous()
+    """("NHWC", a numpy view of x channels-last) for a channels_last tensor (no copy), else ("NCHW", x as a
+    C-contiguous numpy array).  In numpy rather than torch: each torch call here went through its
+    dispatcher, with cold caches between two kernels (docs/torch.md#the-cost-of-a-call)."""
+    a = _as_numpy(x)
+    if n in _LAST and not a.flags.c_contiguous:
+        last = a.transpose(_LAST[n])
+        if last.flags.c_contiguous:
+            return "NHWC", last
+    return "NCHW", np.ascontiguousarray(a)
 
 
 def _to_nchw(layout, n):
     """The numpy axes that make an array of `layout` an (N, C, *spatial) view."""
-    return (0, n + 1, *range(1, n + 1)) if layout == "NHWC" else tuple(range(n + 2))
+    return _FIRST[n] if layout == "NHWC" else tuple(range(n + 2))
 
 
-def _to_layout(t, layout, n):
-    return t.permute(0, *range(2, n + 2), 1) if layout == "NHWC" else t
+def _to_layout(a, layout, n):
+    """numpy array `a`, (N, C, *spatial), as a view in `layout`'s axis order."""
+    return a.transpose(_LAST[n]) if layout == "NHWC" else a
 
 
-def _from_layout(t, layout, n):
-    return t.permute(0, n + 1, *range(1, n + 1)) if layout == "NHWC" else t
+def _from_layout(a, layout, n):
+    """numpy array `a` in `layout`'s axis order as an (N, C, *spatial) view."""
+    return a.transpose(_FIRST[n]) if layout == "NHWC" else a
 
 
 def _as_numpy(t):
-    """A numpy view of CPU tensor `t` through DLPack (no copy); bfloat16 as ONNX's legacy bfloat16 dtype,
+    """A numpy view of CPU tensor `t` (no copy, `t`'s strides); bfloat16 as ONNX's legacy bfloat16 dtype,
     which pooling reads, over the same bits."""
-    t = t.detach().resolve_conj().resolve_neg()
-    if t.dtype == torch.bfloat16:
-        return np.from_dlpack(t.view(torch.int16)).view(LEGACY_BFLOAT16)
-    return np.from_dlpack(t)
+    if t.requires_grad:
+        t = t.detach()
+    bf16 = t.dtype == torch.bfloat16
+    if bf16:
+        t = t.view(torch.int16)
+    try:
+        a = t.numpy()
+    except RuntimeError:  # a tensor with the negative bit set (a lazy negation)
+        a = t.resolve_neg().numpy()
+    return a.view(LEGACY_BFLOAT16) if bf16 else a
 
 
 def _as_tensor(a, dtype):
-    """A tensor over numpy array `a` (no copy), of torch dtype `dtype` (bfloat16 from its bits)."""
+    """A tensor over numpy array `a` (no copy, `a`'s strides), of torch dtype `dtype` (bfloat16 from its
+    bits)."""
     if dtype == torch.bfloat16:
         return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
     return torch.from_numpy(a)
