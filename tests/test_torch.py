@@ -638,6 +638,20 @@ def test_cached_arguments_keep_their_types_apart():
             pt.max_pool2d(x[..., :1, :1], (2, 2), 2)
 
 
+def test_a_second_derivative_is_refused():
+    """backward is pooling's kernel, not torch ops: under create_graph=True, with an output gradient that
+    requires grad, its result carries the error torch's once_differentiable raises when it is differentiated
+    again; without create_graph it is a plain tensor."""
+    x = torch.randn(1, 2, 6, 6, requires_grad=True)
+    v = torch.randn(1, 2, 3, 3, requires_grad=True)
+    gx, = torch.autograd.grad(pt.max_pool2d(x, 3, 2, 1), x, v, create_graph=True)
+    assert gx.requires_grad
+    with pytest.raises(RuntimeError, match="differentiate twice"):
+        gx.sum().backward()
+    gx, = torch.autograd.grad(pt.max_pool2d(x, 3, 2, 1), x, v)
+    assert gx.grad_fn is None and not gx.requires_grad
+
+
 def test_no_grad_builds_no_graph():
     x = torch.randn(1, 1, 4, 4, requires_grad=True)
     with torch.no_grad():

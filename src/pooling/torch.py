@@ -414,26 +414,38 @@ class _MaxPool(torch.autograd.Function):
         return y, indices
 
     @staticmethod
-    @once_differentiable
     def backward(ctx, grad_y, grad_indices):
-        if grad_y is None:
-            return None, None, None
-        ctx.saved_tensors  # (autograd's check that the indices were not changed in place; ctx.indices is their memory)
-        n = len(ctx.x_shape) - 2
-        layout = ctx.layout
-        g = np.ascontiguousarray(_to_layout(_as_numpy(grad_y), layout, n))
-        shape = ctx.x_shape
-        x_shape = (shape[0], *shape[2:], shape[1]) if layout == "NHWC" else tuple(shape)
-        kernel, stride, padding, dilation, _ = ctx.args
-        if (layout == "NHWC" and grad_y.dtype in (torch.float32, torch.float64) and set(dilation) == {1}
-                and all(s >= k for k, s in zip(kernel, stride))):
-            # Windows that do not overlap: dx written once, each element from the one window over it (the
-            # indices are the forward's own: autograd refuses a backward after they were changed in place).
-            grad_x = _grad_windows(g, ctx.indices, x_shape, kernel, stride, padding, torch.get_num_threads())
-        else:
-            grad_x = _call(ctx.fn, _pooling.max_pool_grad, g, ctx.indices, x_shape, index_format="plane",
-                           layout=layout, n_threads=torch.get_num_threads())
-        return _as_tensor(_from_layout(grad_x, layout, n), grad_y.dtype), None, None
+        # Grad is enabled here only under create_graph=True: there once_differentiable makes a second
+        # derivative an error.  Its wrapper (a no_grad block) on every other pass cost as much as the rest of
+        # this Python (docs/torch.md#the-cost-of-a-call).
+        if torch.is_grad_enabled():
+            return _max_pool_backward_once(ctx, grad_y, grad_indices)
+        return _max_pool_backward(ctx, grad_y, grad_indices)
+
+
+def _max_pool_backward(ctx, grad_y, grad_indices):
+    """_MaxPool's backward: dx from the output's gradient and the forward's own Indices."""
+    if grad_y is None:
+        return None, None, None
+    ctx.saved_tensors  # (autograd's check that the indices were not changed in place; ctx.indices is their memory)
+    n = len(ctx.x_shape) - 2
+    layout = ctx.layout
+    g = np.ascontiguousarray(_to_layout(_as_numpy(grad_y), layout, n))
+    shape = ctx.x_shape
+    x_shape = (shape[0], *shape[2:], shape[1]) if layout == "NHWC" else tuple(shape)
+    kernel, stride, padding, dilation, _ = ctx.args
+    if (layout == "NHWC" and grad_y.dtype in (torch.float32, torch.float64) and set(dilation) == {1}
+            and all(s >= k for k, s in zip(kernel, stride))):
+        # Windows that do not overlap: dx written once, each element from the one window over it (the
+        # indices are the forward's own: autograd refuses a backward after they were changed in place).
+        grad_x = _grad_windows(g, ctx.indices, x_shape, kernel, stride, padding, torch.get_num_threads())
+    else:
+        grad_x = _call(ctx.fn, _pooling.max_pool_grad, g, ctx.indices, x_shape, index_format="plane",
+                       layout=layout, n_threads=torch.get_num_threads())
+    return _as_tensor(_from_layout(grad_x, layout, n), grad_y.dtype), None, None
+
+
+_max_pool_backward_once = once_differentiable(_max_pool_backward)
 
 
 # ---------------------------------------------------------------------------------------------------------
