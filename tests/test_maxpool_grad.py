@@ -558,18 +558,36 @@ def test_indices_off_their_alignment_reach_the_kernel_aligned():
     np.testing.assert_array_equal(pooling.max_pool_grad(g, off, x.shape), pooling.max_pool_grad(g, idx, x.shape))
 
 
+def _windows_kernel(build):
+    """max_pool_grad_windows of kernel build `build`, or a skip where this CPU cannot run it."""
+    import importlib
+    from pooling._runtime import cpu_supports_avx2, cpu_supports_avx512
+    runs = {"pooling._core_avx2": cpu_supports_avx2, "pooling._core_avx512": cpu_supports_avx512}
+    if not runs.get(build, lambda: True)():
+        pytest.skip(f"this CPU cannot run {build}")
+    try:
+        return importlib.import_module(build).max_pool_grad_windows
+    except ImportError:
+        pytest.skip(f"{build} is not built for this CPU")
+
+
+BUILDS = ["pooling._core", "pooling._core_avx2", "pooling._core_avx512"]
+
+
+@pytest.mark.parametrize("build", BUILDS)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("rank", [1, 2, 3])
-def test_windows_that_do_not_overlap_equal_the_scatter(dtype, rank, rng):
-    """pooling.torch's backward through windows that do not overlap (strides >= kernel, gaps between them,
-    pads, ceil_mode), each element of dx written once: the scatter's bits exactly (-0.0 and NaN
-    gradients too), at 1-3 threads, and the twin's."""
+def test_windows_gathered_equal_the_scatter(build, dtype, rank, rng):
+    """pooling.torch's backward gathered from the windows over each element of dx (windows that overlap
+    or not, gaps between them, pads, ceil_mode; channels from 1 to past four vectors): the scatter's bits
+    exactly (-0.0 and NaN gradients too), at 1-3 threads, in every kernel build, and the twin's."""
+    kernel_of = _windows_kernel(build)
     from pooling.maxpool_grad import _grad_windows
     for _ in range(40):
-        kernel = tuple(int(k) for k in rng.integers(1, 4, rank))
-        strides = tuple(k + int(rng.integers(0, 3)) for k in kernel)
+        kernel = tuple(int(k) for k in rng.integers(1, 5, rank))
+        strides = tuple(max(1, k + int(rng.integers(-3, 3))) for k in kernel)
         pads = tuple(int(rng.integers(0, k // 2 + 1)) for k in kernel)
-        x = rng.integers(-3, 4, (int(rng.integers(1, 3)), *rng.integers(1, 9, rank), int(rng.integers(1, 40))))
+        x = rng.integers(-3, 4, (int(rng.integers(1, 3)), *rng.integers(1, 10, rank), int(rng.integers(1, 80))))
         x = x.astype(dtype)
         try:
             _, i = pooling.max_pool(x, kernel, strides=strides, pads=pads * 2, ceil_mode=bool(rng.integers(0, 2)),
@@ -581,8 +599,15 @@ def test_windows_that_do_not_overlap_equal_the_scatter(dtype, rank, rng):
         g[rng.random(i.shape) < 0.05] = np.nan
         want = pooling.max_pool_grad(g, i, x.shape, layout="NHWC", index_format="plane")
         assert_same(want, reference.max_pool_grad(g, i, x.shape, layout="NHWC", index_format="plane"))
+        pad = (1,) * (3 - rank)
         for nt in (1, 2, 3):
-            assert _grad_windows(g, i, x.shape, kernel, strides, pads, nt).tobytes() == want.tobytes()
+            if build == "pooling._core":
+                assert _grad_windows(g, i, x.shape, kernel, strides, pads, nt).tobytes() == want.tobytes()
+            y = np.full(x.shape, 7, dtype)
+            five = (len(x),) + pad + x.shape[1:]
+            assert kernel_of(g.reshape((len(g),) + pad + g.shape[1:]), i.reshape((len(g),) + pad + g.shape[1:]),
+                             y.reshape(five), pad + kernel, pad + strides, (0,) * (3 - rank) + pads, nt) == 0
+            assert y.tobytes() == want.tobytes()
 
 
 def test_windows_kernel_compares_indices_and_never_follows_them(rng):
@@ -600,22 +625,15 @@ def test_windows_kernel_compares_indices_and_never_follows_them(rng):
     assert _grad_windows(g, odd, x.shape, (2, 2), (2, 2), (0, 0), 2).tobytes() == want.tobytes()
 
 
-@pytest.mark.parametrize("build", ["pooling._core", "pooling._core_avx2", "pooling._core_avx512"])
+@pytest.mark.parametrize("build", BUILDS)
 def test_windows_kernel_contract(build):
-    """max_pool_grad_windows refuses (-2, writing nothing) overlapping windows, shapes that disagree,
-    16-bit floats and no threads."""
-    import importlib
-    from pooling._runtime import cpu_supports_avx2, cpu_supports_avx512
-    runs = {"pooling._core_avx2": cpu_supports_avx2, "pooling._core_avx512": cpu_supports_avx512}
-    if not runs.get(build, lambda: True)():
-        pytest.skip(f"this CPU cannot run {build}")
-    try:
-        kernel = importlib.import_module(build).max_pool_grad_windows
-    except ImportError:
-        pytest.skip(f"{build} is not built for this CPU")
+    """max_pool_grad_windows refuses (-2, writing nothing) more windows over one pixel than its list
+    holds, shapes that disagree, 16-bit floats and no threads."""
+    windows = _windows_kernel(build)
+    kernel = {"float": windows["float"], "uint16_t": windows["uint16_t"]}
     g, i = np.ones((1, 1, 2, 2, 3), np.float32), np.zeros((1, 1, 2, 2, 3), np.int64)
     y = np.full((1, 1, 4, 4, 3), 7.0, np.float32)
-    for args in [(g, i, y, (1, 3, 3), (1, 2, 2), (0, 1, 1), 1),          # windows that overlap
+    for args in [(g, i, y, (1, 9, 9), (1, 1, 1), (0, 1, 1), 1),          # 81 windows over a pixel
                  (g, i[:, :, :1], y, (1, 2, 2), (1, 2, 2), (0, 0, 0), 1),  # indices not of g's shape
                  (g, i, np.full((1, 1, 4, 4, 2), 7.0, np.float32), (1, 2, 2), (1, 2, 2), (0, 0, 0), 1),  # C
                  (g, i, y, (1, 2), (1, 2), (0, 0), 1),                      # not three axes

@@ -154,9 +154,12 @@ cdef extern from "pooling_zero.h":
     void pk_zero(void* p, size_t nbytes) noexcept nogil
 
 cdef extern from "pooling_grad.h":
-    void pk_grad_select_f32(float* y, const float* g, const int64_t* idx, int64_t pix, Py_ssize_t C) noexcept nogil
-    void pk_grad_select_f64(double* y, const double* g, const int64_t* idx, int64_t pix,
-                            Py_ssize_t C) noexcept nogil
+    enum: PK_GRAD_WINDOWS_MAX
+    enum: PK_GRAD_COVER_F32
+    void pk_grad_gather_f32(float* y, const float* g, const int64_t* idx, const Py_ssize_t* off, int n,
+                            int64_t pix, Py_ssize_t C) noexcept nogil
+    void pk_grad_gather_f64(double* y, const double* g, const int64_t* idx, const Py_ssize_t* off, int n,
+                            int64_t pix, Py_ssize_t C) noexcept nogil
 
 cdef extern from "pooling_add.h":
     void pk_add_f32(float* y, const float* x, Py_ssize_t n) noexcept nogil

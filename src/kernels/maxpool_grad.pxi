@@ -374,16 +374,19 @@ def max_pool_grad(const grad_t[::1] g not None, const int64_t[::1] indices not N
 
 
 # ---------------------------------------------------------------------------
-# The gradient through windows that do not overlap (stride >= kernel on every
-# axis, no dilation), channels-last, for indices MaxPool wrote ("plane": the
-# pixel inside the image): each element of dx lies in at most one window, so
-# it is that window's gradient where the window's index names it, else zero.
-# dx is written once, row by row, with no zeroing pass and no scattered
-# read-modify-write; indices are compared, never followed, so any values are
-# safe (one outside its window is a term left out).  The one term is added to
-# +0.0, as the ordered sum adds it (-0.0 becomes +0.0), so the result is
-# max_pool_grad's bit for bit.
+# The gradient gathered from the windows, channels-last, for indices MaxPool
+# wrote ("plane": the pixel inside the image): each pixel of dx is the sum,
+# in window order, of the gradients of the windows over it whose index names
+# it (pk_grad_gather_f32, include/pooling_grad.h), so the scatter's terms in
+# the scatter's order: its bits.  dx is written once, row by row, with no
+# zeroing pass and no scattered read-modify-write; indices are compared, never
+# followed, so any values are safe (one outside its window is a term left
+# out).  Windows may overlap, up to PK_GRAD_WINDOWS_MAX over one pixel; which
+# calls take it is pooling.torch's choice (GRAD_COVER_F32).
 # ---------------------------------------------------------------------------
+
+# The most windows over one pixel this build's float32 gather is chosen for (pooling.torch).
+GRAD_COVER_F32 = PK_GRAD_COVER_F32
 
 cdef struct _WindowsJob:
     const char* g
@@ -394,10 +397,23 @@ cdef struct _WindowsJob:
     int kind                        # GRAD_FLOAT or GRAD_DOUBLE
 
 
+cdef inline void _covering(Py_ssize_t x, Py_ssize_t p, Py_ssize_t k, Py_ssize_t s, Py_ssize_t count,
+                           Py_ssize_t* first, Py_ssize_t* last) noexcept nogil:
+    """The windows [first, last] of an axis (count of them: kernel k, stride s, begin pad p) over
+    position x; first > last where none is."""
+    cdef Py_ssize_t a = x + p - k + 1
+    first[0] = 0 if a <= 0 else (a + s - 1) // s
+    last[0] = min((x + p) // s, count - 1)
+
+
 cdef void _grad_windows_rows(grad_t* kind, const _WindowsJob* j, Py_ssize_t begin,
                              Py_ssize_t end) noexcept nogil:
     """dx's rows [begin, end) of the N * D * H rows of W pixels of C channels."""
-    cdef Py_ssize_t u, n, d, h, w, w0, w1, done, od, oh, ow, base, C = j.C, row = j.W * j.C
+    cdef Py_ssize_t u, n, d, h, w, od, oh, ow, od0, od1, oh0, oh1, ow0, ow1, r, rows
+    cdef Py_ssize_t C = j.C, row = j.W * j.C
+    cdef Py_ssize_t first[PK_GRAD_WINDOWS_MAX]   # the windows over this row of dx: their first pixels
+    cdef Py_ssize_t off[PK_GRAD_WINDOWS_MAX]     # the windows over a pixel: their first elements
+    cdef int m
     cdef int64_t pix
     cdef grad_t* y
     for u in range(begin, end):
@@ -405,40 +421,36 @@ cdef void _grad_windows_rows(grad_t* kind, const _WindowsJob* j, Py_ssize_t begi
         d = (u // j.H) % j.D
         n = u // (j.H * j.D)
         y = <grad_t*>j.y + u * row
-        od = (d + j.pd) // j.sd
-        oh = (h + j.ph) // j.sh
-        if (d + j.pd) % j.sd >= j.kd or od >= j.OD or (h + j.ph) % j.sh >= j.kh or oh >= j.OH:
-            memset(y, 0, row * sizeof(grad_t))  # a row no window covers
-            continue
-        base = ((n * j.OD + od) * j.OH + oh) * j.OW
-        done = 0  # pixels of the row written: the gaps between windows are zeros
-        for ow in range(j.OW):
-            w0 = min(max(ow * j.sw - j.pw, 0), j.W)
-            w1 = min(ow * j.sw - j.pw + j.kw, j.W)
-            if w0 > done:
-                memset(y + done * C, 0, (w0 - done) * C * sizeof(grad_t))
-            for w in range(w0, w1):
-                pix = (d * j.H + h) * j.W + w
-                if grad_t is float:
-                    pk_grad_select_f32(y + w * C, <const float*>j.g + (base + ow) * C, j.idx + (base + ow) * C,
-                                       pix, C)
-                elif grad_t is double:
-                    pk_grad_select_f64(y + w * C, <const double*>j.g + (base + ow) * C,
-                                       j.idx + (base + ow) * C, pix, C)
-            done = max(done, w1)
-        if done < j.W:
-            memset(y + done * C, 0, (j.W - done) * C * sizeof(grad_t))
+        _covering(d, j.pd, j.kd, j.sd, j.OD, &od0, &od1)
+        _covering(h, j.ph, j.kh, j.sh, j.OH, &oh0, &oh1)
+        rows = 0
+        for od in range(od0, od1 + 1):
+            for oh in range(oh0, oh1 + 1):
+                first[rows] = ((n * j.OD + od) * j.OH + oh) * j.OW
+                rows += 1
+        for w in range(j.W):
+            _covering(w, j.pw, j.kw, j.sw, j.OW, &ow0, &ow1)
+            m = 0
+            for r in range(rows):  # (window order: the rows', then along the row)
+                for ow in range(ow0, ow1 + 1):
+                    off[m] = (first[r] + ow) * C
+                    m += 1
+            pix = (d * j.H + h) * j.W + w
+            if grad_t is float:
+                pk_grad_gather_f32(y + w * C, <const float*>j.g, j.idx, off, m, pix, C)
+            elif grad_t is double:
+                pk_grad_gather_f64(y + w * C, <const double*>j.g, j.idx, off, m, pix, C)
 
 
 def max_pool_grad_windows(const grad_t[:, :, :, :, ::1] g not None,
                           const int64_t[:, :, :, :, ::1] indices not None,
                           grad_t[:, :, :, :, ::1] y not None, tuple kernel, tuple strides,
                           tuple pads_begin, int n_threads):
-    """dx (y: N, D, H, W, C) from dy (g) and its "plane" indices (N, OD, OH, OW, C) through windows
-    that do not overlap: kernel, strides and pads_begin per axis (D, H, W), pads < kernel <= strides.
-    float32 and float64 (uint16_t: -2).  Returns 0 once y is written; -2 (nothing written) where the
-    arguments break this contract."""
-    cdef Py_ssize_t a
+    """dx (y: N, D, H, W, C) from dy (g) and its "plane" indices (N, OD, OH, OW, C), gathered from the
+    windows: kernel, strides and pads_begin per axis (D, H, W), 0 <= pads < kernel, at most
+    PK_GRAD_WINDOWS_MAX windows over one pixel.  float32 and float64 (uint16_t: -2).  Returns 0 once y
+    is written; -2 (nothing written) where the arguments break this contract."""
+    cdef Py_ssize_t a, cover = 1
     if grad_t is uint16_t or n_threads < 1 or len(kernel) != 3 or len(strides) != 3 or len(pads_begin) != 3:
         return -2
     for a in range(5):
@@ -447,10 +459,13 @@ def max_pool_grad_windows(const grad_t[:, :, :, :, ::1] g not None,
     if g.shape[0] != y.shape[0] or g.shape[4] != y.shape[4]:
         return -2
     for a in range(3):
-        # Pads inside the kernel (torch's are at most half of it) and strides that the rows' arithmetic
-        # (window starts, pixels plus pads) cannot overflow with
-        if (not 0 <= pads_begin[a] < kernel[a] <= strides[a]
-                or strides[a] > (PY_SSIZE_T_MAX // 4) // (g.shape[1 + a] + 1)):
+        # Pads inside the kernel (torch's are at most half of it), and kernels and strides that the
+        # rows' arithmetic (pixels plus pads, window starts) cannot overflow with
+        if (not 0 <= pads_begin[a] < kernel[a] or strides[a] < 1
+                or max(kernel[a], strides[a]) > (PY_SSIZE_T_MAX // 4) // (g.shape[1 + a] + y.shape[1 + a] + 1)):
+            return -2
+        cover *= (kernel[a] + strides[a] - 1) // strides[a]
+        if cover > PK_GRAD_WINDOWS_MAX:
             return -2
     cdef _WindowsJob j
     cdef Py_ssize_t units = y.shape[0] * y.shape[1] * y.shape[2]

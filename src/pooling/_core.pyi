@@ -109,6 +109,7 @@ def max_pool_grad(
     acc: npt.NDArray[np.float32] | None, blocks: int, C: int, limit: int, a: int, cc: int, base: int,
     inf_bits: int, zeroed: bool, n_threads: int, groups: int = ..., rows_out: int = ..., rows_in: int = ...,
 ) -> int: ...
+GRAD_COVER_F32: int
 def max_pool_grad_windows(
     g: npt.NDArray[np.floating], indices: npt.NDArray[np.int64], y: npt.NDArray[np.floating],
     kernel: tuple[int, int, int], strides: tuple[int, int, int], pads_begin: tuple[int, int, int], n_threads: int,

@@ -187,11 +187,22 @@ def _run(gk, ik, yk, blocks, channels, limit, a, cc, base, inf_bits, zeroed, nt,
     return status
 
 
+def gathers(kernel, strides, dilations, dtype):
+    """Whether pooling.torch's channels-last backward gathers dx from the windows (`_grad_windows`)
+    rather than scatter it: float32 and float64 through windows that do not overlap (strides >=
+    kernel, no dilation), and float32 where at most this build's GRAD_COVER_F32 windows lie over one
+    pixel (docs/tuning.md#max_pool_grad-nhwc-gathered-from-the-windows)."""
+    if set(dilations) != {1} or dtype not in (np.float32, np.float64):
+        return False
+    cover = math.prod(-(-k // s) for k, s in zip(kernel, strides))
+    return cover == 1 or (dtype == np.float32 and cover <= _core.GRAD_COVER_F32)
+
+
 def _grad_windows(grad_y, indices, x_shape, kernel, strides, pads_begin, n_threads):
-    """pooling.torch's backward on channels-last tensors whose windows do not overlap (strides >= kernel,
-    no dilation; float32 and float64): dx of `x_shape` (N, *spatial, C) from grad_y and the "plane" indices
-    its own forward wrote, each element of dx written once (the kernel max_pool_grad_windows).  The same
-    bits as max_pool_grad for such indices; an index outside its window is a term left out."""
+    """pooling.torch's backward on channels-last tensors (`gathers`): dx of `x_shape` (N, *spatial, C)
+    from grad_y and the "plane" indices its own forward wrote, each element of dx written once, the sum
+    of the windows over it whose index names it (the kernel max_pool_grad_windows).  The same bits as
+    max_pool_grad for such indices; an index outside its window is a term left out."""
     n = len(x_shape) - 2
     pad = (1,) * (3 - n)  # ranks 1 and 2 as 3-D: leading spatial axes of 1
     g = np.ascontiguousarray(grad_y).reshape(grad_y.shape[:1] + pad + grad_y.shape[1:])

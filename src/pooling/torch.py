@@ -19,7 +19,7 @@ from torch.autograd.function import once_differentiable
 import pooling as _pooling
 from ._attrs import cached_plan
 from ._dtypes import LEGACY_BFLOAT16
-from .maxpool_grad import _grad_windows
+from .maxpool_grad import _grad_windows, gathers
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -434,10 +434,9 @@ def _max_pool_backward(ctx, grad_y, grad_indices):
     shape = ctx.x_shape
     x_shape = (shape[0], *shape[2:], shape[1]) if layout == "NHWC" else tuple(shape)
     kernel, stride, padding, dilation, _ = ctx.args
-    if (layout == "NHWC" and grad_y.dtype in (torch.float32, torch.float64) and set(dilation) == {1}
-            and all(s >= k for k, s in zip(kernel, stride))):
-        # Windows that do not overlap: dx written once, each element from the one window over it (the
-        # indices are the forward's own: autograd refuses a backward after they were changed in place).
+    if layout == "NHWC" and gathers(kernel, stride, dilation, g.dtype):
+        # dx written once, each element gathered from the windows over it (the indices are the forward's
+        # own: autograd refuses a backward after they were changed in place).
         grad_x = _grad_windows(g, ctx.indices, x_shape, kernel, stride, padding, torch.get_num_threads())
     else:
         grad_x = _call(ctx.fn, _pooling.max_pool_grad, g, ctx.indices, x_shape, index_format="plane",
