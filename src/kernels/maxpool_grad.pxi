@@ -428,8 +428,14 @@ cdef void _grad_windows_rows(grad_t* kind, const _WindowsJob* j, Py_ssize_t begi
             for oh in range(oh0, oh1 + 1):
                 first[rows] = ((n * j.OD + od) * j.OH + oh) * j.OW
                 rows += 1
+        ow0, ow1 = 0, -1
         for w in range(j.W):
-            _covering(w, j.pw, j.kw, j.sw, j.OW, &ow0, &ow1)
+            # The windows over w, walked along the row rather than divided out per pixel (an idiv
+            # each is as long as a pixel's sums)
+            while ow1 + 1 < j.OW and (ow1 + 1) * j.sw - j.pw <= w:
+                ow1 += 1
+            while ow0 <= ow1 and ow0 * j.sw - j.pw + j.kw <= w:
+                ow0 += 1
             m = 0
             for r in range(rows):  # (window order: the rows', then along the row)
                 for ow in range(ow0, ow1 + 1):
