@@ -14,14 +14,14 @@ from pooling._maxpool_strategies import Strategy
 # runs the same list).
 KERNEL_TESTS = ["test_maxpool_values.py", "test_maxpool_nhwc.py", "test_maxunpool.py",
                 "test_maxunpool_nhwc.py", "test_col2im.py", "test_threads.py", "test_maxpool_strategies.py",
-                "test_twin.py", "test_index_format.py"]
-# With them, the tests that run the compiled code other ways: the gradient, large inputs, hostile
+                "test_twin.py", "test_index_format.py", "test_maxpool_grad.py"]
+# With them, the tests that run the compiled code other ways: large inputs, hostile
 # inputs, reused result blocks, fuzzing, processes and threads around the pool, the build's report
 # and cache sizes, the ONNX cross-checks.  The rest (argument errors, shapes and versions, memory
 # growth, the docs, the packaging, the main job, the front ends) checks Python code and files
 # whose results are the same on every machine: tools/check_aarch64.sh leaves it to the x86 run
 # under emulation (gcc=native).
-NATIVE_TESTS = KERNEL_TESTS + ["test_maxpool_grad.py", "test_maxpool_large.py", "test_hostile_inputs.py",
+NATIVE_TESTS = KERNEL_TESTS + ["test_maxpool_large.py", "test_hostile_inputs.py",
                                "test_result_cache.py", "test_fuzz.py", "test_processes.py", "test_concurrency.py",
                                "test_config.py", "test_tuning.py", "test_maxpool_hand.py", "test_maxpool_onnx.py",
                                "test_col2im_onnx.py", "test_maxunpool_onnx.py", "test_onnx_integration.py"]
