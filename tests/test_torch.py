@@ -617,14 +617,28 @@ def test_gradient_of_a_strided_output_gradient(channels_last):
         assert got.is_contiguous(memory_format=torch.channels_last) == channels_last
 
 
-def test_a_lazily_negated_tensor_is_read_as_its_values():
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_a_lazily_negated_tensor_is_read_as_its_values(dtype):
     """A tensor with the negative bit set (torch's lazy negation) cannot be read as NumPy as it is: its
-    values are resolved first."""
-    x = random_tensor((1, 3, 8, 8), torch.float32)
+    values are resolved first, bfloat16's before its int16 view; as input and as the output's gradient."""
+    x = random_tensor((1, 3, 8, 8), dtype)
     neg = torch._neg_view(x)
     assert neg.is_neg()
     for got, want in zip(pt.max_pool2d(neg, 2, return_indices=True), F.max_pool2d(-x, 2, return_indices=True)):
         assert_same(got, want)
+    g = torch.randn(1, 3, 4, 4).to(dtype)
+    grads = []
+    for pool, gy in ((pt.max_pool2d, torch._neg_view(g)), (F.max_pool2d, -g)):
+        leaf = x.nan_to_num(0.0).clone().requires_grad_()
+        grads.append(torch.autograd.grad(pool(leaf, 2), leaf, gy)[0])
+    assert_same(grads[0], grads[1])
+
+
+def test_a_lazily_conjugated_complex_fold():
+    """fold of a complex tensor with the conjugate bit set: its values, resolved first."""
+    x = torch.randn(1, 16, 9, dtype=torch.complex64, generator=torch.Generator().manual_seed(3)).conj()
+    assert x.is_conj()
+    torch.testing.assert_close(pt.fold(x, (4, 4), 2), F.fold(x.resolve_conj(), (4, 4), 2))
 
 
 def test_cached_arguments_keep_their_types_apart():
@@ -633,8 +647,9 @@ def test_cached_arguments_keep_their_types_apart():
     x = random_tensor((1, 2, 8, 8), torch.float32)
     for _ in range(2):
         assert_same(pt.max_pool2d(x, (2, 2), 2), F.max_pool2d(x, (2, 2), 2))
+        assert_same(pt.max_pool2d(x, (1, 1), 1), F.max_pool2d(x, (1, 1), 1))  # (True, True) == (1, 1)
         with pytest.raises(TypeError, match=r"^max_pool2d: kernel_size must be an int"):
-            pt.max_pool2d(x, (True, True), 2)
+            pt.max_pool2d(x, (True, True), 1)
         with pytest.raises(TypeError, match=r"^max_pool2d: kernel_size must be an int"):
             pt.max_pool2d(x, (2.0, 2), 2)
         with pytest.raises(pt.ArgumentError, match=r"^max_pool2d: the output size"):

@@ -883,18 +883,16 @@ def _from_layout(a, layout, n):
 
 
 def _as_numpy(t):
-    """A numpy view of CPU tensor `t` (no copy, `t`'s strides); bfloat16 as ONNX's legacy bfloat16 dtype,
-    which pooling reads, over the same bits."""
+    """A numpy view of CPU tensor `t` (`t`'s strides; a copy only of a lazily conjugated or negated tensor,
+    whose values are resolved first); bfloat16 as ONNX's legacy bfloat16 dtype, which pooling reads, over
+    the same bits."""
     if t.requires_grad:
         t = t.detach()
-    bf16 = t.dtype == torch.bfloat16
-    if bf16:
-        t = t.view(torch.int16)
-    try:
-        a = t.numpy()
-    except RuntimeError:  # a tensor with the negative bit set (a lazy negation)
-        a = t.resolve_neg().numpy()
-    return a.view(LEGACY_BFLOAT16) if bf16 else a
+    if t.is_conj() or t.is_neg():
+        t = t.resolve_conj().resolve_neg()
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy().view(LEGACY_BFLOAT16)
+    return t.numpy()
 
 
 def _as_tensor(a, dtype):
