@@ -34,16 +34,21 @@
 
 /* One vector of floats (pk_ggf) and of doubles (pk_ggd), their lanes, a vector of pix (pk_ggp), and
  * the step acc + (g where idx == pix) for each: pk_gg_addf reads 2 * PK_GG_LD indices. */
+#if PK_SIMD && PK_SIMD_BYTES >= 32
+/* The x86 widths' vectors: W bits, pix set by SET1 (W 256: _mm256_set1_epi64x; 512: _mm512_set1_epi64). */
+#define PK_GG_X86(W, SET1)                                                                          \
+    typedef __m##W pk_ggf;                                                                          \
+    typedef __m##W##d pk_ggd;                                                                       \
+    typedef __m##W##i pk_ggp;                                                                       \
+    enum { PK_GG_LF = W / 32, PK_GG_LD = W / 64 };                                                  \
+    static inline pk_ggp pk_gg_pix(int64_t pix) { return SET1(pix); }                              \
+    static inline pk_ggf pk_gg_zf(void) { return _mm##W##_setzero_ps(); }                          \
+    static inline pk_ggd pk_gg_zd(void) { return _mm##W##_setzero_pd(); }                          \
+    static inline void pk_gg_stf(float* y, pk_ggf v) { _mm##W##_storeu_ps(y, v); }                 \
+    static inline void pk_gg_std(double* y, pk_ggd v) { _mm##W##_storeu_pd(y, v); }
+#endif
 #if PK_SIMD && PK_SIMD_BYTES >= 64
-typedef __m512 pk_ggf;
-typedef __m512d pk_ggd;
-typedef __m512i pk_ggp;
-enum { PK_GG_LF = 16, PK_GG_LD = 8 };
-static inline pk_ggp pk_gg_pix(int64_t pix) { return _mm512_set1_epi64(pix); }
-static inline pk_ggf pk_gg_zf(void) { return _mm512_setzero_ps(); }
-static inline pk_ggd pk_gg_zd(void) { return _mm512_setzero_pd(); }
-static inline void pk_gg_stf(float* y, pk_ggf v) { _mm512_storeu_ps(y, v); }
-static inline void pk_gg_std(double* y, pk_ggd v) { _mm512_storeu_pd(y, v); }
+PK_GG_X86(512, _mm512_set1_epi64)
 static inline __mmask8 pk_gg_eq(const int64_t* idx, pk_ggp p)
 {
     return _mm512_cmpeq_epi64_mask(_mm512_loadu_si512((const void*)idx), p);
@@ -58,15 +63,7 @@ static inline pk_ggd pk_gg_addd(pk_ggd a, const double* g, const int64_t* idx, p
     return _mm512_mask_add_pd(a, pk_gg_eq(idx, p), a, _mm512_loadu_pd(g));
 }
 #elif PK_SIMD && PK_SIMD_BYTES >= 32
-typedef __m256 pk_ggf;
-typedef __m256d pk_ggd;
-typedef __m256i pk_ggp;
-enum { PK_GG_LF = 8, PK_GG_LD = 4 };
-static inline pk_ggp pk_gg_pix(int64_t pix) { return _mm256_set1_epi64x(pix); }
-static inline pk_ggf pk_gg_zf(void) { return _mm256_setzero_ps(); }
-static inline pk_ggd pk_gg_zd(void) { return _mm256_setzero_pd(); }
-static inline void pk_gg_stf(float* y, pk_ggf v) { _mm256_storeu_ps(y, v); }
-static inline void pk_gg_std(double* y, pk_ggd v) { _mm256_storeu_pd(y, v); }
+PK_GG_X86(256, _mm256_set1_epi64x)
 static inline __m256i pk_gg_eq(const int64_t* idx, pk_ggp p)
 {
     return _mm256_cmpeq_epi64(_mm256_loadu_si256((const __m256i*)idx), p);
@@ -121,13 +118,12 @@ static inline pk_ggd pk_gg_addd(pk_ggd a, const double* g, const int64_t* idx, p
 }
 #endif
 
+#undef PK_GG_X86
+
+/* The vector builds' loops over channels [c, C): blocks of four vectors, then one vector at a time. */
 #if PK_SIMD
-#define PK_GRAD_GATHER(NAME, T, L, ZERO, ADD, STORE)                                              \
-static inline void NAME(T* PK_RESTRICT y, const T* PK_RESTRICT g, const int64_t* PK_RESTRICT idx,   \
-                        const ptrdiff_t* off, int n, int64_t pix, ptrdiff_t C)                      \
-{                                                                                                   \
+#define PK_GRAD_GATHER_VEC(T, L, ZERO, ADD, STORE)                                                  \
     pk_ggp p = pk_gg_pix(pix);                                                                      \
-    ptrdiff_t c = 0;                                                                                \
     for (; c + 4 * L <= C; c += 4 * L) {                                                            \
         __typeof__(ZERO()) a0 = ZERO(), a1 = a0, a2 = a0, a3 = a0;                                 \
         for (int k = 0; k < n; k++) {                                                               \
@@ -148,7 +144,18 @@ static inline void NAME(T* PK_RESTRICT y, const T* PK_RESTRICT g, const int64_t*
         for (int k = 0; k < n; k++)                                                                 \
             a = ADD(a, g + off[k] + c, idx + off[k] + c, p);                                        \
         STORE(y + c, a);                                                                            \
-    }                                                                                               \
+    }
+#else
+#define PK_GRAD_GATHER_VEC(T, L, ZERO, ADD, STORE)
+#endif
+
+/* Then the channels left one at a time (the scalar build's whole loop). */
+#define PK_GRAD_GATHER(NAME, T, L, ZERO, ADD, STORE)                                              \
+static inline void NAME(T* PK_RESTRICT y, const T* PK_RESTRICT g, const int64_t* PK_RESTRICT idx,   \
+                        const ptrdiff_t* off, int n, int64_t pix, ptrdiff_t C)                      \
+{                                                                                                   \
+    ptrdiff_t c = 0;                                                                                \
+    PK_GRAD_GATHER_VEC(T, L, ZERO, ADD, STORE)                                                      \
     for (; c < C; c++) {                                                                            \
         T a = 0;                                                                                    \
         for (int k = 0; k < n; k++)                                                                 \
@@ -160,22 +167,6 @@ static inline void NAME(T* PK_RESTRICT y, const T* PK_RESTRICT g, const int64_t*
 PK_GRAD_GATHER(pk_grad_gather_f32, float, PK_GG_LF, pk_gg_zf, pk_gg_addf, pk_gg_stf)
 PK_GRAD_GATHER(pk_grad_gather_f64, double, PK_GG_LD, pk_gg_zd, pk_gg_addd, pk_gg_std)
 #undef PK_GRAD_GATHER
-#else  /* one channel at a time */
-#define PK_GRAD_GATHER(NAME, T)                                                                     \
-static inline void NAME(T* PK_RESTRICT y, const T* PK_RESTRICT g, const int64_t* PK_RESTRICT idx,   \
-                        const ptrdiff_t* off, int n, int64_t pix, ptrdiff_t C)                      \
-{                                                                                                   \
-    for (ptrdiff_t c = 0; c < C; c++) {                                                             \
-        T a = 0;                                                                                    \
-        for (int k = 0; k < n; k++)                                                                 \
-            if (idx[off[k] + c] == pix)                                                             \
-                a += g[off[k] + c];                                                                 \
-        y[c] = a;                                                                                   \
-    }                                                                                               \
-}
-PK_GRAD_GATHER(pk_grad_gather_f32, float)
-PK_GRAD_GATHER(pk_grad_gather_f64, double)
-#undef PK_GRAD_GATHER
-#endif
+#undef PK_GRAD_GATHER_VEC
 
 #endif
