@@ -4,9 +4,9 @@
  * pk_grad_gather_f32 and pk_grad_gather_f64 (y, g, idx, off, n, pix, C): y[c] is the sum over
  * the n windows whose gradients and indices start at g + off[k] and idx + off[k] (k in window
  * order) of the gradient where the window's index is pix, else nothing: the terms max_pool_grad's
- * ordered scatter adds at this pixel, in its order, so the same bits.  (The vector loops add +0.0 for a lane whose index
- * is another pixel; x + 0.0 is x for every x but -0.0, and a sum that starts at +0.0 is never -0.0.
- * A NaN stays the first operand, as in the scatter's y[d] += g.)
+ * ordered scatter adds at this pixel, in its order, so the same bits.  (The SSE, AVX2 and NEON loops
+ * add +0.0 for a lane whose index is another pixel; x + 0.0 is x for every x but -0.0, and a sum
+ * that starts at +0.0 is never -0.0.  A NaN stays the first operand, as in the scatter's y[d] += g.)
  *
  * Channels go in blocks of four vectors with the windows inside, so the four sums stay in
  * registers and each window's indices and gradients are read once per block.  An int64 index is

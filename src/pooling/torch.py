@@ -281,7 +281,7 @@ def max_pool3d(input: Tensor, kernel_size: Size, stride: Size | None = None, pad
 def _max_pool(fn, n, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
     x, batched = _batch(fn, input, n, "input")
     _check_dtype(fn, x, _POOL_DTYPES)
-    args = _POOL_ARGS[n](tuple(x.shape), fn=fn, kernel_size=kernel_size, stride=stride, padding=padding,
+    args = _POOL_ARGS[n](tuple(x.shape), kernel_size=kernel_size, stride=stride, padding=padding,
                          dilation=dilation, ceil_mode=ceil_mode)
     if torch.is_grad_enabled() and x.requires_grad:
         y, indices = _MaxPool.apply(x, fn, args)
@@ -293,11 +293,12 @@ def _max_pool(fn, n, input, kernel_size, stride, padding, dilation, ceil_mode, r
     return (y, indices) if return_indices else y
 
 
-def _pool_args(x_shape, fn, kernel_size, stride, padding, dilation, ceil_mode):
+def _pool_args(x_shape, kernel_size, stride, padding, dilation, ceil_mode):
     """(kernel, stride, padding, dilation, ceil_mode) of a max_pool call on a batched input of `x_shape`,
     checked as torch checks them; cached per shape and arguments (`_POOL_ARGS`): a call's Python work runs
     between kernels, with cold caches (docs/torch.md#the-cost-of-a-call)."""
     n = len(x_shape) - 2
+    fn = f"max_pool{n}d"
     kernel = _ints(fn, "kernel_size", kernel_size, n, 1)
     stride = _stride(fn, stride, kernel)
     padding = _ints(fn, "padding", padding, n, 0)
