@@ -32,6 +32,8 @@ enum {
     PK_COL_SRC_MAX = 64,       /* sources gathered at once (more: further passes over the row) */
     PK_COL_GRID_CHUNK = 16384, /* bytes of the stack buffer the phases of a chunk are summed in */
     PK_COL_RUN = 256,          /* positions of a phase summed at once, at least, outside grids */
+    PK_COL_DIRECT_MIN = 16,    /* blocks a row, at least, for a tiled row copied straight to the image */
+    PK_COL_BATCH_MIN = 64,     /* positions a copy of pk_col_tiles_batched, at least, in image-row order */
     PK_COL_MAX_AXES = 64
 };
 
@@ -791,6 +793,80 @@ static void pk_col_fix(pk_col_part* g, const char* const* kx, ptrdiff_t ncomb, p
     }
 }
 
+/* n bytes from s to d (apart), inline: 32 bytes a move, the last move overlapping the one before,
+ * shorter runs in two overlapping halves.  The rows of a tiled fold are 50-200 bytes: a library
+ * call each (memcpy, memset) cost more than its copy (docs/tuning.md#col2im-gapped-folds). */
+#if defined(__GNUC__) || defined(__clang__)
+typedef unsigned char pk_col_b32 __attribute__((vector_size(32)));
+typedef unsigned char pk_col_b16 __attribute__((vector_size(16)));
+/* an empty barrier in the loops below: the compilers recognise a loop of moves as memcpy (memset)
+ * and call the library for it again */
+#define PK_COL_NOT_MEMCPY() __asm__ volatile("" ::: "memory")
+#else
+typedef struct { unsigned char b[32]; } pk_col_b32;
+typedef struct { unsigned char b[16]; } pk_col_b16;
+#define PK_COL_NOT_MEMCPY() ((void)0)
+#endif
+static PK_ALWAYS_INLINE void pk_col_move(char* PK_RESTRICT d, const char* PK_RESTRICT s, ptrdiff_t n)
+{
+#define PK_COL_MOVE(T, at)                                                                          \
+    do {                                                                                            \
+        T v_;                                                                                       \
+        memcpy(&v_, s + (at), sizeof v_);                                                           \
+        memcpy(d + (at), &v_, sizeof v_);                                                           \
+    } while (0)
+    if (n >= 32) {
+        for (ptrdiff_t i = 0; i + 32 < n; i += 32) {
+            PK_COL_MOVE(pk_col_b32, i);
+            PK_COL_NOT_MEMCPY();
+        }
+        PK_COL_MOVE(pk_col_b32, n - 32);
+    } else if (n >= 16) {
+        PK_COL_MOVE(pk_col_b16, 0);
+        PK_COL_MOVE(pk_col_b16, n - 16);
+    } else if (n >= 8) {
+        PK_COL_MOVE(uint64_t, 0);
+        PK_COL_MOVE(uint64_t, n - 8);
+    } else if (n >= 4) {
+        PK_COL_MOVE(uint32_t, 0);
+        PK_COL_MOVE(uint32_t, n - 4);
+    } else {
+        for (ptrdiff_t i = 0; i < n; i++) {
+            d[i] = s[i];
+            PK_COL_NOT_MEMCPY();
+        }
+    }
+#undef PK_COL_MOVE
+}
+
+/* n bytes at d set to zero, as pk_col_move moves them */
+static PK_ALWAYS_INLINE void pk_col_clear(char* d, ptrdiff_t n)
+{
+    pk_col_b32 z;
+    memset(&z, 0, sizeof z);
+    if (n >= 32) {
+        for (ptrdiff_t i = 0; i + 32 < n; i += 32) {
+            memcpy(d + i, &z, 32);
+            PK_COL_NOT_MEMCPY();
+        }
+        memcpy(d + n - 32, &z, 32);
+    } else if (n >= 16) {
+        memcpy(d, &z, 16);
+        memcpy(d + n - 16, &z, 16);
+    } else if (n >= 8) {
+        memcpy(d, &z, 8);
+        memcpy(d + n - 8, &z, 8);
+    } else if (n >= 4) {
+        memcpy(d, &z, 4);
+        memcpy(d + n - 4, &z, 4);
+    } else {
+        for (ptrdiff_t i = 0; i < n; i++) {
+            d[i] = 0;
+            PK_COL_NOT_MEMCPY();
+        }
+    }
+}
+
 /* A 1-D fold whose blocks tile the axis or leave gaps (p->tiled, block <= stride, no dilation), or
  * a row of a tiled grid: positions [w0, w1) written at y, position w the term of block (w + pad) / s,
  * kernel offset (w + pad) mod s; whole blocks straight from x, a block cut by the ends through a
@@ -833,56 +909,89 @@ static void pk_col_tiles_row(const pk_col_ops* ops, const pk_col_plan* p, const 
     }
 }
 
+/* An image row of a tiled grid: `keep` values from `from` (NULL: none), then zeros to W. */
+static PK_ALWAYS_INLINE void pk_col_tiles_put(char* yr, const char* from, ptrdiff_t keep, ptrdiff_t W,
+                                              ptrdiff_t size)
+{
+    keep = from ? keep : 0;
+    pk_col_move(yr, from, keep * size);
+    if (keep < W)
+        pk_col_clear(yr + keep * size, (W - keep) * size);
+}
+
 /* A grid whose blocks tile it or leave gaps (p->tiled: on the last two axes block <= stride, no
  * dilation): each pixel is one term or none, so row u of the blocks' own grid (u = h + the begin
  * pad) is the phases of kernel row u mod s of block row u / s interleaved, straight from x, without
  * the accumulator's zeroing and pass (MAE's unpatchify, k16 s16); a row or phase in a gap is zero
- * (k3 s4).  Rows of whole blocks and no begin pad on the last axis are copied one at a time into
- * the image; the others (a begin pad, or a last axis that is not whole strides) are copied kernel
- * row by kernel row, the block rows of one such kernel row interleaved in one call into a stack
- * buffer (their columns lie back to back in x) and each image row taken from there: a call per
- * image row of a few blocks had cost more than its copy (docs/tuning.md#col2im-gapped-folds).
+ * (k3 s4).  Long rows of whole blocks without a begin pad on the last axis are copied one at a
+ * time into the image; the others (short rows, a begin pad, a last axis that is not whole strides)
+ * go through a stack buffer: each kernel row of a chunk of block rows interleaved in one call
+ * (their columns lie back to back in x), then the chunk's image rows taken from there in order: a
+ * call per image row of a few blocks had cost more than its copy, and rows written kernel row by
+ * kernel row (every s-th image row) ran slower than in order (docs/tuning.md#col2im-gapped-folds).
  * Positions past the blocks are zero. */
 static PK_NOINLINE void pk_col_tiles_batched(const pk_col_ops* ops, const pk_col_plan* p, const char* x,
                                              char* y, ptrdiff_t h0, ptrdiff_t h1, ptrdiff_t most)
 {
     double tmp[PK_COL_GRID_CHUNK / sizeof(double)];
     ptrdiff_t sh = p->hstep, sw = p->step, W = p->image[p->n - 1], nbw = p->nbl, size = ops->size;
-    ptrdiff_t row = sw * nbw;
+    ptrdiff_t row = sw * nbw, kh = p->tkh, per = most / kh;  /* block rows a chunk of the buffer */
     /* an image row: the blocks' row from position tpw on, `keep` values, then zeros */
     ptrdiff_t keep = row - p->tpw < W ? row - p->tpw : W;
     keep = keep > 0 ? keep : 0;
     /* row h is kernel row r of block row c (u = h + tph = c*sh + r), counted on without a division
-     * a row: the divisions' latency was much of a small plane's time (docs/tuning.md#col2im-gapped-folds) */
-    for (ptrdiff_t h = h0, c = (h0 + p->tph) / sh, r = h0 + p->tph - c * sh; h < h1; h++) {
-        if (c >= p->nbh || r >= p->tkh || keep == 0)  /* past the blocks, or in a gap */
-            memset(y + h * W * size, 0, (size_t)(W * size));
-        if (++r == sh)
-            r = 0, c++;
-    }
-    for (ptrdiff_t ki = 0; ki < p->tkh && ki < sh && keep; ki++) {
-        /* the block rows c whose image row c*sh + ki - tph lies in [h0, h1) */
-        ptrdiff_t a = h0 + p->tph - ki, b = h1 + p->tph - ki;
-        ptrdiff_t ca = a > 0 ? (a + sh - 1) / sh : 0, cb = b > 0 ? (b + sh - 1) / sh : 0;
-        cb = cb < p->nbh ? cb : p->nbh;
-        for (ptrdiff_t c0 = ca; c0 < cb; c0 += most) {
-            ptrdiff_t m = cb - c0 < most ? cb - c0 : most;
-            ops->copy(tmp, x + (ki * p->tkw * p->L + c0 * nbw) * size, p->L, p->tkw, sw, m * nbw);
-            for (ptrdiff_t c = c0; c < c0 + m; c++) {
-                char* yr = y + (c * sh + ki - p->tph) * W * size;
-                memcpy(yr, (const char*)tmp + ((c - c0) * row + p->tpw) * size, (size_t)(keep * size));
-                if (keep < W)
-                    memset(yr + keep * size, 0, (size_t)((W - keep) * size));
+     * a row (docs/tuning.md#col2im-gapped-folds) */
+    ptrdiff_t h = h0, c = (h0 + p->tph) / sh, r = h0 + p->tph - c * sh;
+    if (per * nbw < PK_COL_BATCH_MIN && per < p->nbh) {
+        /* few block rows fit the buffer with all their kernel rows (k16 s16): kernel row by kernel
+         * row, many block rows a copy, each image row placed as its copy comes */
+        for (ptrdiff_t ki = 0; ki < kh && keep; ki++) {
+            ptrdiff_t a = h0 + p->tph - ki, b = h1 + p->tph - ki;  /* block rows with row ki in [h0, h1) */
+            ptrdiff_t ca = a > 0 ? (a + sh - 1) / sh : 0, cb = b > 0 ? (b + sh - 1) / sh : 0;
+            cb = cb < p->nbh ? cb : p->nbh;
+            for (ptrdiff_t c0 = ca; c0 < cb; c0 += most) {
+                ptrdiff_t m = cb - c0 < most ? cb - c0 : most;
+                ops->copy(tmp, x + (ki * p->tkw * p->L + c0 * nbw) * size, p->L, p->tkw, sw, m * nbw);
+                for (ptrdiff_t j = 0; j < m; j++)
+                    pk_col_tiles_put(y + ((c0 + j) * sh + ki - p->tph) * W * size,
+                                     (const char*)tmp + (j * row + p->tpw) * size, keep, W, size);
             }
         }
+        /* then the rows in gaps between block rows, and past the blocks */
+        for (; h < h1; h++, r = r + 1 < sh ? r + 1 : (c++, 0))
+            if (c >= p->nbh || r >= kh || !keep)
+                pk_col_clear(y + h * W * size, W * size);
+        return;
     }
+    while (h < h1 && c < p->nbh && keep) {
+        /* the block rows [c, c + m) that reach [h, h1), each kernel row of them in one copy */
+        ptrdiff_t m = (h1 - 1 + p->tph) / sh + 1 - c;
+        m = m < per ? m : per;
+        m = m < p->nbh - c ? m : p->nbh - c;
+        for (ptrdiff_t ki = 0; ki < kh; ki++)
+            ops->copy((char*)tmp + ki * m * row * size, x + (ki * p->tkw * p->L + c * nbw) * size,
+                      p->L, p->tkw, sw, m * nbw);
+        /* the image rows in order; a row in a gap between block rows (r >= kh) is zero */
+        for (ptrdiff_t j = 0; j < m; j++, r = 0)
+            for (; r < sh && h < h1; r++, h++) {
+                const char* from = (const char*)tmp + ((r * m + j) * row + p->tpw) * size;
+                pk_col_tiles_put(y + h * W * size, r < kh ? from : NULL, keep, W, size);
+            }
+        c += m;
+    }
+    if (h < h1)  /* past the blocks */
+        memset(y + h * W * size, 0, (size_t)((h1 - h) * W * size));
 }
 
-/* Whether a tiled grid's rows are copied straight into the image (whole blocks, no begin pad on the
- * last axis); the others go through pk_col_tiles_batched. */
+/* Whether a tiled grid's rows are copied straight into the image: whole blocks, no begin pad on the
+ * last axis, and rows of PK_COL_DIRECT_MIN blocks or more, or a stride the copy serves value by
+ * value anyway (above 4).  The others go through pk_col_tiles_batched, where a kernel row of many
+ * block rows is one copy: a short row alone was too short for the copy's vectors (k2 s2 and k4 s4
+ * on 28x28: rows of 14 and 7 blocks), while for k16 s16 the pass through the buffer cost more
+ * than it saved (docs/tuning.md#col2im-gapped-folds). */
 static inline int pk_col_tiles_direct(const pk_col_plan* p)
 {
-    return p->tpw == 0 && p->image[p->n - 1] == p->step * p->nbl;
+    return p->tpw == 0 && p->image[p->n - 1] == p->step * p->nbl && (p->nbl >= PK_COL_DIRECT_MIN || p->step > 4);
 }
 
 static void pk_col_tiles(const pk_col_ops* ops, const pk_col_plan* p, const char* x, char* y,
