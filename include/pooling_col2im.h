@@ -200,10 +200,23 @@ static PK_ALWAYS_INLINE pk_colv pk_colv_ld(const float* p)
 #if PK_SIMD_BYTES >= 32
 #define PK_COL_ZIP_LO(a, b) PK_COL_SHUF(a, b, 0, 8, 1, 9, 2, 10, 3, 11)
 #define PK_COL_ZIP_HI(a, b) PK_COL_SHUF(a, b, 4, 12, 5, 13, 6, 14, 7, 15)
-/* three phases: a0 and a1 placed first, then a2 */
+#if defined(__AVX512VL__) || !defined(__AVX2__)
+/* three phases: a0 and a1 placed first, then a2 (two-source permutes: AVX-512's vpermt2ps) */
 #define PK_COL_ZIP3_0(a0, a1, a2) PK_COL_SHUF(PK_COL_SHUF(a0, a1, 0, 8, 0, 1, 9, 0, 2, 10), a2, 0, 1, 8, 3, 4, 9, 6, 7)
 #define PK_COL_ZIP3_1(a0, a1, a2) PK_COL_SHUF(PK_COL_SHUF(a0, a1, 0, 3, 11, 0, 4, 12, 0, 5), a2, 10, 1, 2, 11, 4, 5, 12, 7)
 #define PK_COL_ZIP3_2(a0, a1, a2) PK_COL_SHUF(PK_COL_SHUF(a0, a1, 13, 0, 6, 14, 0, 7, 15, 0), a2, 0, 13, 2, 3, 14, 5, 6, 15)
+#else
+/* three phases on AVX2: each phase permuted once so that its values sit in the lanes they take in
+ * all three outputs (lane 3i + r mod 8 for value i of phase r), then two blends per output: 3
+ * vpermps and 6 vblendps, where the two-source shuffles above took about 13 instructions */
+#define PK_COL_ZIP3_PRE(a0, a1, a2)                                                                 \
+    pk_colv p0_ = PK_COL_SHUF(a0, a0, 0, 3, 6, 1, 4, 7, 2, 5);                                      \
+    pk_colv p1_ = PK_COL_SHUF(a1, a1, 5, 0, 3, 6, 1, 4, 7, 2);                                      \
+    pk_colv p2_ = PK_COL_SHUF(a2, a2, 2, 5, 0, 3, 6, 1, 4, 7)
+#define PK_COL_ZIP3_0(a0, a1, a2) PK_COL_SHUF(PK_COL_SHUF(p0_, p1_, 0, 9, 2, 3, 12, 5, 6, 15), p2_, 0, 1, 10, 3, 4, 13, 6, 7)
+#define PK_COL_ZIP3_1(a0, a1, a2) PK_COL_SHUF(PK_COL_SHUF(p0_, p1_, 0, 1, 10, 3, 4, 13, 6, 7), p2_, 8, 1, 2, 11, 4, 5, 14, 7)
+#define PK_COL_ZIP3_2(a0, a1, a2) PK_COL_SHUF(PK_COL_SHUF(p0_, p1_, 8, 1, 2, 11, 4, 5, 14, 7), p2_, 0, 9, 2, 3, 12, 5, 6, 15)
+#endif
 #else
 #define PK_COL_ZIP_LO(a, b) PK_COL_SHUF(a, b, 0, 4, 1, 5)
 #define PK_COL_ZIP_HI(a, b) PK_COL_SHUF(a, b, 2, 6, 3, 7)
@@ -221,6 +234,9 @@ static PK_ALWAYS_INLINE void pk_col_reg_zip(const int s, pk_colv a0, pk_colv a1,
         v0 = PK_COL_ZIP_LO(a0, a1);
         v1 = PK_COL_ZIP_HI(a0, a1);
     } else if (s == 3) {
+#ifdef PK_COL_ZIP3_PRE
+        PK_COL_ZIP3_PRE(a0, a1, a2);
+#endif
         v0 = PK_COL_ZIP3_0(a0, a1, a2);
         v1 = PK_COL_ZIP3_1(a0, a1, a2);
         v2 = PK_COL_ZIP3_2(a0, a1, a2);
@@ -254,16 +270,20 @@ static PK_ALWAYS_INLINE ptrdiff_t pk_col_gap_f32v(float* PK_RESTRICT y, const fl
     ptrdiff_t t = 0;
     if (S < 2 || S > 4 || K < 1 || K > S || n < PK_COL_VL)
         return 0;
-    for (;;) {
-        pk_colv a0 = zero + pk_colv_ld(x + t);
-        pk_colv a1 = K > 1 ? zero + pk_colv_ld(x + ld + t) : zero;
-        pk_colv a2 = K > 2 ? zero + pk_colv_ld(x + 2 * ld + t) : zero;
-        pk_colv a3 = K > 3 ? zero + pk_colv_ld(x + 3 * ld + t) : zero;
-        pk_col_reg_zip(S, a0, a1, a2, a3, y + S * t);
-        if (t + PK_COL_VL == n)
-            return n;
-        t = t + 2 * PK_COL_VL <= n ? t + PK_COL_VL : n - PK_COL_VL;
-    }
+#define PK_COL_GAP_STEP(t)                                                                          \
+    do {                                                                                            \
+        pk_colv a0 = zero + pk_colv_ld(x + (t));                                                    \
+        pk_colv a1 = K > 1 ? zero + pk_colv_ld(x + ld + (t)) : zero;                                \
+        pk_colv a2 = K > 2 ? zero + pk_colv_ld(x + 2 * ld + (t)) : zero;                            \
+        pk_colv a3 = K > 3 ? zero + pk_colv_ld(x + 3 * ld + (t)) : zero;                            \
+        pk_col_reg_zip(S, a0, a1, a2, a3, y + S * (t));                                             \
+    } while (0)
+    for (; t + PK_COL_VL <= n; t += PK_COL_VL)
+        PK_COL_GAP_STEP(t);
+    if (t < n)
+        PK_COL_GAP_STEP(n - PK_COL_VL);
+#undef PK_COL_GAP_STEP
+    return n;
 }
 #endif
 
