@@ -1267,7 +1267,17 @@ static void pk_col_regs_f32(const pk_col_ops* ops, const pk_col_plan* p, const c
     ptrdiff_t n0 = o[1] - o[0], n1 = o[2] - o[1];
 #define PK_COL_REGS(s, a, b, c, d) pk_col_regs_n(PK_COL_FLOAT, s, ops, p, kx, ncomb, y, h0, h1, x, ahead, a, b, c, d, NULL)
     if (p->step == 3) {
-        PK_COL_REGS(3, n0, n1, o[3] - o[2], 0);
+        /* k4 and k5 (one or two offsets a phase) with their counts constant: the loops over a
+         * phase's offsets unrolled (docs/tuning.md#col2im-register-rows) */
+        switch (n0 > 2 || n1 > 2 || o[3] - o[2] > 2 ? 0 : n0 * 9 + n1 * 3 + (o[3] - o[2])) {
+        case 9 + 3 + 2: PK_COL_REGS(3, 1, 1, 2, 0); break;
+        case 9 + 6 + 1: PK_COL_REGS(3, 1, 2, 1, 0); break;
+        case 18 + 3 + 1: PK_COL_REGS(3, 2, 1, 1, 0); break;
+        case 9 + 6 + 2: PK_COL_REGS(3, 1, 2, 2, 0); break;
+        case 18 + 3 + 2: PK_COL_REGS(3, 2, 1, 2, 0); break;
+        case 18 + 6 + 1: PK_COL_REGS(3, 2, 2, 1, 0); break;
+        default: PK_COL_REGS(3, n0, n1, o[3] - o[2], 0); break;
+        }
     } else if (p->step == 4) {
         PK_COL_REGS(4, n0, n1, o[3] - o[2], o[4] - o[3]);
     } else if (n0 == 1 && n1 == 2) {
