@@ -181,6 +181,16 @@ FORMS = [
     ((3001,), dict(block_shape=(4,), strides=(4,), pads=(3, 2)), "tiled 1-D, pads, items cut blocks"),
     ((2400,), dict(block_shape=(1200,), strides=(1200,)), "tiled 1-D, blocks of a few KB (past the buffer for complex128)"),
     ((50,), dict(block_shape=(7,), strides=(7,), pads=(3, 0)), "tiled 1-D, positions past the blocks"),
+    # rows of under 16 whole blocks go through the buffer too; a chunk of block rows holds all their
+    # kernel rows, its image rows written in order, unless only a block row or two fit (k16: then
+    # kernel row by kernel row)
+    ((28, 28), dict(block_shape=(4, 4), strides=(4, 4)), "tiled grid, short rows of whole blocks"),
+    ((40, 300), dict(block_shape=(2, 2), strides=(2, 2), pads=(1, 1, 1, 1)),
+     "tiled grid, image rows in order, chunks of block rows"),
+    ((34, 224), dict(block_shape=(16, 16), strides=(16, 16), pads=(1, 1, 1, 1)),
+     "tiled grid, k16 with pads: kernel row by kernel row"),
+    ((30, 400), dict(block_shape=(3, 3), strides=(4, 4), pads=(1, 1, 1, 1)),
+     "gapped grid, image rows in order, chunks of one block row"),
     # blocks narrower than the stride leave gaps (k3 s4): copied as the tiled folds, rows and
     # phases in a gap zero, except where the registers serve the 16-bit floats (float32: in vectors)
     ((9, 59), dict(block_shape=(3, 3), strides=(4, 4), pads=(1, 1, 1, 1)), "gapped grid, rows through the buffer"),
@@ -293,6 +303,11 @@ def test_prefetch_rule(monkeypatch):
     ((20000,), (512,), (128,), (100, 60)),
     # a 2-D image of few planes: work items cut the rows, each adds its own
     ((60, 1500), (3, 100), (2, 64), (1, 30, 2, 40)),
+    # tiled and gapped grids through the buffer, items cutting a plane's rows inside a chunk
+    ((40, 300), (2, 2), (2, 2), (1, 1, 1, 1)),
+    ((34, 224), (16, 16), (16, 16), (1, 1, 1, 1)),
+    ((57, 28), (4, 4), (4, 4), (0, 0, 0, 0)),
+    ((61, 400), (3, 3), (4, 4), (1, 1, 1, 1)),
     # runs one offset at a time, strided and contiguous, cut the same way
     ((20000,), (5,), (2,), (1, 0)),
     ((20000,), (3,), (1,), (1, 1)),
