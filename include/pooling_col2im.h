@@ -1007,11 +1007,12 @@ static PK_NOINLINE void pk_col_tiles_batched(const pk_col_ops* ops, const pk_col
  * last axis, and rows of PK_COL_DIRECT_MIN blocks or more, or a stride the copy serves value by
  * value anyway (above 4).  The others go through pk_col_tiles_batched, where a kernel row of many
  * block rows is one copy: a short row alone was too short for the copy's vectors (k2 s2 and k4 s4
- * on 28x28: rows of 14 and 7 blocks), while for k16 s16 the pass through the buffer cost more
- * than it saved (docs/tuning.md#col2im-gapped-folds). */
+ * on 28x28: rows of 14 and 7 blocks); for k16 s16 the pass through the buffer saved nothing
+ * (0.96-1.11x the time, docs/tuning.md#col2im-gapped-folds). */
 static inline int pk_col_tiles_direct(const pk_col_plan* p)
 {
-    return p->tpw == 0 && p->image[p->n - 1] == p->step * p->nbl && (p->nbl >= PK_COL_DIRECT_MIN || p->step > 4);
+    return p->tpw == 0 && p->image[p->n - 1] == p->step * p->nbl
+           && (p->nbl >= PK_COL_DIRECT_MIN || p->step > 4);
 }
 
 static void pk_col_tiles(const pk_col_ops* ops, const pk_col_plan* p, const char* x, char* y,
