@@ -1008,7 +1008,7 @@ static PK_NOINLINE void pk_col_tiles_batched(const pk_col_ops* ops, const pk_col
  * value anyway (above 4).  The others go through pk_col_tiles_batched, where a kernel row of many
  * block rows is one copy: a short row alone was too short for the copy's vectors (k2 s2 and k4 s4
  * on 28x28: rows of 14 and 7 blocks); for k16 s16 the pass through the buffer saved nothing
- * (0.96-1.11x the time, docs/tuning.md#col2im-gapped-folds). */
+ * (docs/tuning.md#col2im-gapped-folds). */
 static inline int pk_col_tiles_direct(const pk_col_plan* p)
 {
     return p->tpw == 0 && p->image[p->n - 1] == p->step * p->nbl
