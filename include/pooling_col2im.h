@@ -207,15 +207,19 @@ static PK_ALWAYS_INLINE pk_colv pk_colv_ld(const float* p)
 #define PK_COL_ZIP3_2(a0, a1, a2) PK_COL_SHUF(PK_COL_SHUF(a0, a1, 13, 0, 6, 14, 0, 7, 15, 0), a2, 0, 13, 2, 3, 14, 5, 6, 15)
 #else
 /* three phases on AVX2: each phase permuted once so that its values sit in the lanes they take in
- * all three outputs (lane 3i + r mod 8 for value i of phase r), then two blends per output: 3
- * vpermps and 6 vblendps, where the two-source shuffles above took about 13 instructions */
-#define PK_COL_ZIP3_PRE(a0, a1, a2)                                                                 \
-    pk_colv p0_ = PK_COL_SHUF(a0, a0, 0, 3, 6, 1, 4, 7, 2, 5);                                      \
-    pk_colv p1_ = PK_COL_SHUF(a1, a1, 5, 0, 3, 6, 1, 4, 7, 2);                                      \
-    pk_colv p2_ = PK_COL_SHUF(a2, a2, 2, 5, 0, 3, 6, 1, 4, 7)
-#define PK_COL_ZIP3_0(a0, a1, a2) PK_COL_SHUF(PK_COL_SHUF(p0_, p1_, 0, 9, 2, 3, 12, 5, 6, 15), p2_, 0, 1, 10, 3, 4, 13, 6, 7)
-#define PK_COL_ZIP3_1(a0, a1, a2) PK_COL_SHUF(PK_COL_SHUF(p0_, p1_, 0, 1, 10, 3, 4, 13, 6, 7), p2_, 8, 1, 2, 11, 4, 5, 14, 7)
-#define PK_COL_ZIP3_2(a0, a1, a2) PK_COL_SHUF(PK_COL_SHUF(p0_, p1_, 8, 1, 2, 11, 4, 5, 14, 7), p2_, 0, 9, 2, 3, 12, 5, 6, 15)
+ * all three outputs (lane 3i + r mod 8 for value i of phase r; the three outputs share the
+ * permutes), then two blends per output: 3 vpermps and 6 vblendps, where the two-source shuffles
+ * above took about 13 instructions */
+#define PK_COL_ZIP3_P0(a) PK_COL_SHUF(a, a, 0, 3, 6, 1, 4, 7, 2, 5)
+#define PK_COL_ZIP3_P1(a) PK_COL_SHUF(a, a, 5, 0, 3, 6, 1, 4, 7, 2)
+#define PK_COL_ZIP3_P2(a) PK_COL_SHUF(a, a, 2, 5, 0, 3, 6, 1, 4, 7)
+#define PK_COL_ZIP3_BLEND(a0, a1, a2, i, j)                                                         \
+    PK_COL_SHUF(PK_COL_SHUF(PK_COL_ZIP3_P0(a0), PK_COL_ZIP3_P1(a1), PK_COL_ZIP3_LANES i), PK_COL_ZIP3_P2(a2), \
+                PK_COL_ZIP3_LANES j)
+#define PK_COL_ZIP3_LANES(...) __VA_ARGS__
+#define PK_COL_ZIP3_0(a0, a1, a2) PK_COL_ZIP3_BLEND(a0, a1, a2, (0, 9, 2, 3, 12, 5, 6, 15), (0, 1, 10, 3, 4, 13, 6, 7))
+#define PK_COL_ZIP3_1(a0, a1, a2) PK_COL_ZIP3_BLEND(a0, a1, a2, (0, 1, 10, 3, 4, 13, 6, 7), (8, 1, 2, 11, 4, 5, 14, 7))
+#define PK_COL_ZIP3_2(a0, a1, a2) PK_COL_ZIP3_BLEND(a0, a1, a2, (8, 1, 2, 11, 4, 5, 14, 7), (0, 9, 2, 3, 12, 5, 6, 15))
 #endif
 #else
 #define PK_COL_ZIP_LO(a, b) PK_COL_SHUF(a, b, 0, 4, 1, 5)
@@ -234,9 +238,6 @@ static PK_ALWAYS_INLINE void pk_col_reg_zip(const int s, pk_colv a0, pk_colv a1,
         v0 = PK_COL_ZIP_LO(a0, a1);
         v1 = PK_COL_ZIP_HI(a0, a1);
     } else if (s == 3) {
-#ifdef PK_COL_ZIP3_PRE
-        PK_COL_ZIP3_PRE(a0, a1, a2);
-#endif
         v0 = PK_COL_ZIP3_0(a0, a1, a2);
         v1 = PK_COL_ZIP3_1(a0, a1, a2);
         v2 = PK_COL_ZIP3_2(a0, a1, a2);
