@@ -1186,10 +1186,11 @@ static inline void pk_col_reg_span(const pk_col_plan* p, ptrdiff_t* tlo, ptrdiff
 
 /* Rows [h0, h1) of the grid at y, n0..n3 kernel offsets of the last axis in its s phases; x: the
  * plane's columns; ahead: bytes to the next plane's columns, asked for a row's share at a time
- * (0: none); sums: room for a 16-bit row's float32 sums (PK_COL_REG_ROW).  Masked lanes may read
- * anywhere in the call's columns [p->xlo, p->xhi): only a row whose reads would leave them
- * goes through pk_col_row (end rows of the first or last plane, for some pads); where the plane's
- * own bounds decided, those rows of every plane went there (docs/tuning.md#col2im-register-rows). */
+ * (0: none); sums: room for a 16-bit row's float32 sums (PK_COL_REG_ROW) and its last step's
+ * whole vectors.  Masked lanes may read anywhere in the call's columns [p->xlo, p->xhi): only a
+ * row whose reads would leave them goes through pk_col_row (end rows of the first or last plane,
+ * for some pads); where the plane's own bounds decided, those rows of every plane went there
+ * (docs/tuning.md#col2im-register-rows). */
 static PK_ALWAYS_INLINE void pk_col_regs_n(const int kind, const int s, const pk_col_ops* ops, const pk_col_plan* p,
                                            const char* const* kx, ptrdiff_t ncomb, char* y, ptrdiff_t h0,
                                            ptrdiff_t h1, const char* x, ptrdiff_t ahead, const ptrdiff_t n0,
@@ -1204,6 +1205,10 @@ static PK_ALWAYS_INLINE void pk_col_regs_n(const int kind, const int s, const pk
     ptrdiff_t per = ahead && p->n == 2 ? (plane + H - 1) / H : 0;  /* of the next plane, per row */
     ptrdiff_t cut = W - s * last, span = last + PK_COL_VL;  /* the values the row's last step stores;
                                                              * the positions a row's steps read */
+    /* A row's last step stores its whole s * PK_COL_VL values where those past the row land on rows
+     * of this call that are written after it (h < hwhole; 16-bit sums have the room): cut through a
+     * stack row it cost about 40 instructions an image row (k4 s3, docs/tuning.md#col2im-register-rows). */
+    ptrdiff_t hwhole = kind == PK_COL_FLOAT ? h1 - (s * span - W + W - 1) / W : h1;
     ptrdiff_t off[4 * PK_COL_REG_MAX];
     pk_colm kf[4 * PK_COL_REG_MAX], kl[4 * PK_COL_REG_MAX], kall[4 * PK_COL_REG_MAX];
     const char* rows[PK_COL_REG_MAX];
@@ -1219,18 +1224,23 @@ static PK_ALWAYS_INLINE void pk_col_regs_n(const int kind, const int s, const pk
         kf[e] = tlo > 0 || PK_COL_VL > thi ? (at0 >= 0) & (at0 < (int32_t)nbw) : kall[e];
         kl[e] = last < tlo || span > thi ? (at1 >= 0) & (at1 < (int32_t)nbw) : kall[e];
     }
-    /* whether any row's reads may leave the plane: a source row starts at 0 at the least, at the
-     * last row of blocks of the last kernel offset with kj = 0, (K - bw) * L + L - nbw, at the most */
-    int check = lo < 0 || (p->K - bw + 1) * L - nbw + hi + span > elems;
+    /* whether any row's reads may leave the call's columns: a source row starts at the plane's
+     * start at the least, at the last row of blocks of the last kernel offset with kj = 0,
+     * (K - bw) * L + L - nbw, at the most (only the end rows of the call's first or last plane) */
+    int check = (x - p->xlo) + lo * size < 0 || (p->xhi - x) < ((p->K - bw + 1) * L - nbw + hi + span) * size;
+    ptrdiff_t stored = s > 2 && h0 < hwhole ? s * PK_COL_VL : cut, nbh = p->nbh;
+    const ptrdiff_t *hoff = p->hoff, *hlast = p->hlast;
     for (ptrdiff_t h = h0, rh = h0 % sh, ta = h0 / sh; h < h1; h++, rh = rh + 1 < sh ? rh + 1 : (ta++, 0)) {
         char* yh = y + h * W * size;
+        if (s > 2 && h == hwhole)  /* stride 2's rows as they were (their fold of 28 never cuts) */
+            stored = cut;
         float* yr = kind == PK_COL_FLOAT ? (float*)yh : sums;
         ptrdiff_t nr = 0;
         for (ptrdiff_t c = 0; c < ncomb; c++)
-            for (ptrdiff_t i = p->hoff[rh]; i < p->hoff[rh + 1]; i++) {
-                ptrdiff_t a = ta - p->hlast[2 * i + 1];
-                if (a >= 0 && a < p->nbh)
-                    rows[nr++] = kx[c] + (p->hlast[2 * i] * L + a * nbw) * size;
+            for (ptrdiff_t i = hoff[rh], iend = hoff[rh + 1]; i < iend; i++) {
+                ptrdiff_t a = ta - hlast[2 * i + 1];
+                if ((size_t)a < (size_t)nbh)
+                    rows[nr++] = kx[c] + (hlast[2 * i] * L + a * nbw) * size;
             }
         for (ptrdiff_t b = h * per; b < (h + 1) * per && b < plane; b += 64)
             PK_COL_PF(x + ahead + b);
@@ -1239,17 +1249,22 @@ static PK_ALWAYS_INLINE void pk_col_regs_n(const int kind, const int s, const pk
             pk_col_row(ops, p, rows, nr, yh, 0, W, 0);  /* reads past the columns */
             continue;
         }
-        /* two vectors a step, the last of them at `last`; one where a step's first would be */
-        for (ptrdiff_t t = 0;; t += 2 * PK_COL_VL) {
+        /* two vectors a step, the last of them at `last`; one where a step's first would be.  A
+         * row of one step (k6 s4 on 28) takes it straight: through the loop it ran 20% more
+         * instructions; stride 3's k4 and k5, whose rows of 28 are two steps, ran 3-7% more with
+         * the branch there too (register allocation), so it is stride 4's alone. */
+        if (s == 4 && last == 0) {
+            pk_col_reg_step(kind, s, 0, rows, nr, off, n0, n1, n2, n3, kf, kf, 0, 0, 0, stored, yr);
+        } else for (ptrdiff_t t = 0;; t += 2 * PK_COL_VL) {
             ptrdiff_t t1 = t + PK_COL_VL < last ? t + PK_COL_VL : last;
             const pk_colm* k0 = t == 0 ? kf : kall;
             if (t >= last) {
                 pk_col_reg_step(kind, s, 0, rows, nr, off, n0, n1, n2, n3, t == 0 ? kf : kl, kl, last, last,
-                                last, cut, yr);
+                                last, stored, yr);
                 break;
             }
             pk_col_reg_step(kind, s, 1, rows, nr, off, n0, n1, n2, n3, k0, t1 == last ? kl : kall, t, t1, last,
-                            cut, yr);
+                            stored, yr);
             if (t1 == last)
                 break;
         }
@@ -1304,7 +1319,7 @@ static void pk_col_regs_f32(const pk_col_ops* ops, const pk_col_plan* p, const c
     {                                                                                               \
         const ptrdiff_t* o = p->loff;                                                               \
         ptrdiff_t n0 = o[1] - o[0], n1 = o[2] - o[1];                                               \
-        float sums[PK_COL_REG_ROW];                                                                 \
+        float sums[PK_COL_REG_ROW + 4 * PK_COL_VL]; /* a row's last step stores whole vectors */     \
         if (p->step == 3)                                                                           \
             pk_col_regs_n(kind, 3, ops, p, kx, ncomb, y, h0, h1, x, ahead, n0, n1, o[3] - o[2], 0, sums); \
         else if (p->step == 4)                                                                      \

@@ -255,13 +255,17 @@ def test_scatter_runs_with_and_without_prefetch(rng, monkeypatch, image, attrs, 
     ((10, 57), dict(block_shape=(7, 7), strides=(4, 4), pads=(3, 3, 3, 3))),
     ((9, 28), dict(block_shape=(6, 6), strides=(4, 4), pads=(1, 1, 1, 1))),   # phases shorter than a vector
     ((6, 9), dict(block_shape=(5, 5), strides=(4, 4))),                       # the same, reads past the plane
+    ((13, 9), dict(block_shape=(6, 6), strides=(4, 4), pads=(1, 1, 1, 1))),   # a whole last step spans 3 rows
+    ((7, 20), dict(block_shape=(4, 4), strides=(3, 3), pads=(1, 1, 1, 1))),   # stride 3, one step a row
     ((3, 5, 40), dict(block_shape=(2, 3, 4), strides=(1, 2, 3), pads=(0, 1, 1, 1, 1, 2))),
 ])
 def test_register_rows_stay_inside(rng, monkeypatch, kind, image, attrs):
     # The register rows' masked lanes read anywhere in the call's columns (only the end rows of the
-    # first and last planes may leave them: pk_col_row then), and a row whose last step is cut
-    # stores it in overlapping vectors: on one plane and on several, cut into work items of a few
-    # rows at 1-3 threads, nothing past the result is written and the bits are the twin's.
+    # first and last planes may leave them: pk_col_row then), and a row's last step stores whole
+    # vectors past the row where the rows after it are the work item's (written after it), else
+    # it is cut and stored in overlapping vectors: on one plane and on several, cut into work
+    # items of a few rows at 1-3 threads, nothing past the result is written and the bits are
+    # the twin's.
     monkeypatch.setattr(sys.modules["pooling.col2im"], "_REGISTERS", True)
     attrs = full_attrs(image, **attrs)
     for batch, channels in ((1, 1), (2, 3)):
