@@ -1044,8 +1044,9 @@ static void pk_col_tiles(const pk_col_ops* ops, const pk_col_plan* p, const char
  * PK_COL_VL positions of all s phases at a time, two such steps a pass, from every source row, each
  * term masked to +0 outside its source's blocks; then the phases interleaved by shuffles and stored
  * once.  A row that is not whole vectors ends with a step that overlaps the one before (it stores
- * the same values again), its positions past the row dropped; phases shorter than a vector (rows of
- * at least one) are one masked step a row.  The general grid sums each phase in
+ * the same values again), its positions past the row stored on the rows after it where the work
+ * item writes those next, else dropped; phases shorter than a vector (rows of at least one) are one
+ * masked step a row.  The general grid sums each phase in
  * a buffer, source by source, sums again the columns its flat runs wrap onto and interleaves the
  * buffer afterwards: for phases of 14-28 positions that was most of its time, and it cannot serve
  * phases longer than a row of blocks (ceil(W / s) > blocks: k3 s2 without pads on an even width),
@@ -1128,7 +1129,8 @@ static PK_NOINLINE void pk_col_reg_cut(float* y, const float* out, ptrdiff_t n)
 /* Positions [ta, ta + PK_COL_VL) of the s phases of an image row from its nr source rows (in k
  * order), and as many at tb if `two`: phase r's kernel offsets of the last axis are n_r terms of
  * off, after those of the phases before it, their masks at ka and kb.  The interleaved values go to
- * y + s*ta and y + s*tb; the row's last step (at `last`) stores its first `cut` values only. */
+ * y + s*ta and y + s*tb; the row's last step (at `last`) stores its first `cut` values only
+ * (all of them where cut is s * PK_COL_VL). */
 static PK_ALWAYS_INLINE void pk_col_reg_step(const int kind, const int s, const int two, const char* const* rows,
                                              ptrdiff_t nr, const ptrdiff_t* off, const ptrdiff_t n0,
                                              const ptrdiff_t n1, const ptrdiff_t n2, const ptrdiff_t n3,
@@ -1206,8 +1208,8 @@ static PK_ALWAYS_INLINE void pk_col_regs_n(const int kind, const int s, const pk
     ptrdiff_t cut = W - s * last, span = last + PK_COL_VL;  /* the values the row's last step stores;
                                                              * the positions a row's steps read */
     /* A row's last step stores its whole s * PK_COL_VL values where those past the row land on rows
-     * of this call that are written after it (h < hwhole; 16-bit sums have the room): cut through a
-     * stack row it cost about 40 instructions an image row (k4 s3, docs/tuning.md#col2im-register-rows). */
+     * of this call that are written after it (h < hwhole; 16-bit sums have the room), rather than
+     * cut through a stack row (docs/tuning.md#col2im-register-rows). */
     ptrdiff_t hwhole = kind == PK_COL_FLOAT ? h1 - (s * span - W + W - 1) / W : h1;
     ptrdiff_t off[4 * PK_COL_REG_MAX];
     pk_colm kf[4 * PK_COL_REG_MAX], kl[4 * PK_COL_REG_MAX], kall[4 * PK_COL_REG_MAX];
@@ -1250,9 +1252,9 @@ static PK_ALWAYS_INLINE void pk_col_regs_n(const int kind, const int s, const pk
             continue;
         }
         /* two vectors a step, the last of them at `last`; one where a step's first would be.  A
-         * row of one step (k6 s4 on 28) takes it straight: through the loop it ran 20% more
-         * instructions; stride 3's k4 and k5, whose rows of 28 are two steps, ran 3-7% more with
-         * the branch there too (register allocation), so it is stride 4's alone. */
+         * row of one step takes it straight, at stride 4 only: with the branch in stride 3's code
+         * too, its rows of two steps ran more instructions (register allocation,
+         * docs/tuning.md#col2im-register-rows). */
         if (s == 4 && last == 0) {
             pk_col_reg_step(kind, s, 0, rows, nr, off, n0, n1, n2, n3, kf, kf, 0, 0, 0, stored, yr);
         } else for (ptrdiff_t t = 0;; t += 2 * PK_COL_VL) {
