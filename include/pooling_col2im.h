@@ -1210,7 +1210,7 @@ static PK_ALWAYS_INLINE void pk_col_regs_n(const int kind, const int s, const pk
     /* A row's last step stores its whole s * PK_COL_VL values where those past the row land on rows
      * of this call that are written after it (h < hwhole; 16-bit sums have the room), rather than
      * cut through a stack row (docs/tuning.md#col2im-register-rows). */
-    ptrdiff_t hwhole = kind == PK_COL_FLOAT ? h1 - (s * span - W + W - 1) / W : h1;
+    ptrdiff_t hwhole = kind == PK_COL_FLOAT ? h1 - (s * span - 1) / W : h1;  /* the rows it reaches past h */
     ptrdiff_t off[4 * PK_COL_REG_MAX];
     pk_colm kf[4 * PK_COL_REG_MAX], kl[4 * PK_COL_REG_MAX], kall[4 * PK_COL_REG_MAX];
     const char* rows[PK_COL_REG_MAX];
