@@ -1078,8 +1078,10 @@ typedef uint16_t pk_col_hv __attribute__((vector_size(PK_COL_VL * 2)));
 typedef uint32_t pk_col_uv __attribute__((vector_size(PK_COL_VL * 4)));
 
 /* s + the PK_COL_VL terms at src of a kind, widened to float32 (exactly; float16 only where
- * PK_COL_F16_REGS), the lanes outside keep +0; a sum that is NaN keeps its bits (pk_sum_keep_nan) */
-static PK_ALWAYS_INLINE pk_colv pk_col_reg_add(const int kind, pk_colv s, const char* src, pk_colm keep)
+ * PK_COL_F16_REGS), the lanes outside keep +0; with `nan`, a sum that is NaN keeps its bits
+ * (pk_sum_keep_nan) */
+static PK_ALWAYS_INLINE pk_colv pk_col_reg_add(const int kind, const int nan, pk_colv s, const char* src,
+                                               pk_colm keep)
 {
     pk_colv v;
     if (kind == PK_COL_BF16) {
@@ -1107,7 +1109,33 @@ static PK_ALWAYS_INLINE pk_colv pk_col_reg_add(const int kind, pk_colv s, const 
     } else {
         v = pk_colv_ld((const float*)src);
     }
-    return s + (pk_colv)((pk_colm)v & keep & (pk_colm)(s == s));
+    if (nan)
+        keep &= (pk_colm)(s == s);
+    return s + (pk_colv)((pk_colm)v & keep);
+}
+
+/* Whether a lane of v is NaN */
+static PK_ALWAYS_INLINE int pk_colv_has_nan(pk_colv v)
+{
+#if PK_SIMD_BYTES >= 32 && defined(__AVX__)
+    __m256 w;
+    memcpy(&w, &v, sizeof w);
+    return _mm256_movemask_ps(_mm256_cmp_ps(w, w, _CMP_UNORD_Q)) != 0;
+#elif PK_SIMD_BYTES < 32 && defined(__SSE2__)
+    __m128 w;
+    memcpy(&w, &v, sizeof w);
+    return _mm_movemask_ps(_mm_cmpunord_ps(w, w)) != 0;
+#elif PK_SIMD_BYTES < 32 && defined(__aarch64__)
+    float32x4_t w;
+    memcpy(&w, &v, sizeof w);
+    return vminvq_u32(vceqq_f32(w, w)) == 0;
+#else
+    pk_colm m = (pk_colm)(v != v);
+    int r = 0;
+    for (int i = 0; i < PK_COL_VL; i++)
+        r |= m[i] != 0;
+    return r;
+#endif
 }
 
 /* The first n values of out (PK_COL_VL <= n < 4 * PK_COL_VL) stored at y: whole vectors, the last
@@ -1126,6 +1154,38 @@ static PK_NOINLINE void pk_col_reg_cut(float* y, const float* out, ptrdiff_t n)
     memcpy(y + n - PK_COL_VL, &v, sizeof v);
 }
 
+#define PK_COL_REG_PHASE(a, b, n, nan)                                                              \
+        for (ptrdiff_t i_ = 0; i_ < (n); i_++, e++) {                                               \
+            a = pk_col_reg_add(kind, nan, a, r + (off[e] + ta) * size, ka[e]);                      \
+            if (two)                                                                                \
+                b = pk_col_reg_add(kind, nan, b, r + (off[e] + tb) * size, kb[e]);                  \
+        }
+#define PK_COL_REG_SUMS(nan)                                                                        \
+    for (ptrdiff_t j = 0; j < nr; j++) {                                                            \
+        const char* r = rows[j];                                                                    \
+        ptrdiff_t e = 0;                                                                            \
+        PK_COL_REG_PHASE(a0, b0, n0, nan)                                                           \
+        PK_COL_REG_PHASE(a1, b1, n1, nan)                                                           \
+        if (s > 2)                                                                                  \
+            PK_COL_REG_PHASE(a2, b2, n2, nan)                                                       \
+        if (s > 3)                                                                                  \
+            PK_COL_REG_PHASE(a3, b3, n3, nan)                                                       \
+    }
+
+/* pk_col_reg_step's sums with the NaN rule's mask, into v[0..7] (a0..a3, b0..b3): out of line, for
+ * the steps where a sum ends NaN */
+static PK_NOINLINE void pk_col_reg_sums_nan(const int kind, const int s, const int two, const char* const* rows,
+                                            ptrdiff_t nr, const ptrdiff_t* off, const ptrdiff_t n0,
+                                            const ptrdiff_t n1, const ptrdiff_t n2, const ptrdiff_t n3,
+                                            const pk_colm* ka, const pk_colm* kb, ptrdiff_t ta, ptrdiff_t tb,
+                                            pk_colv* v)
+{
+    pk_colv a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, b0 = {0}, b1 = {0}, b2 = {0}, b3 = {0};
+    const ptrdiff_t size = kind == PK_COL_FLOAT ? 4 : 2;
+    PK_COL_REG_SUMS(1)
+    v[0] = a0, v[1] = a1, v[2] = a2, v[3] = a3, v[4] = b0, v[5] = b1, v[6] = b2, v[7] = b3;
+}
+
 /* Positions [ta, ta + PK_COL_VL) of the s phases of an image row from its nr source rows (in k
  * order), and as many at tb if `two`: phase r's kernel offsets of the last axis are n_r terms of
  * off, after those of the phases before it, their masks at ka and kb.  The interleaved values go to
@@ -1140,22 +1200,27 @@ static PK_ALWAYS_INLINE void pk_col_reg_step(const int kind, const int s, const 
     pk_colv a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, b0 = {0}, b1 = {0}, b2 = {0}, b3 = {0};
     float out[4 * PK_COL_VL];
     const ptrdiff_t size = kind == PK_COL_FLOAT ? 4 : 2;
-    for (ptrdiff_t j = 0; j < nr; j++) {
-        const char* r = rows[j];
-        ptrdiff_t e = 0;
-#define PK_COL_REG_PHASE(a, b, n)                                                                   \
-        for (ptrdiff_t i_ = 0; i_ < (n); i_++, e++) {                                               \
-            a = pk_col_reg_add(kind, a, r + (off[e] + ta) * size, ka[e]);                           \
-            if (two)                                                                                \
-                b = pk_col_reg_add(kind, b, r + (off[e] + tb) * size, kb[e]);                       \
-        }
-        PK_COL_REG_PHASE(a0, b0, n0)
-        PK_COL_REG_PHASE(a1, b1, n1)
+    /* The sums without the NaN rule's mask: where no sum ends NaN, none was NaN on the way, and
+     * the mask would have changed nothing.  Where one may (a NaN term, or infinities of both
+     * signs: the test adds the sums up), the step is summed again with it
+     * (docs/tuning.md#col2im-register-rows). */
+    PK_COL_REG_SUMS(0)
+    pk_colv all = a0 + a1;
+    if (s > 2)
+        all += a2;
+    if (s > 3)
+        all += a3;
+    if (two) {
+        all += b0 + b1;
         if (s > 2)
-            PK_COL_REG_PHASE(a2, b2, n2)
+            all += b2;
         if (s > 3)
-            PK_COL_REG_PHASE(a3, b3, n3)
-#undef PK_COL_REG_PHASE
+            all += b3;
+    }
+    if (__builtin_expect(pk_colv_has_nan(all), 0)) {
+        pk_colv v[8];
+        pk_col_reg_sums_nan(kind, s, two, rows, nr, off, n0, n1, n2, n3, ka, kb, ta, tb, v);
+        a0 = v[0], a1 = v[1], a2 = v[2], a3 = v[3], b0 = v[4], b1 = v[5], b2 = v[6], b3 = v[7];
     }
     if (ta < last || cut == s * PK_COL_VL) {
         pk_col_reg_zip(s, a0, a1, a2, a3, yr + s * ta);
@@ -1172,6 +1237,9 @@ static PK_ALWAYS_INLINE void pk_col_reg_step(const int kind, const int s, const 
         pk_col_reg_cut(yr + s * tb, out, cut);
     }
 }
+
+#undef PK_COL_REG_SUMS
+#undef PK_COL_REG_PHASE
 
 /* The positions t of the phases where every kernel offset of the last axis has its block t - q:
  * [*tlo, *thi). */

@@ -280,6 +280,46 @@ def test_register_rows_stay_inside(rng, monkeypatch, kind, image, attrs):
             assert (room[size:] == 7).all()
 
 
+@pytest.mark.parametrize("kind", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("image, attrs", [
+    ((28, 28), dict(block_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1))),
+    ((28, 28), dict(block_shape=(4, 4), strides=(3, 3), pads=(1, 1, 1, 1))),
+    ((9, 58), dict(block_shape=(5, 5), strides=(3, 3), pads=(2, 2, 2, 2))),
+    ((28, 28), dict(block_shape=(6, 6), strides=(4, 4), pads=(1, 1, 1, 1))),
+    ((10, 57), dict(block_shape=(7, 7), strides=(4, 4), pads=(3, 3, 3, 3))),
+])
+def test_register_rows_nan_bits_are_the_general_grids(rng, monkeypatch, kind, image, attrs):
+    # The register rows sum a step without the NaN rule's mask and sum it again with the mask
+    # where a sum ends NaN: NaNs of several payloads (quiet and signalling, both signs) and
+    # infinities of both signs (inf - inf is NaN) give every bit the general grid gives.
+    attrs = full_attrs(image, **attrs)
+    x = columns(rng, kind, image, attrs, batch=1, channels=4, special=False)
+    width = 16 if kind != "float32" else 32
+    bits = x.view(np.uint16 if width == 16 else np.uint32)
+    if width == 32:
+        specials = [0x7FC00001, 0xFFC12345, 0x7F800003, 0xFF8000F0, 0x7F800000, 0xFF800000]
+    else:
+        expo, quiet = HALF[kind], QUIET[kind]
+        specials = [expo | quiet | 0x01, 0x8000 | expo | quiet | 0x13, expo | 0x03, 0x8000 | expo | 0x11, expo,
+                    0x8000 | expo]
+    # channel 0: NaNs and infinities at random; channel 1: infinities only; 2: one NaN; 3: none
+    planes = bits.reshape(4, -1)
+    for c, (count, choices) in enumerate([(40, specials), (30, specials[4:]), (1, specials[:1])]):
+        at = rng.integers(0, planes.shape[1], size=count)
+        planes[c, at] = rng.choice(np.array(choices, dtype=bits.dtype), size=count)
+    col2im = sys.modules["pooling.col2im"]
+    results = {}
+    for registers in (False, True):
+        monkeypatch.setattr(col2im, "_REGISTERS", registers)
+        results[registers] = [pooling.col2im(x, image, **attrs, n_threads=nt) for nt in (1, 2)]
+    want = results[False][0]
+    assert_same_or_nan(want, reference.col2im(x, image, **attrs))
+    view = np.uint16 if width == 16 else np.uint32
+    assert np.isnan(want.astype(np.float32)).any() and np.isinf(want.astype(np.float32)).any()
+    for got in results[True] + results[False][1:]:
+        assert_same(got.view(view), want.view(view))
+
+
 def test_run_prefetch_setting():
     # Off in the AVX2 build on the CPUs measured slower with it there (Zen 4 and Zen 5 server parts);
     # on elsewhere, and in the other builds (Zen 5's AVX-512 build ran 1.8x slower without it).
