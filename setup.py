@@ -307,8 +307,14 @@ def _render_templates():
             f.write(text)
 
 
-def _cythonize(extensions):
-    """Point each extension at its generated .c file, regenerating only those whose inputs changed."""
+def _cythonize(extensions, jobs=1):
+    """Point each extension at its generated .c file, regenerating only those whose inputs changed.
+
+    Each SIMD build's module is its own Cython run; on Linux they run side by side in `jobs`
+    processes before the C compiles start (docs/development.md, "Set-up").  Cython's workers start
+    by the platform's default method: where that is not fork (forkserver from Python 3.14), each
+    imports this file as a module, which is why setup() below runs only as __main__.
+    """
     _render_templates()
     try:
         from Cython.Build.Dependencies import create_dependency_tree
@@ -330,7 +336,9 @@ def _cythonize(extensions):
         else:
             stale.append(ext)
     if stale:
-        made = {ext.name: ext for ext in cythonize(stale, compiler_directives=directives, force=True)}
+        nthreads = min(jobs, len(stale)) if sys.platform.startswith("linux") else 0
+        made = {ext.name: ext for ext in cythonize(stale, compiler_directives=directives, force=True,
+                                                   nthreads=nthreads if nthreads > 1 else 0)}
         for ext in stale:
             ext.sources = made[ext.name].sources
             (c_file,) = ext.sources
@@ -379,7 +387,7 @@ class BuildExt(build_ext):
                 ext.define_macros.append(("PK_KERNELS_X86_V2", "1" if baseline else "0"))
         self.extensions = [e for e in self.extensions if simd.get(e.name, []) is not None]
         # Cython runs here, not when setup.py starts: building an sdist or the metadata needs no .c files.
-        _cythonize(self.extensions)
+        _cythonize(self.extensions, self.parallel if isinstance(self.parallel, int) else 1)
         self._debug_info_flags = _debug_info_flags(compiler)
         for ext in self.extensions:
             ext.extra_compile_args += simd.get(ext.name, [])
@@ -502,7 +510,8 @@ extensions = [
     )
 ]
 
-setup(
-    ext_modules=extensions,
-    cmdclass={"build_ext": BuildExt},
-)
+if __name__ == "__main__":  # not in the Cython workers of _cythonize (they import this file)
+    setup(
+        ext_modules=extensions,
+        cmdclass={"build_ext": BuildExt},
+    )
