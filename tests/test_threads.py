@@ -280,14 +280,20 @@ def test_a_spinning_worker_gives_its_cpu_to_other_work():
         print(f"{awake:.4f} {yielding:.4f} {busy_then:.4f} {beside:.4f} {busy_share:.4f}")
     """)
     env = dict(os.environ, POOLING_SPIN_US="100000", OPENBLAS_NUM_THREADS="1")
-    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stderr[-2000:]
-    awake, yielding, busy_then, beside, busy_share = map(float, run.stdout.split())
-    # Asleep, the worker would be runnable for a few percent of the pauses at most (0.00-0.03 here).
-    assert awake > 0.5, f"the worker was not spinning between calls: it was runnable for {awake} of the pause"
-    if yielding > 0.2 * busy_then:
-        pytest.skip(f"this kernel's sched_yield keeps the fair share (a yielding process got {yielding:.3f}"
-                    f" of the CPU, a busy one {busy_then:.3f})")
+    # Up to three measurements: a third process on the worker's CPU (the suite beside the other builds'
+    # kernel tests on 2 cores) once left the worker 0.165 of the CPU to the busy process's 0.576.  A
+    # worker that spins without yielding takes about the busy process's share on every one.
+    for _ in range(3):
+        run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, run.stderr[-2000:]
+        awake, yielding, busy_then, beside, busy_share = map(float, run.stdout.split())
+        # Asleep, the worker would be runnable for a few percent of the pauses at most (0.00-0.03 here).
+        assert awake > 0.5, f"the worker was not spinning between calls: it was runnable for {awake} of the pause"
+        if yielding > 0.2 * busy_then:
+            pytest.skip(f"this kernel's sched_yield keeps the fair share (a yielding process got {yielding:.3f}"
+                        f" of the CPU, a busy one {busy_then:.3f})")
+        if beside < 0.2 * busy_share:
+            break
     assert beside < 0.2 * busy_share, \
         f"the spinning worker took {beside:.3f} of its CPU's time, the busy process beside it {busy_share:.3f}"
 
