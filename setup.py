@@ -387,7 +387,7 @@ class BuildExt(build_ext):
                 ext.define_macros.append(("PK_KERNELS_X86_V2", "1" if baseline else "0"))
         self.extensions = [e for e in self.extensions if simd.get(e.name, []) is not None]
         # Cython runs here, not when setup.py starts: building an sdist or the metadata needs no .c files.
-        _cythonize(self.extensions, self.parallel if isinstance(self.parallel, int) else 1)
+        _cythonize(self.extensions, int(self.parallel or 1))
         self._debug_info_flags = _debug_info_flags(compiler)
         for ext in self.extensions:
             ext.extra_compile_args += simd.get(ext.name, [])
