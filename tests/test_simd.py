@@ -10,21 +10,7 @@ import pooling
 from pooling import _dispatch, _maxpool_strategies, _tuning
 from pooling._maxpool_strategies import Strategy
 
-# The tests that compare every kernel path with the pure-numpy reference (tools/check_aarch64.sh
-# runs the same list).
-KERNEL_TESTS = ["test_maxpool_values.py", "test_maxpool_nhwc.py", "test_maxunpool.py",
-                "test_maxunpool_nhwc.py", "test_col2im.py", "test_threads.py", "test_maxpool_strategies.py",
-                "test_twin.py", "test_index_format.py", "test_maxpool_grad.py"]
-# With them, the tests that run the compiled code other ways: large inputs, hostile
-# inputs, reused result blocks, fuzzing, processes and threads around the pool, the build's report
-# and cache sizes, the ONNX cross-checks.  The rest (argument errors, shapes and versions, memory
-# growth, the docs, the packaging, the main job, the front ends) checks Python code and files
-# whose results are the same on every machine: tools/check_aarch64.sh leaves it to the x86 run
-# under emulation (gcc=native).
-NATIVE_TESTS = KERNEL_TESTS + ["test_maxpool_large.py", "test_hostile_inputs.py",
-                               "test_result_cache.py", "test_fuzz.py", "test_processes.py", "test_concurrency.py",
-                               "test_config.py", "test_tuning.py", "test_maxpool_hand.py", "test_maxpool_onnx.py",
-                               "test_col2im_onnx.py", "test_maxunpool_onnx.py", "test_onnx_integration.py"]
+from suites import INSTALL_TESTS, KERNEL_TESTS, NATIVE_TESTS, SANITIZED_TESTS, UNSANITIZED_TESTS
 
 
 OTHER_LEVELS = [lv for lv in _dispatch.available if lv != _dispatch.level]
@@ -70,13 +56,19 @@ def test_other_builds_pass_the_kernel_tests(level, other_build_runs):
 
 
 def test_the_lists_of_tests_name_test_files():
-    """KERNEL_TESTS and NATIVE_TESTS (run by tools/check_aarch64.sh and check_portable.sh) name test
-    files that exist, each once."""
+    """tests/suites.py's lists (run by tools/check_aarch64.sh, check_portable.sh, check_wheel.sh and
+    sanitize.sh) name test files that exist, each once, and the command line prints them; the
+    sanitizers see every test that runs the compiled code."""
     here = os.path.dirname(os.path.abspath(__file__))
-    assert len(set(NATIVE_TESTS)) == len(NATIVE_TESTS)
-    for name in NATIVE_TESTS:
-        assert os.path.isfile(os.path.join(here, name)), name
-    assert "test_simd.py" not in NATIVE_TESTS  # the scripts add it
+    for part in (KERNEL_TESTS, NATIVE_TESTS, INSTALL_TESTS, UNSANITIZED_TESTS):
+        assert len(set(part)) == len(part)
+        for name in part:
+            assert os.path.isfile(os.path.join(here, name)), name
+        assert "test_simd.py" not in part  # the command line adds it
+    assert set(NATIVE_TESTS) <= set(SANITIZED_TESTS) and "test_simd.py" in SANITIZED_TESTS
+    printed = subprocess.run([sys.executable, os.path.join(here, "suites.py"), "INSTALL_TESTS"],
+                             capture_output=True, text=True, check=True).stdout.split()
+    assert printed == ["tests/" + name for name in INSTALL_TESTS + ["test_simd.py"]]
 
 
 def test_dispatch_choice_and_report():

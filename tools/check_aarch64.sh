@@ -13,7 +13,7 @@
 #      built inside the root under emulation (`pip install <sdist>`), 10-20 times slower;
 #   4. inside the root: a fresh virtual environment with the wheel and the test extras,
 #      `python -m pooling --quick`, and the tests from the sdist: with `full` the whole suite (less
-#      the type checkers), with `native` the tests that run the compiled code (tests/test_simd.py's
+#      the type checkers), with `native` the tests that run the compiled code (tests/suites.py's
 #      NATIVE_TESTS), with `kernels` the kernel tests (its KERNEL_TESTS: every strategy x dtype x
 #      rank against the twin, index formats, NHWC, MaxUnpool, Col2Im).
 #
@@ -149,19 +149,9 @@ cp "$sdist" "$ARM/check/"
 tar -xzf "$sdist" -C "$ARM/check"
 src=$(cd "$ARM/check" && ls -d */ | head -n 1)
 
-# The kernel tests: tests/test_simd.py's KERNEL_TESTS (every forced strategy x dtype x rank against
-# the twin, index formats, NHWC, MaxUnpool, Col2Im, threads), and test_simd.py itself; the native
-# tests: its NATIVE_TESTS (the kernel tests and the others that run the compiled code), and
-# test_simd.py.
-test_list() {
-    # (only the two lists' statements run: this Python need not import pooling or numpy)
-    "$PYTHON" -c 'import ast, sys
-names = {}
-for n in ast.parse(open(sys.argv[1]).read()).body:
-    if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") in ("KERNEL_TESTS", "NATIVE_TESTS"):
-        exec(compile(ast.Module([n], []), sys.argv[1], "exec"), names)
-print(" ".join("tests/" + f for f in names[sys.argv[2]] + ["test_simd.py"]))' "$REPO/tests/test_simd.py" "$1"
-}
+# The kernel tests and the native tests: tests/suites.py's KERNEL_TESTS and NATIVE_TESTS (the files
+# of each, with tests/test_simd.py).
+test_list() { "$PYTHON" "$REPO/tests/suites.py" "$1"; }
 declare -A TESTS=([full]="tests -m 'not typecheck'" [native]="$(test_list NATIVE_TESTS)"
                   [kernels]="$(test_list KERNEL_TESTS)")
 

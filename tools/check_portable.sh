@@ -3,7 +3,7 @@
 # built with the hand-written vector loops switched off (PK_SIMD_SCALAR: one value at a time, as a
 # compiler without GCC vector extensions compiles them) and the thread pool's OpenMP-loop fallback
 # forced (PK_POOL_OPENMP: what pooling_pool.h compiles under MSVC), then the kernel tests
-# (tests/test_simd.py's KERNEL_TESTS and test_simd.py, which runs them under every SIMD build).
+# (tests/suites.py's KERNEL_TESTS and test_simd.py, which runs them under every SIMD build).
 #
 #   1. a copy of the working tree's tracked files, built in place with
 #      CFLAGS="-DPK_SIMD_SCALAR -DPK_POOL_OPENMP" (the baseline and AVX2 builds: MSVC gets no AVX-512 one);
@@ -59,7 +59,6 @@ echo "$config" | grep -q '^thread runtime *OpenMP' ||
     { echo "check_portable: the thread runtime is not the OpenMP loop" >&2; exit 1; }
 
 step "the kernel tests, under every SIMD build"
-tests=$("$PYTHON" -c 'import sys; sys.path.insert(0, sys.argv[1]); import test_simd
-print(" ".join(test_simd.KERNEL_TESTS + ["test_simd.py"]))' "$TMP/tree/tests")
-(cd "$TMP/tree/tests" && "$PYTHON" -m pytest $tests -q -p no:cacheprovider "$@")
+tests=$("$PYTHON" "$TMP/tree/tests/suites.py" KERNEL_TESTS)
+(cd "$TMP/tree" && "$PYTHON" -m pytest $tests -q -p no:cacheprovider "$@")
 step "done"

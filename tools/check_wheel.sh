@@ -6,8 +6,8 @@
 #   2. `auditwheel show` picks the manylinux policy this machine's glibc allows, and
 #      `auditwheel repair` vendors libgomp into the wheel under that policy;
 #   3. the repaired wheel goes into a fresh virtual environment that has no C
-#      compiler, which then runs `python -m pooling` and the test suite against it (less the
-#      type checkers and the other SIMD builds' kernel tests, which the README's command ran).
+#      compiler, which then runs `python -m pooling` and the tests of what installing can change
+#      (tests/suites.py's INSTALL_TESTS) against it.
 #
 # "No compiler" is simulated: CC, CXX and LDSHARED, and cc/gcc/c++/g++/clang/
 # clang++ on PATH, are stubs that fail (and leave a mark if anything calls them),
@@ -147,11 +147,12 @@ if [[ "$(uname -m)" == x86_64 ]] && grep -qE '^simd +baseline [^;]*avx' "$TMP/ma
     fail "the wheel's SIMD baseline is above x86-64 (built with -march/-mavx?)"
 fi
 # What packaging can change, against the wheel: the installed files, the vendored libgomp, no
-# compiler, and the default build's kernels.  Two parts of the suite run once, in the README's test
-# command: the type checkers (the same on every machine) and the other SIMD builds' kernel tests
-# (the wheel holds the same builds, compiled from the same sources by the same compiler).
-"$VENV/python" -m pytest tests -x -q -p no:cacheprovider -m "not typecheck" \
-    --deselect tests/test_simd.py::test_other_builds_pass_the_kernel_tests
+# compiler, the modules found and dispatched (tests/suites.py's INSTALL_TESTS, and the main job
+# above, every operator against the twin).  The wheel's kernels are compiled from the same sources
+# by the same compiler with the same flags as the build the README's test command runs the whole
+# suite against, so their grids run once, there (as do the type checkers and the other SIMD builds).
+"$VENV/python" -m pytest $("$VENV/python" tests/suites.py INSTALL_TESTS) -x -q -p no:cacheprovider \
+    -m "not typecheck" --deselect tests/test_simd.py::test_other_builds_pass_the_kernel_tests
 [[ ! -e "$nocc/CALLED" ]] || fail "something called a compiler"
 
 step "passed: $(basename "$repaired") installs and works without a compiler"

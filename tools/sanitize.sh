@@ -4,7 +4,8 @@
 # AddressSanitizer + UndefinedBehaviorSanitizer and Cython's
 # bounds/wraparound/initialized checks (POOLING_DEBUG=1), in a scratch copy of this tree (the
 # checkout's own build is left alone), then run under it:
-#   1. the whole test suite (-q -p no:randomly; no -x, so that one finding does not hide the next),
+#   1. the test suite, less the tests that run no compiled code of their own (tests/suites.py's
+#      SANITIZED_TESTS; -q -p no:randomly; no -x, so that one finding does not hide the next),
 #   2. the fuzz tests again, SANITIZE_FUZZ_FACTOR (default 5) times as many examples, fresh ones,
 #   3. the main job, python -m pooling,
 #   4. tools/pool_stress.c, the thread pool alone, under ThreadSanitizer (where gcc has libtsan) and
@@ -130,16 +131,18 @@ step() {
     fi
 }
 pytest=("$PY" -m pytest -q -p no:randomly -p no:cacheprovider --capture=sys)
-# The suite in SANITIZE_JOBS processes side by side (default: the CPUs here), the test files dealt
-# out in turn from the largest: under the sanitizers one process took 17 minutes on 2 cores.  (Never
-# more processes than files: a pytest given no file runs the whole suite.)
+# The suite less the tests that run no compiled code of their own (tests/suites.py's
+# SANITIZED_TESTS), in SANITIZE_JOBS processes side by side (default: the CPUs here), the test files
+# dealt out in turn from the largest: under the sanitizers one process took 17 minutes on 2 cores.
+# (Never more processes than files: a pytest given no file runs the whole suite.)
 jobs=${SANITIZE_JOBS:-$(nproc 2>/dev/null || echo 1)}
 suite() {
     local files=() pids=() i k rc=0 empty=0
-    mapfile -t files < <(ls -S tests/test_*.py)
+    # shellcheck disable=SC2046  # the files' names, one word each
+    mapfile -t files < <(ls -S $("$PY" tests/suites.py SANITIZED_TESTS))
     [ "$jobs" -gt "${#files[@]}" ] && jobs=${#files[@]}
     if [ "$jobs" -le 1 ]; then
-        "${pytest[@]}" tests "$@"
+        "${pytest[@]}" "${files[@]}" "$@"
         return
     fi
     for ((i = 0; i < jobs; i++)); do
