@@ -185,8 +185,9 @@ def max_pool(x, kernel_shape, *, strides=None, pads=None, dilations=None, auto_p
              out=None, indices_out=None, index_format="onnx"):
     """Twin of pooling.max_pool: y, or (y, indices) with return_indices (behaviour.md §2).
 
-    Every window's taps are scanned in lexicographic order and the winner is
-    kept by behaviour.md §2.4's rule; Indices are encoded from its coordinates (behaviour.md §2.5).
+    Each window's winner is the one behaviour.md §2.4's scan of its taps in lexicographic order
+    keeps: its first NaN, or else its first tap equal to its maximum. Indices are encoded from
+    the winner's coordinates (behaviour.md §2.5).
     """
     arr = np.asarray(x)
     attrs = dict(strides=strides, pads=pads, dilations=dilations, auto_pad=auto_pad, ceil_mode=ceil_mode,
@@ -226,31 +227,35 @@ def max_pool(x, kernel_shape, *, strides=None, pads=None, dilations=None, auto_p
     inside = np.ones((n_out, n_taps), bool)
     for i in range(n):
         inside &= (pos[i] >= 0) & (pos[i] < spatial[i])
+    # Each tap's offset in its plane, row-major (0 for a tap in the padding, which never wins).
+    offset = np.zeros((n_out, n_taps), np.int64)
+    for i in range(n):
+        offset = offset * spatial[i] + np.where(inside, pos[i], 0)
+    plane_bits = bits.reshape(batch, channels, math.prod(spatial))
+    plane_values = values.reshape(batch, channels, math.prod(spatial))
 
-    # Scan the taps: the running winner is replaced by a valid tap that is NaN while
-    # the winner is not, or that is strictly greater (never by an equal one).
-    have = np.zeros((batch, channels, n_out), bool)
-    best = np.zeros((batch, channels, n_out), values.dtype)
-    best_nan = np.zeros((batch, channels, n_out), bool)
-    win = [np.zeros((batch, channels, n_out), np.int64) for _ in range(n)]
-    best_bits = np.zeros((batch, channels, n_out), bits.dtype)
-    for t in range(n_taps if all(spatial) else 0):  # (an empty plane: every window is empty)
-        ok = inside[:, t]
-        coords = tuple(np.where(ok, pos[i][:, t], 0) for i in range(n))
-        v = values[(slice(None), slice(None)) + coords]
-        v_nan = np.isnan(v)
-        take = ok & (~have | (v_nan & ~best_nan) | (~v_nan & ~best_nan & (v > best)))
-        have |= take
-        best = np.where(take, v, best)
-        best_nan = np.where(take, v_nan, best_nan)
-        best_bits = np.where(take, bits[(slice(None), slice(None)) + coords], best_bits)
-        for i in range(n):
-            win[i] = np.where(take, coords[i], win[i])
+    # The winner (behaviour.md §2.4's scan of the taps in order, where a tap replaces the winner
+    # when it is NaN and the winner is not, or strictly greater): the first NaN among the valid
+    # taps, or else the first valid tap equal to their maximum (-0.0 and 0.0 are equal).
+    have = np.broadcast_to(inside.any(axis=-1), (batch, channels, n_out))
+    winner = np.zeros((batch, channels, n_out), np.int64)  # the winning tap's offset
+    lowest = -np.inf if values.dtype.kind == "f" else np.iinfo(values.dtype).min
+    # (windows in groups of about 2**22 taps of all planes: the temporaries stay bounded)
+    group = max(1, (1 << 22) // max(1, batch * channels * n_taps))
+    for w in range(0, n_out if have.any() else 0, group):  # (a window with a tap: the plane is not empty)
+        where = offset[w:w + group]
+        v = plane_values[:, :, where]  # (N, C, windows, taps)
+        nan = np.isnan(v) & inside[w:w + group]
+        number = inside[w:w + group] & ~nan
+        top = np.max(np.where(number, v, lowest), axis=-1, keepdims=True)
+        tap = np.where(nan.any(axis=-1), nan.argmax(axis=-1), (number & (v == top)).argmax(axis=-1))
+        winner[:, :, w:w + group] = np.take_along_axis(np.broadcast_to(where, v.shape), tap[..., None], axis=-1)[..., 0]
+    best_bits = np.take_along_axis(plane_bits, winner, axis=2) if have.any() else winner.astype(bits.dtype)
 
     empty = {"float16": 0xFC00, "bfloat16": 0xFF80, "float32": 0xFF800000, "float64": 0xFFF0000000000000,
              "int8": 0x80, "int16": 0x8000, "int32": 0x80000000, "int64": 0x8000000000000000}.get(kind, 0)
-    if kind == "bool":
-        best_bits = best.astype(bits.dtype)  # the winner as 0/1, whatever its byte
+    if kind == "bool":  # the winner as 0/1, whatever its byte
+        best_bits = (best_bits != 0).astype(bits.dtype)
     y = np.where(have, best_bits, np.array(empty, bits.dtype))
     if activation is not None:
         y = _clamp(y, kind, activation, plan.activation_params)
@@ -266,6 +271,7 @@ def max_pool(x, kernel_shape, *, strides=None, pads=None, dilations=None, auto_p
     image = np.arange(batch).reshape(batch, 1, 1)
     channel = np.arange(channels).reshape(1, channels, 1)
     pixel, plane = 0, math.prod(spatial)
+    win = np.unravel_index(winner, spatial) if have.any() else [winner] * n  # the winner's coordinates
     if storage_order == 1:  # column-major inside the plane: p_i times prod_{j<i} D_j
         for i in range(n):
             pixel = pixel + win[i] * math.prod(spatial[:i])
@@ -541,16 +547,21 @@ def col2im(x, image_shape, block_shape, *, strides=None, pads=None, dilations=No
     batch, channels = out_shape[:2]
     cols = terms.reshape(batch, channels, math.prod(block), arr.shape[2])
     y = np.zeros((batch, channels, math.prod(image)), dtype=cols.dtype)
-    beta = np.indices(nblocks).reshape(n, -1)  # block coordinates, lexicographic
-    for k, kappa in enumerate(np.ndindex(*block)):
-        p = [beta[i] * strides[i] - pads[i] + kappa[i] * dilations[i] for i in range(n)]
-        inside = np.all([(p[i] >= 0) & (p[i] < image[i]) for i in range(n)], axis=0)
-        pixel = np.zeros(inside.sum(), np.int64)
-        for i in range(n):
-            pixel = pixel * image[i] + p[i][inside]
-        # Distinct blocks land on distinct pixels, so this adds each term once.
-        with np.errstate(invalid="ignore", over="ignore"):  # inf - inf, overflow: IEEE results
-            y[:, :, pixel] += cols[:, :, k, inside]
+    # Position of block beta's term at kernel offset kappa on axis i: beta_i*s_i - pb_i + kappa_i*d_i,
+    # for every offset (rows: row-major over block_shape) and block (columns: lexicographic).
+    def per_axis(values):
+        return np.array(values[:n], np.int64).reshape(n, 1, 1)
+    beta = np.indices(nblocks).reshape(n, 1, -1)
+    kappa = np.indices(block).reshape(n, -1, 1)
+    p = beta * per_axis(strides) - per_axis(pads) + kappa * per_axis(dilations)
+    inside = np.all((p >= 0) & (p < per_axis(image)), axis=0)
+    pixel = np.zeros(inside.shape, np.int64)
+    for i in range(n):
+        pixel = pixel * image[i] + np.where(inside, p[i], 0)
+    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf, overflow: IEEE results
+        for k in range(math.prod(block)):
+            # Distinct blocks land on distinct pixels, so this adds each term once.
+            y[:, :, pixel[k, inside[k]]] += cols[:, :, k, inside[k]]
     if kind == "float16":
         y = float16_bits(y)
     elif kind == "bfloat16":
