@@ -152,6 +152,14 @@ src=$(cd "$ARM/check" && ls -d */ | head -n 1)
 # The kernel tests and the native tests: tests/suites.py's KERNEL_TESTS and NATIVE_TESTS (the files
 # of each, with tests/test_simd.py).
 test_list() { "$PYTHON" "$REPO/tests/suites.py" "$1"; }
+# The test extra less what these runs do not use: onnx and onnxruntime (the ONNX cross-checks run on
+# x86), mypy (the type checkers), build and trove-classifiers (the packaging tests): minutes less of
+# installing under emulation.
+test_requires=$("$PYTHON" -c 'import re, sys, tomllib
+extra = tomllib.load(open(sys.argv[1], "rb"))["project"]["optional-dependencies"]["test"]
+unused = {"onnx", "onnxruntime", "mypy", "build", "trove-classifiers"}
+print(" ".join(f"\x27{r}\x27" for r in extra if re.match(r"[\w.-]+", r).group(0).lower() not in unused))' \
+    "$REPO/pyproject.toml")
 declare -A TESTS=([full]="tests -m 'not typecheck'" [native]="$(test_list NATIVE_TESTS)"
                   [kernels]="$(test_list KERNEL_TESTS)")
 
@@ -217,7 +225,7 @@ for cc in gcc clang; do
     # go into the first one only; the next is its copy, the wheel replaced (by python -m pip: a
     # copied venv's scripts still name the first one's interpreter).
     venv=/venv-$cc
-    install="rm -rf $venv; python3 -m venv $venv; $venv/bin/pip install -q '$target[test]'"
+    install="rm -rf $venv; python3 -m venv $venv; $venv/bin/pip install -q '$target' $test_requires"
     if [[ "$BUILD" == cross && -n "${first_venv:-}" ]]; then
         install="rm -rf $venv; cp -a $first_venv $venv
                  $venv/bin/python -m pip install -q --force-reinstall --no-deps '$target'"
@@ -236,7 +244,7 @@ for cc in gcc clang; do
     step "$cc: the $suite tests, started"
     chroot "$ARM" env -i HOME=/root PATH=/usr/local/bin:/usr/bin:/bin \
         bash -c "cd /check/$src && $venv/bin/python -m pytest $(echo $tests) -q -p no:cacheprovider \
-                 --basetemp=/tmp/pytest-$cc" >"$TMP/pytest-$cc.log" 2>&1 &
+                 -p no:logging -p no:warnings --basetemp=/tmp/pytest-$cc" >"$TMP/pytest-$cc.log" 2>&1 &
     started_tests+=("$cc:$suite:$!")
 done
 status=0
