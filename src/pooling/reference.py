@@ -12,10 +12,11 @@ exactly the public ValueError / TypeError.  Everything the operators compute
 is its own and deliberately plain:
 
 * output shapes and window geometry from the formulas of behaviour.md §2.3, §3 and §4;
-* MaxPool's winner by scanning every window's taps in the contract's order (a later tap
-  replaces the running maximum only if strictly greater, NaN beats numbers,
-  the first NaN wins), Indices encoded from the winner's coordinates by the
-  formulas of behaviour.md §2.5 (row- or column-major planes, NHWC offsets);
+* MaxPool's winner as the contract's scan of every window's taps in order keeps it (a
+  later tap replaces the running maximum only if strictly greater, NaN beats numbers, the
+  first NaN wins): the window's first NaN, or else its first tap equal to its maximum;
+  Indices encoded from the winner's coordinates by the formulas of behaviour.md §2.5
+  (row- or column-major planes, NHWC offsets);
 * the fused activation's clamping, with its bounds rounded by this module;
 * MaxUnpool's scatter with the last write winning, Col2Im's accumulation in
   the contract's term order;
@@ -24,8 +25,8 @@ is its own and deliberately plain:
   ``pooling._dtypes`` or the compiled kernels.
 
 It is slow on purpose (whole windows are materialised, loops run in Python)
-and takes no shortcuts; ``n_threads`` is validated like the public argument
-and otherwise ignored.  ``out=`` / ``indices_out=`` are checked like the
+and shares no shortcut with the kernels; ``n_threads`` is validated like the public
+argument and otherwise ignored.  ``out=`` / ``indices_out=`` are checked like the
 public ones and, as there, filled and returned.
 """
 import math
@@ -231,32 +232,37 @@ def max_pool(x, kernel_shape, *, strides=None, pads=None, dilations=None, auto_p
     offset = np.zeros((n_out, n_taps), np.int64)
     for i in range(n):
         offset = offset * spatial[i] + np.where(inside, pos[i], 0)
-    plane_bits = bits.reshape(batch, channels, math.prod(spatial))
-    plane_values = values.reshape(batch, channels, math.prod(spatial))
+    planes = batch * channels
+    plane_bits = bits.reshape(planes, math.prod(spatial))
+    plane_values = values.reshape(planes, math.prod(spatial))
 
     # The winner (behaviour.md §2.4's scan of the taps in order, where a tap replaces the winner
     # when it is NaN and the winner is not, or strictly greater): the first NaN among the valid
-    # taps, or else the first valid tap equal to their maximum (-0.0 and 0.0 are equal).
-    have = np.broadcast_to(inside.any(axis=-1), (batch, channels, n_out))
-    winner = np.zeros((batch, channels, n_out), np.int64)  # the winning tap's offset
+    # taps, or else the first valid tap equal to their maximum (-0.0 and 0.0 are equal).  Planes
+    # and windows go in groups of about 2**22 taps (or one window's taps, if more).
+    have = np.broadcast_to(inside.any(axis=-1), (planes, n_out))
+    any_tap = bool(have.any())  # else the plane may be empty: nothing to gather from it
+    winner = np.zeros((planes, n_out), np.int64)  # the winning tap's offset in its plane
     lowest = -np.inf if values.dtype.kind == "f" else np.iinfo(values.dtype).min
-    # (windows in groups of about 2**22 taps of all planes: the temporaries stay bounded)
-    group = max(1, (1 << 22) // max(1, batch * channels * n_taps))
-    for w in range(0, n_out if have.any() else 0, group):  # (a window with a tap: the plane is not empty)
-        where = offset[w:w + group]
-        v = plane_values[:, :, where]  # (N, C, windows, taps)
-        nan = np.isnan(v) & inside[w:w + group]
-        number = inside[w:w + group] & ~nan
-        top = np.max(np.where(number, v, lowest), axis=-1, keepdims=True)
-        tap = np.where(nan.any(axis=-1), nan.argmax(axis=-1), (number & (v == top)).argmax(axis=-1))
-        winner[:, :, w:w + group] = np.take_along_axis(np.broadcast_to(where, v.shape), tap[..., None], axis=-1)[..., 0]
-    best_bits = np.take_along_axis(plane_bits, winner, axis=2) if have.any() else winner.astype(bits.dtype)
+    planes_per_group = max(1, (1 << 22) // max(1, n_taps))
+    windows_per_group = max(1, (1 << 22) // max(1, min(planes, planes_per_group) * n_taps))
+    for q in range(0, planes if any_tap else 0, planes_per_group):
+        for w in range(0, n_out, windows_per_group):
+            window_offsets = offset[w:w + windows_per_group]  # (windows, taps)
+            valid = inside[w:w + windows_per_group]
+            v = plane_values[q:q + planes_per_group, window_offsets]  # (planes, windows, taps)
+            nan = np.isnan(v) & valid
+            valid_number = valid & ~nan
+            top = np.max(np.where(valid_number, v, lowest), axis=-1, keepdims=True)
+            tap = np.where(nan.any(axis=-1), nan.argmax(axis=-1), (valid_number & (v == top)).argmax(axis=-1))
+            winner[q:q + planes_per_group, w:w + windows_per_group] = window_offsets[np.arange(len(valid)), tap]
+    best_bits = np.take_along_axis(plane_bits, winner, axis=1) if any_tap else np.zeros_like(winner, bits.dtype)
 
     empty = {"float16": 0xFC00, "bfloat16": 0xFF80, "float32": 0xFF800000, "float64": 0xFFF0000000000000,
              "int8": 0x80, "int16": 0x8000, "int32": 0x80000000, "int64": 0x8000000000000000}.get(kind, 0)
     if kind == "bool":  # the winner as 0/1, whatever its byte
         best_bits = (best_bits != 0).astype(bits.dtype)
-    y = np.where(have, best_bits, np.array(empty, bits.dtype))
+    y = np.where(have, best_bits, np.array(empty, bits.dtype)).reshape(batch, channels, n_out)
     if activation is not None:
         y = _clamp(y, kind, activation, plan.activation_params)
     y = y.reshape((batch, channels) + out_spatial)
@@ -271,7 +277,7 @@ def max_pool(x, kernel_shape, *, strides=None, pads=None, dilations=None, auto_p
     image = np.arange(batch).reshape(batch, 1, 1)
     channel = np.arange(channels).reshape(1, channels, 1)
     pixel, plane = 0, math.prod(spatial)
-    win = np.unravel_index(winner, spatial) if have.any() else [winner] * n  # the winner's coordinates
+    win = np.unravel_index(winner.reshape(batch, channels, n_out), spatial) if any_tap else [0] * n
     if storage_order == 1:  # column-major inside the plane: p_i times prod_{j<i} D_j
         for i in range(n):
             pixel = pixel + win[i] * math.prod(spatial[:i])
@@ -286,7 +292,7 @@ def max_pool(x, kernel_shape, *, strides=None, pads=None, dilations=None, auto_p
         index = (image * plane + pixel) * channels + channel
     else:
         index = (image * channels + channel) * plane + pixel
-    index = np.where(have, index, -1).reshape((batch, channels) + out_spatial)
+    index = np.where(have.reshape(batch, channels, n_out), index, -1).reshape((batch, channels) + out_spatial)
     if layout == "NHWC":
         index = np.moveaxis(index, 1, -1)
     i_out[...] = index
@@ -547,21 +553,16 @@ def col2im(x, image_shape, block_shape, *, strides=None, pads=None, dilations=No
     batch, channels = out_shape[:2]
     cols = terms.reshape(batch, channels, math.prod(block), arr.shape[2])
     y = np.zeros((batch, channels, math.prod(image)), dtype=cols.dtype)
-    # Position of block beta's term at kernel offset kappa on axis i: beta_i*s_i - pb_i + kappa_i*d_i,
-    # for every offset (rows: row-major over block_shape) and block (columns: lexicographic).
-    def per_axis(values):
-        return np.array(values[:n], np.int64).reshape(n, 1, 1)
-    beta = np.indices(nblocks).reshape(n, 1, -1)
-    kappa = np.indices(block).reshape(n, -1, 1)
-    p = beta * per_axis(strides) - per_axis(pads) + kappa * per_axis(dilations)
-    inside = np.all((p >= 0) & (p < per_axis(image)), axis=0)
-    pixel = np.zeros(inside.shape, np.int64)
-    for i in range(n):
-        pixel = pixel * image[i] + np.where(inside, p[i], 0)
-    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf, overflow: IEEE results
-        for k in range(math.prod(block)):
-            # Distinct blocks land on distinct pixels, so this adds each term once.
-            y[:, :, pixel[k, inside[k]]] += cols[:, :, k, inside[k]]
+    beta = np.indices(nblocks).reshape(n, -1)  # block coordinates, lexicographic
+    for k, kappa in enumerate(np.ndindex(*block)):
+        p = [beta[i] * strides[i] - pads[i] + kappa[i] * dilations[i] for i in range(n)]
+        inside = np.all([(p[i] >= 0) & (p[i] < image[i]) for i in range(n)], axis=0)
+        pixel = np.zeros(inside.sum(), np.int64)
+        for i in range(n):
+            pixel = pixel * image[i] + p[i][inside]
+        # Distinct blocks land on distinct pixels, so this adds each term once.
+        with np.errstate(invalid="ignore", over="ignore"):  # inf - inf, overflow: IEEE results
+            y[:, :, pixel] += cols[:, :, k, inside]
     if kind == "float16":
         y = float16_bits(y)
     elif kind == "bfloat16":
