@@ -554,15 +554,22 @@ def col2im(x, image_shape, block_shape, *, strides=None, pads=None, dilations=No
     cols = terms.reshape(batch, channels, math.prod(block), arr.shape[2])
     y = np.zeros((batch, channels, math.prod(image)), dtype=cols.dtype)
     beta = np.indices(nblocks).reshape(n, -1)  # block coordinates, lexicographic
-    for k, kappa in enumerate(np.ndindex(*block)):
-        p = [beta[i] * strides[i] - pads[i] + kappa[i] * dilations[i] for i in range(n)]
-        inside = np.all([(p[i] >= 0) & (p[i] < image[i]) for i in range(n)], axis=0)
-        pixel = np.zeros(inside.sum(), np.int64)
+    kappas = np.indices(block).reshape(n, -1)  # kernel offsets, row-major
+    # The offsets' pixels are found in groups of about 2**18 (offset, block) pairs, then added
+    # one offset after another.
+    group = max(1, (1 << 18) // max(1, beta.shape[1]))
+    for first in range(0, kappas.shape[1], group):
+        kappa = kappas[:, first:first + group, None]  # (n, offsets, 1)
+        p = beta[:, None, :] * np.array(strides)[:, None, None] - np.array(pads[:n])[:, None, None] \
+            + kappa * np.array(dilations)[:, None, None]  # (n, offsets, blocks)
+        inside = np.all((p >= 0) & (p < np.array(image)[:, None, None]), axis=0)
+        pixel = np.zeros(inside.shape, np.int64)
         for i in range(n):
-            pixel = pixel * image[i] + p[i][inside]
-        # Distinct blocks land on distinct pixels, so this adds each term once.
-        with np.errstate(invalid="ignore", over="ignore"):  # inf - inf, overflow: IEEE results
-            y[:, :, pixel] += cols[:, :, k, inside]
+            pixel = pixel * image[i] + p[i]
+        for j in range(inside.shape[0]):
+            # Distinct blocks land on distinct pixels, so this adds each term once.
+            with np.errstate(invalid="ignore", over="ignore"):  # inf - inf, overflow: IEEE results
+                y[:, :, pixel[j, inside[j]]] += cols[:, :, first + j, inside[j]]
     if kind == "float16":
         y = float16_bits(y)
     elif kind == "bfloat16":
