@@ -96,8 +96,10 @@ echo "== sanitize.sh: building with -fsanitize=address,undefined and POOLING_DEB
 # -O1 (setup.py's -O3 otherwise), as the sanitizers' own documents advise: half the compile time.
 # The checks are of the accesses the source makes: the vector code written by hand is the same at
 # either level, and a loop that -O3 vectorises reads and writes what its scalar form does.
+# -g1: the line tables a report's stack names files and lines from, without the variables' debug
+# information (which no report prints): a third less compile time (docs/development.md).
 sanitize="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
-CC="gcc $sanitize" LDSHARED="gcc $sanitize -shared" CFLAGS="-fno-wrapv -g -O1" \
+CC="gcc $sanitize" LDSHARED="gcc $sanitize -shared" CFLAGS="-fno-wrapv -g1 -O1" \
 POOLING_DEBUG=1 POOLING_REQUIRE_OPENMP=$openmp "$PY" setup.py -q build_ext --inplace > "$logs/build.log" 2>&1 \
     || { cat "$logs/build.log"; echo "sanitize.sh: build failed" >&2; exit 1; }
 for so in src/pooling/_core*.so src/pooling/_runtime*.so; do
@@ -134,38 +136,42 @@ pytest=("$PY" -m pytest -q -p no:randomly -p no:cacheprovider --capture=sys)
 # The suite less the tests that run no compiled code of their own (tests/suites.py's
 # SANITIZED_TESTS), in SANITIZE_JOBS processes side by side (default: the CPUs here), the test files
 # dealt out in turn from the largest: under the sanitizers one process took 17 minutes on 2 cores.
-# (Never more processes than files: a pytest given no file runs the whole suite.)
+# (Never more processes than files: a pytest given no file runs the whole suite.)  tests/test_simd.py
+# (the other builds' kernel tests, in processes of their own) runs beside them without
+# PYTHONMALLOC=malloc: what those builds change is their vector code over arrays, whose memory comes
+# from malloc either way, while Python's objects meet the same Cython code in every build, which
+# the default build's run checks under malloc (a third less CPU for the other builds' runs).
 jobs=${SANITIZE_JOBS:-$(nproc 2>/dev/null || echo 1)}
 suite() {
-    local files=() pids=() i k rc=0 empty=0
+    local files=() pids=() names=() i k rc=0 empty=0
     # shellcheck disable=SC2046  # the files' names, one word each
-    mapfile -t files < <(ls -S $("$PY" tests/suites.py SANITIZED_TESTS))
+    mapfile -t files < <(ls -S $("$PY" tests/suites.py SANITIZED_TESTS) | grep -vx tests/test_simd.py)
     [ "$jobs" -gt "${#files[@]}" ] && jobs=${#files[@]}
-    if [ "$jobs" -le 1 ]; then
-        "${pytest[@]}" "${files[@]}" "$@"
-        return
-    fi
     for ((i = 0; i < jobs; i++)); do
         local shard=()
         for ((k = i; k < ${#files[@]}; k += jobs)); do shard+=("${files[k]}"); done
         "${pytest[@]}" "${shard[@]}" "$@" > "$logs/suite.$i.log" 2>&1 &
         pids+=($!)
+        names+=("$i")
     done
+    env -u PYTHONMALLOC "${pytest[@]}" tests/test_simd.py "$@" > "$logs/suite.simd.log" 2>&1 &
+    pids+=($!)
+    names+=(simd)
     for i in "${!pids[@]}"; do
         k=0
         wait "${pids[i]}" || k=$?
-        cat "$logs/suite.$i.log"
-        if [ "$k" -eq 5 ]; then  # this shard collected nothing (a -k selection): fine if another did
+        cat "$logs/suite.${names[i]}.log"
+        if [ "$k" -eq 5 ]; then  # this process collected nothing (a -k selection): fine if another did
             empty=$((empty + 1))
         elif [ "$k" -ne 0 ]; then
             rc=$k
         fi
     done
-    [ "$empty" -eq "$jobs" ] && rc=5
+    [ "$empty" -eq "${#pids[@]}" ] && rc=5
     return $rc
 }
 # The type checkers (mypy, pyright: no kernel runs) stay in the README's test command.
-step "test suite ($jobs processes)" suite -m "not typecheck" "$@"
+step "test suite ($jobs processes, and test_simd.py's)" suite -m "not typecheck" "$@"
 if [ "$FUZZ_FACTOR" -gt 0 ]; then
     step "fuzz tests x$FUZZ_FACTOR" env POOLING_FUZZ_EXAMPLES="$FUZZ_FACTOR" "${pytest[@]}" -x tests/test_fuzz.py
 fi
