@@ -102,7 +102,8 @@ def max_unpool(
 ) -> int: ...
 def col2im(
     x: npt.NDArray[np.generic], y: npt.NDArray[np.generic], acc: npt.NDArray[np.float32] | None,
-    geom: npt.NDArray[np.intp], rows_per_item: int, reach: int, inf_bits: int, n_threads: int,
+    geom: npt.NDArray[np.intp], rows_per_item: int, prefetch: bool, registers: bool, gaps: bool,
+    inf_bits: int, n_threads: int,
 ) -> None: ...
 def max_pool_grad(
     g: npt.NDArray[np.generic], indices: npt.NDArray[np.int64], y: npt.NDArray[np.generic],
