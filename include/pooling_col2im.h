@@ -1254,17 +1254,20 @@ static inline void pk_col_reg_span(const pk_col_plan* p, ptrdiff_t* tlo, ptrdiff
     }
 }
 
-/* Rows [h0, h1) of the grid at y, n0..n3 kernel offsets of the last axis in its s phases; x: the
- * plane's columns; ahead: bytes to the next plane's columns, asked for a row's share at a time
- * (0: none); sums: room for a 16-bit row's float32 sums (PK_COL_REG_ROW) and its last step's
- * whole vectors.  Masked lanes may read anywhere in the call's columns [p->xlo, p->xhi): only a
- * row whose reads would leave them goes through pk_col_row (end rows of the first or last plane,
- * for some pads); where the plane's own bounds decided, those rows of every plane went there
- * (docs/tuning.md#col2im-register-rows). */
+/* Rows [h0, h1) of the grids of np planes, the first at y, n0..n3 kernel offsets of the last axis
+ * in its s phases; x: the first plane's columns; ahead: bytes to the next group's columns, asked for
+ * a row's share at a time (0: none).  Each row's sources are found once for the group: where a call
+ * has many small planes, that and each item's set-up were a large part of the work
+ * (docs/tuning.md#col2im-plane-groups).  sums: room for a 16-bit row's float32 sums
+ * (PK_COL_REG_ROW) and its last step's whole vectors.  Masked lanes may read anywhere in the call's
+ * columns [p->xlo, p->xhi): only a row whose reads would leave them goes through pk_col_row (end
+ * rows of the first or last plane, for some pads); where the plane's own bounds decided, those rows
+ * of every plane went there (docs/tuning.md#col2im-register-rows). */
 static PK_ALWAYS_INLINE void pk_col_regs_n(const int kind, const int s, const pk_col_ops* ops, const pk_col_plan* p,
                                            const char* const* kx, ptrdiff_t ncomb, char* y, ptrdiff_t h0,
-                                           ptrdiff_t h1, const char* x, ptrdiff_t ahead, const ptrdiff_t n0,
-                                           const ptrdiff_t n1, const ptrdiff_t n2, const ptrdiff_t n3, float* sums)
+                                           ptrdiff_t h1, const char* x, ptrdiff_t ahead, ptrdiff_t np,
+                                           const ptrdiff_t n0, const ptrdiff_t n1, const ptrdiff_t n2,
+                                           const ptrdiff_t n3, float* sums)
 {
     ptrdiff_t W = p->image[p->n - 1], H = p->image[p->n - 2], tw = (W + s - 1) / s, nbw = p->nbl, L = p->L;
     ptrdiff_t e0 = p->loff[0], ne = p->loff[s] - e0, sh = p->hstep, tlo, thi, lo = 0, hi = 0, bw = 0;
@@ -1272,7 +1275,8 @@ static PK_ALWAYS_INLINE void pk_col_regs_n(const int kind, const int s, const pk
     /* the last step's position: a phase shorter than a vector is one step, its lanes past the
      * phase's blocks masked (as any lane outside a source's blocks) */
     ptrdiff_t elems = p->K * L, plane = elems * size, last = tw > PK_COL_VL ? tw - PK_COL_VL : 0;
-    ptrdiff_t per = ahead && p->n == 2 ? (plane + H - 1) / H : 0;  /* of the next plane, per row */
+    ptrdiff_t group = np * plane, gy = H * W * size;  /* the group's columns; an image's bytes */
+    ptrdiff_t per = ahead && p->n == 2 ? (group + H - 1) / H : 0;  /* of the next group, per row */
     ptrdiff_t cut = W - s * last, span = last + PK_COL_VL;  /* the values the row's last step stores;
                                                              * the positions a row's steps read */
     /* A row's last step stores its whole s * PK_COL_VL values where those past the row land on rows
@@ -1297,7 +1301,8 @@ static PK_ALWAYS_INLINE void pk_col_regs_n(const int kind, const int s, const pk
     /* whether any row's reads may leave the call's columns: a source row starts at the plane's
      * start at the least, at the last row of blocks of the last kernel offset with kj = 0,
      * (K - bw) * L + L - nbw, at the most (only the end rows of the call's first or last plane) */
-    int check = (x - p->xlo) + lo * size < 0 || (p->xhi - x) < ((p->K - bw + 1) * L - nbw + hi + span) * size;
+    int check = (x - p->xlo) + lo * size < 0
+                || (p->xhi - x) - (np - 1) * plane < ((p->K - bw + 1) * L - nbw + hi + span) * size;
     ptrdiff_t stored = s > 2 && h0 < hwhole ? s * PK_COL_VL : cut, nbh = p->nbh;
     const ptrdiff_t *hoff = p->hoff, *hlast = p->hlast;
     for (ptrdiff_t h = h0, rh = h0 % sh, ta = h0 / sh; h < h1; h++, rh = rh + 1 < sh ? rh + 1 : (ta++, 0)) {
@@ -1312,47 +1317,61 @@ static PK_ALWAYS_INLINE void pk_col_regs_n(const int kind, const int s, const pk
                 if ((size_t)a < (size_t)nbh)
                     rows[nr++] = kx[c] + (hlast[2 * i] * L + a * nbw) * size;
             }
-        for (ptrdiff_t b = h * per; b < (h + 1) * per && b < plane; b += 64)
+        for (ptrdiff_t b = h * per; b < (h + 1) * per && b < group; b += 64)
             PK_COL_PF(x + ahead + b);
-        /* rows in k order lie in increasing order in the plane (a row of k is L > a * nbw values) */
-        if (check && nr && ((rows[0] - p->xlo) + lo * size < 0 || (p->xhi - rows[nr - 1]) < (hi + span) * size)) {
-            pk_col_row(ops, p, rows, nr, yh, 0, W, 0);  /* reads past the columns */
-            continue;
-        }
-        /* two vectors a step, the last of them at `last`; one where a step's first would be.  A
-         * row of one step takes it straight, at stride 4 only: with the branch in stride 3's code
-         * too, its rows of two steps ran more instructions (register allocation,
-         * docs/tuning.md#col2im-register-rows). */
-        if (s == 4 && last == 0) {
-            pk_col_reg_step(kind, s, 0, rows, nr, off, n0, n1, n2, n3, kf, kf, 0, 0, 0, stored, yr);
-        } else for (ptrdiff_t t = 0;; t += 2 * PK_COL_VL) {
-            ptrdiff_t t1 = t + PK_COL_VL < last ? t + PK_COL_VL : last;
-            const pk_colm* k0 = t == 0 ? kf : kall;
-            if (t >= last) {
-                pk_col_reg_step(kind, s, 0, rows, nr, off, n0, n1, n2, n3, t == 0 ? kf : kl, kl, last, last,
-                                last, stored, yr);
-                break;
+        /* the row of each plane of the group: its sources the same places in the next plane's
+         * columns (moved there, so that the steps' code is the single plane's) */
+        for (ptrdiff_t g = 0; g < np; g++, yh += gy) {
+            if (g) {
+                for (ptrdiff_t j = 0; j < nr; j++)
+                    rows[j] += plane;
+                if (kind == PK_COL_FLOAT)
+                    yr = (float*)yh;
             }
-            pk_col_reg_step(kind, s, 1, rows, nr, off, n0, n1, n2, n3, k0, t1 == last ? kl : kall, t, t1, last,
-                            stored, yr);
-            if (t1 == last)
-                break;
+            /* rows in k order lie in increasing order in the plane (a row of k is L > a * nbw
+             * values) */
+            if (check && nr
+                && ((rows[0] - p->xlo) + lo * size < 0 || (p->xhi - rows[nr - 1]) < (hi + span) * size)) {
+                pk_col_row(ops, p, rows, nr, yh, 0, W, 0);  /* reads past the columns */
+                continue;
+            }
+            /* two vectors a step, the last of them at `last`; one where a step's first would be.  A
+             * row of one step takes it straight, at stride 4 only: with the branch in stride 3's code
+             * too, its rows of two steps ran more instructions (register allocation,
+             * docs/tuning.md#col2im-register-rows). */
+            if (s == 4 && last == 0) {
+                pk_col_reg_step(kind, s, 0, rows, nr, off, n0, n1, n2, n3, kf, kf, 0, 0, 0, stored, yr);
+            } else for (ptrdiff_t t = 0;; t += 2 * PK_COL_VL) {
+                ptrdiff_t t1 = t + PK_COL_VL < last ? t + PK_COL_VL : last;
+                const pk_colm* k0 = t == 0 ? kf : kall;
+                if (t >= last) {
+                    pk_col_reg_step(kind, s, 0, rows, nr, off, n0, n1, n2, n3, t == 0 ? kf : kl, kl, last, last,
+                                    last, stored, yr);
+                    break;
+                }
+                pk_col_reg_step(kind, s, 1, rows, nr, off, n0, n1, n2, n3, k0, t1 == last ? kl : kall, t, t1, last,
+                                stored, yr);
+                if (t1 == last)
+                    break;
+            }
+            if (kind == PK_COL_BF16)
+                pk_f32_to_bf16_run((uint16_t*)yh, sums, W);
+            else if (kind == PK_COL_F16)
+                pk_f32_to_f16_run((uint16_t*)yh, sums, W);
         }
-        if (kind == PK_COL_BF16)
-            pk_f32_to_bf16_run((uint16_t*)yh, sums, W);
-        else if (kind == PK_COL_F16)
-            pk_f32_to_f16_run((uint16_t*)yh, sums, W);
     }
 }
 
 /* Each stride its own code; float32's counts of the common kernels constant (k3 at stride 2: 1 and 2
  * or 2 and 1 offsets a phase; k4 and k5: 2 and 2, 3 and 2), others as they come. */
-static void pk_col_regs_f32(const pk_col_ops* ops, const pk_col_plan* p, const char* const* kx, ptrdiff_t ncomb,
-                            char* y, ptrdiff_t h0, ptrdiff_t h1, const char* x, ptrdiff_t ahead)
+static PK_ALWAYS_INLINE void pk_col_regs_f32_n(const pk_col_ops* ops, const pk_col_plan* p, const char* const* kx,
+                                               ptrdiff_t ncomb, char* y, ptrdiff_t h0, ptrdiff_t h1, const char* x,
+                                               ptrdiff_t ahead, ptrdiff_t np)
 {
     const ptrdiff_t* o = p->loff;
     ptrdiff_t n0 = o[1] - o[0], n1 = o[2] - o[1];
-#define PK_COL_REGS(s, a, b, c, d) pk_col_regs_n(PK_COL_FLOAT, s, ops, p, kx, ncomb, y, h0, h1, x, ahead, a, b, c, d, NULL)
+#define PK_COL_REGS(s, a, b, c, d) \
+    pk_col_regs_n(PK_COL_FLOAT, s, ops, p, kx, ncomb, y, h0, h1, x, ahead, np, a, b, c, d, NULL)
     if (p->step == 3) {
         /* k4 and k5 (one or two offsets a phase) with their counts constant: the loops over a
          * phase's offsets unrolled (docs/tuning.md#col2im-register-rows) */
@@ -1383,20 +1402,40 @@ static void pk_col_regs_f32(const pk_col_ops* ops, const pk_col_plan* p, const c
 #undef PK_COL_REGS
 }
 
+/* A single plane's rows have their own code, without the group's loop: with it, they ran more
+ * instructions (register allocation, docs/tuning.md#col2im-plane-groups). */
+static void pk_col_regs_f32(const pk_col_ops* ops, const pk_col_plan* p, const char* const* kx, ptrdiff_t ncomb,
+                            char* y, ptrdiff_t h0, ptrdiff_t h1, const char* x, ptrdiff_t ahead, ptrdiff_t np)
+{
+    if (np == 1)
+        pk_col_regs_f32_n(ops, p, kx, ncomb, y, h0, h1, x, ahead, 1);
+    else
+        pk_col_regs_f32_n(ops, p, kx, ncomb, y, h0, h1, x, ahead, np);
+}
+
 #define PK_COL_REGS_HALF(name, kind)                                                                \
-    static void name(const pk_col_ops* ops, const pk_col_plan* p, const char* const* kx, ptrdiff_t ncomb, \
-                     char* y, ptrdiff_t h0, ptrdiff_t h1, const char* x, ptrdiff_t ahead)           \
+    static PK_ALWAYS_INLINE void name##_n(const pk_col_ops* ops, const pk_col_plan* p, const char* const* kx, \
+                                          ptrdiff_t ncomb, char* y, ptrdiff_t h0, ptrdiff_t h1, const char* x, \
+                                          ptrdiff_t ahead, ptrdiff_t np)                            \
     {                                                                                               \
         const ptrdiff_t* o = p->loff;                                                               \
         ptrdiff_t n0 = o[1] - o[0], n1 = o[2] - o[1];                                               \
         float sums[PK_COL_REG_ROW + 4 * PK_COL_VL]; /* a row's last step stores whole vectors */     \
         if (p->step == 3)                                                                           \
-            pk_col_regs_n(kind, 3, ops, p, kx, ncomb, y, h0, h1, x, ahead, n0, n1, o[3] - o[2], 0, sums); \
+            pk_col_regs_n(kind, 3, ops, p, kx, ncomb, y, h0, h1, x, ahead, np, n0, n1, o[3] - o[2], 0, sums); \
         else if (p->step == 4)                                                                      \
-            pk_col_regs_n(kind, 4, ops, p, kx, ncomb, y, h0, h1, x, ahead, n0, n1, o[3] - o[2], o[4] - o[3], \
+            pk_col_regs_n(kind, 4, ops, p, kx, ncomb, y, h0, h1, x, ahead, np, n0, n1, o[3] - o[2], o[4] - o[3], \
                           sums);                                                                    \
         else                                                                                        \
-            pk_col_regs_n(kind, 2, ops, p, kx, ncomb, y, h0, h1, x, ahead, n0, n1, 0, 0, sums);     \
+            pk_col_regs_n(kind, 2, ops, p, kx, ncomb, y, h0, h1, x, ahead, np, n0, n1, 0, 0, sums);     \
+    }                                                                                               \
+    static void name(const pk_col_ops* ops, const pk_col_plan* p, const char* const* kx, ptrdiff_t ncomb, \
+                     char* y, ptrdiff_t h0, ptrdiff_t h1, const char* x, ptrdiff_t ahead, ptrdiff_t np) \
+    {                                                                                               \
+        if (np == 1)                                                                                \
+            name##_n(ops, p, kx, ncomb, y, h0, h1, x, ahead, 1);                                    \
+        else                                                                                        \
+            name##_n(ops, p, kx, ncomb, y, h0, h1, x, ahead, np);                                   \
     }
 PK_COL_REGS_HALF(pk_col_regs_bf16, PK_COL_BF16)
 #if PK_COL_F16_REGS
@@ -1405,16 +1444,16 @@ PK_COL_REGS_HALF(pk_col_regs_f16, PK_COL_F16)
 #undef PK_COL_REGS_HALF
 
 static void pk_col_regs(const pk_col_ops* ops, const pk_col_plan* p, const char* const* kx, ptrdiff_t ncomb,
-                        char* y, ptrdiff_t h0, ptrdiff_t h1, const char* x, ptrdiff_t ahead)
+                        char* y, ptrdiff_t h0, ptrdiff_t h1, const char* x, ptrdiff_t ahead, ptrdiff_t np)
 {
     if (ops == &pk_col_kinds[PK_COL_BF16])
-        pk_col_regs_bf16(ops, p, kx, ncomb, y, h0, h1, x, ahead);
+        pk_col_regs_bf16(ops, p, kx, ncomb, y, h0, h1, x, ahead, np);
 #if PK_COL_F16_REGS
     else if (ops == &pk_col_kinds[PK_COL_F16])
-        pk_col_regs_f16(ops, p, kx, ncomb, y, h0, h1, x, ahead);
+        pk_col_regs_f16(ops, p, kx, ncomb, y, h0, h1, x, ahead, np);
 #endif
     else
-        pk_col_regs_f32(ops, p, kx, ncomb, y, h0, h1, x, ahead);
+        pk_col_regs_f32(ops, p, kx, ncomb, y, h0, h1, x, ahead, np);
 }
 #endif
 
@@ -1474,7 +1513,7 @@ static void pk_col_grid(const pk_col_ops* ops, const pk_col_plan* p, const char*
     }
 #if PK_SIMD
     if (p->regs) {
-        pk_col_regs(ops, p, kx, ncomb, y, h0, h1, x, ahead);
+        pk_col_regs(ops, p, kx, ncomb, y, h0, h1, x, ahead, 1);
         return;
     }
 #endif
@@ -1522,9 +1561,10 @@ static void pk_col_grid(const pk_col_ops* ops, const pk_col_plan* p, const char*
 }
 
 /* Work item: the plane x (columns) -> y (image), positions [o0, o1) of the first axis.  kx: scratch
- * of p->maxcomb pointers; ahead: bytes to the next plane's columns, to prefetch (0: none). */
+ * of p->maxcomb pointers; ahead: bytes to the next item's columns, to prefetch (0: none); np: planes
+ * after x and y that the item takes too (more than 1 only for the register rows of 2-D grids). */
 static PK_NOINLINE void pk_col2im_item(int kind, const pk_col_plan* p, const char* x, char* y,
-                                       ptrdiff_t o0, ptrdiff_t o1, const char** kx, ptrdiff_t ahead)
+                                       ptrdiff_t o0, ptrdiff_t o1, const char** kx, ptrdiff_t ahead, ptrdiff_t np)
 {
     const pk_col_ops* ops = &pk_col_kinds[kind];
     ptrdiff_t n = p->n, W = p->image[n - 1], size = ops->size;
@@ -1544,6 +1584,12 @@ static PK_NOINLINE void pk_col2im_item(int kind, const pk_col_plan* p, const cha
         return;
     }
     int grid = p->grid || p->regs;
+#if PK_SIMD
+    if (p->regs && n == 2) {
+        pk_col_regs(ops, p, &x, 1, y, o0, o1, x, ahead, np);
+        return;
+    }
+#endif
     if (grid && n == 2) {
         pk_col_grid(ops, p, &x, 1, y, o0, o1, x, ahead);
         return;

@@ -247,6 +247,21 @@ def test_scatter_runs_with_and_without_prefetch(rng, monkeypatch, image, attrs, 
         assert_same_or_nan(pooling.col2im(x, image, **attrs, n_threads=nt), want)
 
 
+def check_in_room(rng, kind, image, attrs, shapes):
+    """For each (batch, channels): at 1-3 threads, the twin's bits, and nothing written past the
+    result (64 guard elements after it)."""
+    for batch, channels in shapes:
+        x = columns(rng, kind, image, attrs, batch=batch, channels=channels)
+        want = reference.col2im(x, image, **attrs)
+        size = math.prod(want.shape)
+        for nt in (1, 2, 3):
+            room = np.full(size + 64, 7, dtype=want.dtype)
+            out = room[:size].reshape(want.shape)
+            pooling.col2im(x, image, **attrs, n_threads=nt, out=out)
+            assert_same_or_nan(out, want)
+            assert (room[size:] == 7).all()
+
+
 @pytest.mark.parametrize("kind", ["float32", "float16", "bfloat16"])
 @pytest.mark.parametrize("image, attrs", [
     ((9, 58), dict(block_shape=(4, 4), strides=(3, 3), pads=(1, 1, 1, 1))),   # last step cut: 22 of 24
@@ -267,17 +282,54 @@ def test_register_rows_stay_inside(rng, monkeypatch, kind, image, attrs):
     # items of a few rows at 1-3 threads, nothing past the result is written and the bits are
     # the twin's.
     monkeypatch.setattr(sys.modules["pooling.col2im"], "_REGISTERS", True)
-    attrs = full_attrs(image, **attrs)
-    for batch, channels in ((1, 1), (2, 3)):
-        x = columns(rng, kind, image, attrs, batch=batch, channels=channels)
-        want = reference.col2im(x, image, **attrs)
-        size = math.prod(want.shape)
-        for nt in (1, 2, 3):
-            room = np.full(size + 64, 7, dtype=want.dtype)
-            out = room[:size].reshape(want.shape)
-            pooling.col2im(x, image, **attrs, n_threads=nt, out=out)
-            assert_same_or_nan(out, want)
-            assert (room[size:] == 7).all()
+    check_in_room(rng, kind, image, full_attrs(image, **attrs), ((1, 1), (2, 3)))
+
+
+@pytest.mark.parametrize("prefetch", [False, True])
+@pytest.mark.parametrize("group", [2, 3, 5])
+@pytest.mark.parametrize("kind", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("image, attrs", [
+    ((28, 28), dict(block_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1))),  # VOLO's fold
+    ((9, 58), dict(block_shape=(4, 4), strides=(3, 3), pads=(1, 1, 1, 1))),   # last step cut
+    ((6, 56), dict(block_shape=(6, 6), strides=(3, 3))),                      # end rows read past a plane
+    ((6, 9), dict(block_shape=(5, 5), strides=(4, 4))),                       # the same, one step a row
+    ((13, 9), dict(block_shape=(6, 6), strides=(4, 4), pads=(1, 1, 1, 1))),   # a last step spans 3 rows
+    ((10, 57), dict(block_shape=(7, 7), strides=(4, 4), pads=(3, 3, 3, 3))),
+])
+def test_register_rows_plane_groups(rng, monkeypatch, kind, image, attrs, group, prefetch):
+    # A work item of the register rows takes `group` planes, each row's sources found once for all
+    # of them (docs/tuning.md#col2im-plane-groups): with the last group short or whole, the end
+    # rows of the first and last planes going through pk_col_row, the next group's columns asked
+    # for or not, at 1-3 threads, the bits are the twin's and nothing past the result is written.
+    col2im = sys.modules["pooling.col2im"]
+    monkeypatch.setattr(col2im, "_REGISTERS", True)
+    monkeypatch.setattr(col2im, "_GROUP", group)
+    monkeypatch.setattr(pooling._tuning, "col2im_prefetch", lambda *args: prefetch)
+    # 25 and 26 planes: whole items on 3 threads
+    check_in_room(rng, kind, image, full_attrs(image, **attrs), ((5, 5), (2, 13)))
+
+
+def test_plane_group_rule(caches):
+    # Planes whose columns and image fit L1d together, while each thread keeps 8 items to share;
+    # one plane an item for calls past a quarter of the LLC.
+    group = sys.modules["pooling.col2im"]._group
+    caches(l1d=32 << 10, llc=32 << 20)
+    assert group(8 << 20, 192 * 4, 192 * 4, 1) == 3      # 10,922 B a plane
+    assert group((8 << 20) + 192 * 4, 192 * 4, 192 * 4, 1) == 1
+    caches(l1d=32 << 10, llc=4 << 20)
+    assert group(1 << 20, 192, 192, 1) == 6
+    assert group((1 << 20) + 192, 192, 192, 1) == 1
+    caches(l1d=32 << 10)
+    assert group(192 * 10_000, 192, 192, 1) == 3
+    assert group(192 * 10_000, 192, 192, 8) == 3
+    assert group(192 * 10_000, 192, 192, 16) == 1    # 192 items: 12 a thread
+    assert group(16 * 10_000, 16, 16, 1) == 2        # 8 items a thread at the most
+    assert group(4 * 10_000, 4, 4, 1) == 1
+    assert group(192 * 40_000, 192, 192, 1) == 1     # a plane past L1d
+    caches(l1d=48 << 10)
+    assert group(192 * 10_000, 192, 192, 1) == 4
+    caches(l1d=8 << 10)
+    assert group(192 * 10_000, 192, 192, 1) == 1
 
 
 @pytest.mark.parametrize("kind", ["float32", "float16", "bfloat16"])
@@ -288,10 +340,13 @@ def test_register_rows_stay_inside(rng, monkeypatch, kind, image, attrs):
     ((28, 28), dict(block_shape=(6, 6), strides=(4, 4), pads=(1, 1, 1, 1))),
     ((10, 57), dict(block_shape=(7, 7), strides=(4, 4), pads=(3, 3, 3, 3))),
 ])
-def test_register_rows_nan_bits_are_the_general_grids(rng, monkeypatch, kind, image, attrs):
+@pytest.mark.parametrize("group", [1, 3])
+def test_register_rows_nan_bits_are_the_general_grids(rng, monkeypatch, kind, image, attrs, group):
     # The register rows sum a step without the NaN rule's mask and sum it again with the mask
     # where a sum ends NaN: NaNs of several payloads (quiet and signalling, both signs) and
-    # infinities of both signs (inf - inf is NaN) give every bit the general grid gives.
+    # infinities of both signs (inf - inf is NaN) give every bit the general grid gives, one plane
+    # a work item or several.
+    monkeypatch.setattr(sys.modules["pooling.col2im"], "_GROUP", group)
     attrs = full_attrs(image, **attrs)
     x = columns(rng, kind, image, attrs, batch=1, channels=4, special=False)
     width = 16 if kind != "float32" else 32

@@ -69,21 +69,24 @@ cdef struct _ColJob:
     Py_ssize_t kxs
     Py_ssize_t xplane, yplane       # bytes of a plane's columns and of its image
     Py_ssize_t rows, nblk, S0, planes
-    bint prefetch                   # the next plane's columns, while one is summed
+    Py_ssize_t group                # planes an item takes (the register rows of 2-D grids)
+    bint prefetch                   # the next item's columns, while one is summed
     int kind
 
 
 cdef void _col2im_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noexcept nogil:
-    """pk_parallel's body for col2im: work items [begin, end), one plane's positions [o0, o1) of
-    the first axis each."""
+    """pk_parallel's body for col2im: work items [begin, end), the positions [o0, o1) of the first
+    axis of a group of planes each (its last one may be short)."""
     cdef _ColJob* j = <_ColJob*>job
-    cdef Py_ssize_t u, plane, o0
+    cdef Py_ssize_t u, plane, o0, np
     for u in range(begin, end):
-        plane = u // j.nblk
-        o0 = (u - plane * j.nblk) * j.rows
+        plane = u // j.nblk * j.group
+        np = min(j.group, j.planes - plane)
+        o0 = (u - plane // j.group * j.nblk) * j.rows
+        # (the next group's columns only where it is whole: they are asked for as np planes)
         pk_col2im_item(j.kind, j.p, j.x + plane * j.xplane, j.y + plane * j.yplane, o0,
                        min(o0 + j.rows, j.S0), j.kx + tid * j.kxs,
-                       j.xplane if j.prefetch and plane + 1 < j.planes else 0)
+                       np * j.xplane if j.prefetch and plane + np + j.group <= j.planes else 0, np)
 
 
 cdef Py_ssize_t _floor_mod(Py_ssize_t a, Py_ssize_t b) noexcept nogil:
@@ -454,7 +457,7 @@ cdef _col2im_scatter(const col_t[:, :, ::1] x, col_t[:, ::1] y, float[:, ::1] ac
 
 def col2im(const col_t[:, :, ::1] x not None, col_t[:, ::1] y not None, float[:, ::1] acc,
            const Py_ssize_t[:, ::1] geom not None, Py_ssize_t rows_per_item, bint prefetch,
-           bint registers, bint gaps, uint16_t inf_bits, int n_threads):
+           bint registers, bint gaps, uint16_t inf_bits, int n_threads, Py_ssize_t group=1):
     """Col2Im over planes: columns x (planes, K, L) -> images y (planes, prod(image_shape)).
 
     geom: one column per spatial axis; rows block_shape, image_shape, blocks
@@ -468,7 +471,9 @@ def col2im(const col_t[:, :, ::1] x not None, col_t[:, ::1] y not None, float[:,
     as the tiled ones (pk_col_tiles; False: summed as the others).  inf_bits: 0, or the +inf pattern
     of float16 / bfloat16 when x and y hold those bits.  A last axis of stride 1 goes to the
     scatter, which takes acc: float32 sums for 16-bit floats, of shape (n_threads, rows_per_item *
-    prod(image[1:])), else None.
+    prod(image[1:])), else None.  group: planes a work item takes where the register rows serve a
+    2-D grid (each row's sources found once for them, docs/tuning.md#col2im-plane-groups; elsewhere
+    1).
     """
     cdef Py_ssize_t n = geom.shape[1], last = n - 1, planes = x.shape[0], i, kstep, size
     if geom[3, last] == 1:
@@ -564,6 +569,9 @@ def col2im(const col_t[:, :, ::1] x not None, col_t[:, ::1] y not None, float[:,
     if gapped and (not p.regs or (col_t is float and PK_SIMD)):
         p.tiled = p.grid = 1
         p.regs = 0
+    j.group = max(1, group) if p.regs and n == 2 else 1
+    items = (planes + j.group - 1) // j.group * j.nblk
+    n_threads = <int>min(n_threads, items)
     # (a page between threads' pointers, as MaxPool's scratch: maxpool_launch.pxi's _padded)
     j.kxs = p.maxcomb + 4096 // sizeof(char*)
     j.kx = <const char**>malloc(n_threads * j.kxs * sizeof(char*))

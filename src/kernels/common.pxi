@@ -204,7 +204,7 @@ cdef extern from "pooling_col2im.h":
     Py_ssize_t pk_col_unit(int kind) noexcept nogil
     int pk_col_regs_fit(int kind, const pk_col_plan* p) noexcept nogil
     void pk_col2im_item(int kind, const pk_col_plan* p, const char* x, char* y, Py_ssize_t o0,
-                        Py_ssize_t o1, const char** kx, Py_ssize_t ahead) noexcept nogil
+                        Py_ssize_t o1, const char** kx, Py_ssize_t ahead, Py_ssize_t np) noexcept nogil
 
 cdef extern from "pooling_reduce.h":
     float pk_max_f32(const float* x, Py_ssize_t n, int* odd) noexcept nogil

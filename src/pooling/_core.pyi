@@ -103,7 +103,7 @@ def max_unpool(
 def col2im(
     x: npt.NDArray[np.generic], y: npt.NDArray[np.generic], acc: npt.NDArray[np.float32] | None,
     geom: npt.NDArray[np.intp], rows_per_item: int, prefetch: bool, registers: bool, gaps: bool,
-    inf_bits: int, n_threads: int,
+    inf_bits: int, n_threads: int, group: int = ...,
 ) -> None: ...
 def max_pool_grad(
     g: npt.NDArray[np.generic], indices: npt.NDArray[np.int64], y: npt.NDArray[np.generic],

@@ -56,6 +56,15 @@ def col2im_prefetch(plane_bytes):
     return plane_bytes * 4 <= _caches.CACHES.l2
 
 
+def col2im_group_bytes(call_bytes):
+    """Bytes of columns and image a work item of Col2Im's register rows covers, in planes taken
+    together (a 2-D grid's rows found once for all of them, side by side): one core's L1d, so that
+    a row's sources in every plane of the group stay there for its steps.  0 (one plane an item)
+    for calls past a quarter of the last-level cache: from memory, a few planes' rows read side by
+    side ran slower than one plane's (#col2im-plane-groups)."""
+    return _caches.CACHES.l1d if call_bytes * 4 <= _caches.CACHES.llc else 0
+
+
 def prefetch_rows(input_bytes):
     """Whether ROWS_FIRST prefetches the next plane: inputs of at least 3/8 of the last-level
     cache, which come from memory; below, in cache, prefetches only cost issue slots

@@ -33,6 +33,8 @@ _GAPS = True
 # Whether the scatter's float32 runs (a last axis of stride 1) ask for their columns ahead of the
 # adds (include/pooling_add.h): the CPU's choice, which the tests flip to run both.
 _RUN_PREFETCH = _tuning.col2im_run_prefetch()
+# Planes per work item of the register rows (None: the rule, _group); the tests force others.
+_GROUP = None
 
 # behaviour.md §4: every numeric type and bool, in every version (there is only 18).
 KINDS = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -288,6 +290,19 @@ def _run(plan, xk, y, inf_bits, nt):
         prefetch = _RUN_PREFETCH
     else:
         prefetch = _tuning.col2im_prefetch(xk.nbytes // max(planes, 1))
+    # Planes an item takes, where the register rows serve a 2-D grid (the kernel decides that; a
+    # plane split into blocks of rows is its own item)
+    group = 1
+    if rows == image[0] and len(image) == 2:
+        group = _GROUP or _group(xk.nbytes + y.nbytes, planes, items, nt)
     kernel = _core.col2im[C_TYPES[xk.dtype]]  # named, never picked from the array (int16 vs float16)
     kernel(xk.reshape(planes, plan.kernel_size, -1), y.reshape(planes, -1), acc, plan.geom, rows,
-           prefetch, _REGISTERS, _GAPS, inf_bits, min(nt, items))
+           prefetch, _REGISTERS, _GAPS, inf_bits, min(nt, items), group)
+
+
+def _group(nbytes, planes, items, nt):
+    """Planes per work item of the register rows: as many as fit _tuning.col2im_group_bytes with
+    their columns and image (nbytes for the call's planes), while each thread still has 8 items to
+    share (the pool's balance)."""
+    fit = _tuning.col2im_group_bytes(nbytes) * planes // max(nbytes, 1)
+    return max(1, min(fit, items // (8 * nt)))
