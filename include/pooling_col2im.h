@@ -1457,6 +1457,59 @@ static void pk_col_regs(const pk_col_ops* ops, const pk_col_plan* p, const char*
 }
 #endif
 
+/* acc[t] += x[t] widened to float32, t < n, a NaN sum keeping its bits (pk_sum_keep_nan): the
+ * scatter's contiguous runs (a last axis of stride 1, col2im.pxi) of the 16-bit floats.  Value by
+ * value, float16's widening in software and bfloat16's scalar loop cost several times float32's
+ * instructions; here a register of terms a step as pk_col_reg_add widens them, then half a register
+ * and the last few values one by one.  (The last register again at n - PK_COL_VL, blended, ran
+ * slower: its load overlaps the store just before it, which the CPU cannot forward.) */
+#if PK_SIMD
+static PK_ALWAYS_INLINE void pk_col_add_half(const int kind, float* PK_RESTRICT acc, const uint16_t* PK_RESTRICT x,
+                                             ptrdiff_t n)
+{
+    const pk_colm all = (pk_colm)PK_COL_IOTA >= 0;
+    ptrdiff_t t = 0;
+    for (; t + PK_COL_VL <= n; t += PK_COL_VL) {
+        pk_colv v = pk_col_reg_add(kind, 1, pk_colv_ld(acc + t), (const char*)(x + t), all);
+        memcpy(acc + t, &v, sizeof v);
+    }
+#if PK_SIMD_BYTES >= 32 && PK_F16C
+    if (t + 4 <= n) {
+        __m128i h = _mm_loadl_epi64((const __m128i*)(x + t));
+        __m128 w = kind == PK_COL_BF16 ? _mm_castsi128_ps(_mm_unpacklo_epi16(_mm_setzero_si128(), h)) : _mm_cvtph_ps(h);
+        __m128 a = _mm_loadu_ps(acc + t);
+        _mm_storeu_ps(acc + t, _mm_add_ps(a, _mm_and_ps(w, _mm_cmpeq_ps(a, a))));
+        t += 4;
+    }
+    for (; t < n; t++)
+        acc[t] = pk_sum_keep_nan(acc[t], kind == PK_COL_BF16 ? pk_bf16_to_f32(x[t]) : _cvtsh_ss(x[t]));
+#else
+    for (; t < n; t++)
+        acc[t] = pk_sum_keep_nan(acc[t], kind == PK_COL_BF16 ? pk_bf16_to_f32(x[t]) : pk_f16_to_f32(x[t]));
+#endif
+}
+#endif
+
+static PK_NOINLINE void pk_col_add_bf16(float* PK_RESTRICT acc, const uint16_t* PK_RESTRICT x, ptrdiff_t n)
+{
+#if PK_SIMD
+    pk_col_add_half(PK_COL_BF16, acc, x, n);
+#else
+    for (ptrdiff_t t = 0; t < n; t++)
+        acc[t] = pk_sum_keep_nan(acc[t], pk_bf16_to_f32(x[t]));
+#endif
+}
+
+static PK_NOINLINE void pk_col_add_f16(float* PK_RESTRICT acc, const uint16_t* PK_RESTRICT x, ptrdiff_t n)
+{
+#if PK_SIMD && PK_COL_F16_REGS
+    pk_col_add_half(PK_COL_F16, acc, x, n);
+#else
+    for (ptrdiff_t t = 0; t < n; t++)
+        acc[t] = pk_sum_keep_nan(acc[t], pk_f16_to_f32(x[t]));
+#endif
+}
+
 /* Whether pk_col_regs serves a grid of this kind (col2im.pxi asks, once per call). */
 static inline int pk_col_regs_fit(int kind, const pk_col_plan* p)
 {

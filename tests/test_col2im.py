@@ -599,6 +599,36 @@ def test_16bit_every_pattern_through_the_kernel(kind):
     assert ybits[0x8000] == 0  # -0.0 + the +0.0 start is +0.0
 
 
+@pytest.mark.parametrize("kind", ["float16", "bfloat16"])
+@pytest.mark.parametrize("image, block, pads", [
+    ((3, None), (2, 3), (1, 1, 0, 1)),   # rows of the width, less one or two at the pads
+    ((None,), (3,), (1, 1)),             # 1-D: one run a kernel offset
+    ((2, None), (1, 4), (0, 2, 0, 1)),   # whole rows joined into one run, and shorter ones
+])
+def test_16bit_scatter_runs_of_every_length(rng, kind, image, block, pads):
+    # Stride 1 (the scatter): each kernel offset's blocks add as contiguous runs, widened a
+    # register of terms at a time, then half a register, then the last few one by one
+    # (pk_col_add_f16 / pk_col_add_bf16), and the float32 sums narrowed a register at a time.
+    # Widths 1-40 give every remainder; -0.0 (+0 + -0.0 stays +0.0), NaN at random places, and
+    # random bit patterns whose sums round (ties, overflow, subnormals): the twin's bits.
+    for width in range(1, 41):
+        img = tuple(width if v is None else v for v in image)
+        a = full_attrs(img, block, pads=pads)
+        if min(nblocks(img, **a)) < 1:
+            continue
+        shape = (2, 3 * math.prod(block), math.prod(nblocks(img, **a)))
+        small = to_dtype(rng.integers(-3, 4, size=shape).astype(np.float64), kind)
+        small[small == 0] = -0.0
+        small.flat[rng.integers(0, small.size, size=2)] = np.nan
+        patterns = rng.integers(0, 65536, size=shape, dtype=np.uint16).view(ALL_DTYPES[kind])
+        for x in (small, patterns):
+            for nt in (1, 2):
+                got, want = run_both(x, img, a, n_threads=nt)
+                assert_same_or_nan(got, want)
+        got = run_both(small, img, a)[0].astype(np.float32)  # (a tiny negative sum of patterns may round to -0.0)
+        assert not np.signbit(got[got == 0]).any()
+
+
 @pytest.mark.parametrize("form", ["gather 1-D", "gather 2-D", "registers 2-D", "tiled 1-D", "tiled 2-D",
                                   "tiled 2-D padded", "gapped 2-D"])
 @pytest.mark.parametrize("kind", ["float16", "bfloat16"])

@@ -242,6 +242,10 @@ cdef inline void _col_add_row(const col_t* xr, void* dst, Py_ssize_t yo, Py_ssiz
                               uint16_t inf_bits, bint prefetch) noexcept nogil:
     if col_t is float:  # (without a test for overlap: pooling_add.h)
         _col_add_f32((<float*>dst) + yo, xr, n, prefetch)
+    elif col_t is uint16_t and inf_bits == PK_F16_INF:  # a register of terms a step (pooling_col2im.h)
+        pk_col_add_f16((<float*>dst) + yo, xr, n)
+    elif col_t is uint16_t and inf_bits == PK_BF16_INF:
+        pk_col_add_bf16((<float*>dst) + yo, xr, n)
     else:  # inlined with a constant step: a contiguous run that vectorises
         _col_add_run(xr, dst, yo, n, 1, inf_bits)
 
@@ -390,7 +394,7 @@ cdef void _col2im_items(col_t* kind, const _ScatterJob* j, Py_ssize_t begin, Py_
     cdef const ColGeom* g = j.g
     cdef const col_t* xb = <const col_t*>j.x
     cdef col_t* yb = <col_t*>j.y
-    cdef Py_ssize_t u, i, plane, o0, o1, start, size, row = g.ystep[0]
+    cdef Py_ssize_t u, plane, o0, o1, start, size, row = g.ystep[0]
     cdef float* a
     for u in range(begin, end):
         plane = u // j.nblk
@@ -403,12 +407,10 @@ cdef void _col2im_items(col_t* kind, const _ScatterJob* j, Py_ssize_t begin, Py_
                 a = j.acc + tid * j.acc_stride
                 pk_zero(a, size * sizeof(float))
                 _col2im_item(xb + plane * g.K * g.L, a, g, o0, o1, j.inf_bits, 0)
-                if j.inf_bits == PK_F16_INF:
-                    for i in range(size):
-                        yb[start + i] = pk_f32_to_f16(a[i])
+                if j.inf_bits == PK_F16_INF:  # (a register at a time: a loop of the scalar stays scalar)
+                    pk_f32_to_f16_run(yb + start, a, size)
                 else:
-                    for i in range(size):
-                        yb[start + i] = pk_f32_to_bf16(a[i])
+                    pk_f32_to_bf16_run(yb + start, a, size)
                 continue
         pk_zero(yb + start, size * sizeof(col_t))  # (not memset: pooling_zero.h)
         _col2im_item(xb + plane * g.K * g.L, yb + start, g, o0, o1, 0, j.prefetch)

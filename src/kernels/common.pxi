@@ -69,6 +69,8 @@ cdef extern from "pooling_half_conv.h":
     float pk_bf16_to_f32(uint16_t h) noexcept nogil
     uint16_t pk_f32_to_f16(float f) noexcept nogil
     uint16_t pk_f32_to_bf16(float f) noexcept nogil
+    void pk_f32_to_f16_run(uint16_t* y, const float* a, Py_ssize_t n) noexcept nogil
+    void pk_f32_to_bf16_run(uint16_t* y, const float* a, Py_ssize_t n) noexcept nogil
 
 cdef extern from "pooling_interleave.h":
     enum:
@@ -182,6 +184,8 @@ cdef extern from "pooling_col2im.h":
         PK_COL_BF16
         PK_COL_MAX_AXES
         PK_COL_GRID_CHUNK
+    void pk_col_add_f16(float* acc, const uint16_t* x, Py_ssize_t n) noexcept nogil
+    void pk_col_add_bf16(float* acc, const uint16_t* x, Py_ssize_t n) noexcept nogil
     ctypedef struct pk_col_plan:
         Py_ssize_t n, L, K
         const Py_ssize_t* image
