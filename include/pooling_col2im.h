@@ -1426,6 +1426,10 @@ static void pk_col_regs_f32(const pk_col_ops* ops, const pk_col_plan* p, const c
         else if (p->step == 4)                                                                      \
             pk_col_regs_n(kind, 4, ops, p, kx, ncomb, y, h0, h1, x, ahead, np, n0, n1, o[3] - o[2], o[4] - o[3], \
                           sums);                                                                    \
+        else if (n0 == 1 && n1 == 2) /* k3 s2 (VOLO's fold): its counts constant, as float32's */  \
+            pk_col_regs_n(kind, 2, ops, p, kx, ncomb, y, h0, h1, x, ahead, np, 1, 2, 0, 0, sums);     \
+        else if (n0 == 2 && n1 == 1)                                                                \
+            pk_col_regs_n(kind, 2, ops, p, kx, ncomb, y, h0, h1, x, ahead, np, 2, 1, 0, 0, sums);     \
         else                                                                                        \
             pk_col_regs_n(kind, 2, ops, p, kx, ncomb, y, h0, h1, x, ahead, np, n0, n1, 0, 0, sums);     \
     }                                                                                               \
