@@ -1466,7 +1466,8 @@ static void pk_col_regs(const pk_col_ops* ops, const pk_col_plan* p, const char*
  * value, float16's widening in software and bfloat16's scalar loop cost several times float32's
  * instructions; here a register of terms a step as pk_col_reg_add widens them, then half a register
  * and the last few values one by one.  (The last register again at n - PK_COL_VL, blended, ran
- * slower: its load overlaps the store just before it, which the CPU cannot forward.) */
+ * slower: its load overlaps the store just before it, which the CPU cannot forward;
+ * docs/tuning.md#col2im-16-bit-runs-and-narrowing.) */
 #if PK_SIMD
 static PK_ALWAYS_INLINE void pk_col_add_half(const int kind, float* PK_RESTRICT acc, const uint16_t* PK_RESTRICT x,
                                              ptrdiff_t n)

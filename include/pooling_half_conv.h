@@ -88,7 +88,7 @@ static inline uint16_t pk_f32_to_bf16(float f)
  * loop of pk_f32_to_bf16 leaves its select scalar.  With AVX2, two registers a step: the NaN test
  * an unordered compare and the select a blend, the quiet bit set before the shift, and the halves
  * packed into one store (GCC's form of the vector code tested the NaN in integers, selected with
- * three logic operations and packed each register alone). */
+ * three logic operations and packed each register alone; docs/tuning.md#col2im-16-bit-runs-and-narrowing). */
 #if defined(__AVX2__)
 #include <immintrin.h>
 static inline __m256i pk_f32_to_bf16_x8(__m256 f)
