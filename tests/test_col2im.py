@@ -14,7 +14,7 @@ import pooling
 from conftest import (
     ALL_DTYPES, BFLOAT16, assert_same, assert_same_or_nan, make_any_array, memory_orders, to_dtype,
 )
-from pooling import reference
+from pooling import _dispatch, reference
 from pooling._dtypes import LEGACY_BFLOAT16
 
 IMAGES = {1: (13,), 2: (7, 6), 3: (5, 4, 6), 4: (4, 5, 5, 3)}
@@ -731,6 +731,17 @@ def test_round_every_pattern(kind):
     _runtime.float32_to_half(values, got, HALF[kind])
     with np.errstate(over="ignore", invalid="ignore"):
         want = values.astype(ALL_DTYPES[kind]).view(np.uint16)
+    # The kernels' narrowing a register at a time (this process's build: test_simd.py runs the others),
+    # over the whole array and every length up to a few registers from several starts: the scalar rule's bits.
+    runs = np.empty_like(got)
+    _dispatch.core.narrow_16bit(values, runs, HALF[kind])
+    assert_same(runs, got)
+    for start in (0, 1, 7, 4099):
+        for n in range(41):
+            part = np.full(n + 8, 0xABCD, dtype=np.uint16)
+            _dispatch.core.narrow_16bit(values[start:start + n], part, HALF[kind])
+            assert_same(part[:n], got[start:start + n])
+            assert (part[n:] == 0xABCD).all()
     bits = values.view(np.uint32)
     nan = (bits & 0x7FFFFFFF) > 0x7F800000
     assert_same(got[~nan], want[~nan])

@@ -457,6 +457,20 @@ cdef _col2im_scatter(const col_t[:, :, ::1] x, col_t[:, ::1] y, float[:, ::1] ac
         pk_parallel(_scatter_body, &j, items, max(1, items // (16 * n_threads)), n_threads)
 
 
+def narrow_16bit(const float[::1] f not None, uint16_t[::1] out not None, uint16_t inf_bits):
+    """out[i] = f[i] rounded to nearest even in float16 (inf_bits PK_F16_INF) or bfloat16, i below the
+    shorter length, a register at a time as Col2Im narrows its sums in this build (the tests' hook:
+    pooling._runtime has the scalar rule only)."""
+    cdef Py_ssize_t n = min(f.shape[0], out.shape[0])
+    if n == 0:
+        return
+    with nogil:
+        if inf_bits == PK_F16_INF:
+            pk_f32_to_f16_run(&out[0], &f[0], n)
+        else:
+            pk_f32_to_bf16_run(&out[0], &f[0], n)
+
+
 def col2im(const col_t[:, :, ::1] x not None, col_t[:, ::1] y not None, float[:, ::1] acc,
            const Py_ssize_t[:, ::1] geom not None, Py_ssize_t rows_per_item, bint prefetch,
            bint registers, bint gaps, uint16_t inf_bits, int n_threads, Py_ssize_t group=1):

@@ -100,6 +100,7 @@ def max_unpool(
     x: npt.NDArray[np.unsignedinteger], indices: npt.NDArray[np.int64], y: npt.NDArray[np.unsignedinteger],
     blocks: int, fused: bool, zeroed: bool, n_threads: int, relative: int = 0, C: int = 1,
 ) -> int: ...
+def narrow_16bit(f: npt.NDArray[np.float32], out: npt.NDArray[np.uint16], inf_bits: int) -> None: ...
 def col2im(
     x: npt.NDArray[np.generic], y: npt.NDArray[np.generic], acc: npt.NDArray[np.float32] | None,
     geom: npt.NDArray[np.intp], rows_per_item: int, prefetch: bool, registers: bool, gaps: bool,
