@@ -78,11 +78,12 @@ cdef void _col2im_body(void* job, Py_ssize_t begin, Py_ssize_t end, int tid) noe
     """pk_parallel's body for col2im: work items [begin, end), the positions [o0, o1) of the first
     axis of a group of planes each (its last one may be short)."""
     cdef _ColJob* j = <_ColJob*>job
-    cdef Py_ssize_t u, plane, o0, np
+    cdef Py_ssize_t u, item, plane, o0, np
     for u in range(begin, end):
-        plane = u // j.nblk * j.group
+        item = u // j.nblk  # (the group's index)
+        plane = item * j.group
         np = min(j.group, j.planes - plane)
-        o0 = (u - plane // j.group * j.nblk) * j.rows
+        o0 = (u - item * j.nblk) * j.rows
         # (the next group's columns only where it is whole: they are asked for as np planes)
         pk_col2im_item(j.kind, j.p, j.x + plane * j.xplane, j.y + plane * j.yplane, o0,
                        min(o0 + j.rows, j.S0), j.kx + tid * j.kxs,
@@ -207,29 +208,6 @@ cdef inline void _add_to(col_t* y, col_t v) noexcept nogil:
         y[0] += v
 
 
-cdef inline void _col_add_run(const col_t* xr, void* dst, Py_ssize_t yo, Py_ssize_t n,
-                              Py_ssize_t step, uint16_t inf_bits) noexcept nogil:
-    """dst[yo + j*step] += xr[j] for j < n.
-
-    dst holds col_t, or float32 for 16-bit floats (inf_bits != 0), whose terms
-    are widened exactly and rounded once by the caller.
-    """
-    cdef Py_ssize_t j
-    cdef col_t* y = (<col_t*>dst) + yo
-    cdef float* acc = (<float*>dst) + yo
-    if col_t is uint16_t:
-        if inf_bits == PK_F16_INF:
-            for j in range(n):
-                acc[j * step] = pk_sum_keep_nan(acc[j * step], pk_f16_to_f32(xr[j]))
-            return
-        if inf_bits == PK_BF16_INF:
-            for j in range(n):
-                acc[j * step] = pk_sum_keep_nan(acc[j * step], pk_bf16_to_f32(xr[j]))
-            return
-    for j in range(n):
-        _add_to(&y[j * step], xr[j])
-
-
 cdef inline void _col_add_f32(float* y, const float* x, Py_ssize_t n, bint prefetch) noexcept nogil:
     """y[:n] += x[:n], with or without a prefetch of x ahead of the loads (pooling_add.h)."""
     if prefetch:
@@ -240,14 +218,22 @@ cdef inline void _col_add_f32(float* y, const float* x, Py_ssize_t n, bint prefe
 
 cdef inline void _col_add_row(const col_t* xr, void* dst, Py_ssize_t yo, Py_ssize_t n,
                               uint16_t inf_bits, bint prefetch) noexcept nogil:
+    """dst[yo + j] += xr[j] for j < n.
+
+    dst holds col_t, or float32 for 16-bit floats (inf_bits != 0), whose terms
+    are widened exactly and rounded once by the caller.
+    """
+    cdef Py_ssize_t j
+    cdef col_t* y = (<col_t*>dst) + yo
     if col_t is float:  # (without a test for overlap: pooling_add.h)
         _col_add_f32((<float*>dst) + yo, xr, n, prefetch)
     elif col_t is uint16_t and inf_bits == PK_F16_INF:  # a register of terms a step (pooling_col2im.h)
         pk_col_add_f16((<float*>dst) + yo, xr, n)
     elif col_t is uint16_t and inf_bits == PK_BF16_INF:
         pk_col_add_bf16((<float*>dst) + yo, xr, n)
-    else:  # inlined with a constant step: a contiguous run that vectorises
-        _col_add_run(xr, dst, yo, n, 1, inf_bits)
+    else:  # a contiguous run that vectorises
+        for j in range(n):
+            _add_to(&y[j], xr[j])
 
 
 cdef inline bint _col_box(const ColGeom* g, Py_ssize_t o0, Py_ssize_t o1, const Py_ssize_t* kap,
