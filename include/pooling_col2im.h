@@ -485,35 +485,42 @@ PK_COL_STORE(pk_col_store_f32, float, float, pk_col_id)
 PK_COL_STORE(pk_col_store_f64, double, double, pk_col_id)
 PK_COL_STORE(pk_col_store_c64, pk_col_c64, pk_col_c64, pk_col_id)
 PK_COL_STORE(pk_col_store_c128, pk_col_c128, pk_col_c128, pk_col_id)
-PK_COL_STORE(pk_col_store_bf16, uint16_t, float, pk_f32_to_bf16)
 PK_COL_STORE(pk_col_store_u8, uint8_t, uint8_t, pk_col_id)
 PK_COL_STORE(pk_col_store_u16, uint16_t, uint16_t, pk_col_id)
+/* The 16-bit floats: the phase rows narrowed a register at a time (pk_f32_to_f16_run,
+ * pk_f32_to_bf16_run) into a copy, which is then stored as uint16's (the conversion by value, inside
+ * the interleave, cost as much as the sums: float16, and bfloat16 4.4x float32's store,
+ * docs/tuning.md#col2im-16-bit-runs-and-narrowing).  The accumulators always lie in a buffer of
+ * PK_COL_GRID_CHUNK bytes, so the copy's rows fit. */
+#define PK_COL_STORE_NARROW(name, run)                                                              \
+    static PK_NOINLINE void name(void* y, const void* acc, ptrdiff_t r0, ptrdiff_t r1, ptrdiff_t ld, \
+                                 ptrdiff_t s, ptrdiff_t c0, ptrdiff_t c1, ptrdiff_t w0, ptrdiff_t w1) \
+    {                                                                                               \
+        uint16_t tmp[PK_COL_GRID_CHUNK / sizeof(float)];                                            \
+        for (ptrdiff_t r = 0; r < r1 - r0; r++)                                                     \
+            run(tmp + r * ld, (const float*)acc + r * ld, c1 - c0);                                 \
+        pk_col_store_u16(y, tmp, r0, r1, ld, s, c0, c1, w0, w1);                                    \
+    }                                                                                               \
+    static PK_NOINLINE void name##_pair(void* y, const void* a, const void* b, ptrdiff_t n0,       \
+                                        ptrdiff_t n1)                                               \
+    {                                                                                               \
+        uint16_t tmp[PK_COL_GRID_CHUNK / sizeof(float)];                                            \
+        ptrdiff_t ld = (const float*)b - (const float*)a;                                           \
+        run(tmp, (const float*)a, n0);                                                              \
+        run(tmp + ld, (const float*)b, n1);                                                         \
+        pk_col_store_u16_pair(y, tmp, tmp + ld, n0, n1);                                            \
+    }
 #if PK_F16C || defined(__GNUC__)
-/* float16: the phase rows narrowed a register at a time (pk_f32_to_f16_run) into a copy, which is
- * then stored as uint16's (the conversion by value, inside the interleave, cost as much as the
- * sums).  The accumulators always lie in a buffer of PK_COL_GRID_CHUNK bytes, so the copy's rows
- * fit. */
-static PK_NOINLINE void pk_col_store_f16(void* y, const void* acc, ptrdiff_t r0, ptrdiff_t r1,
-                                         ptrdiff_t ld, ptrdiff_t s, ptrdiff_t c0, ptrdiff_t c1,
-                                         ptrdiff_t w0, ptrdiff_t w1)
-{
-    uint16_t tmp[PK_COL_GRID_CHUNK / sizeof(float)];
-    for (ptrdiff_t r = 0; r < r1 - r0; r++)
-        pk_f32_to_f16_run(tmp + r * ld, (const float*)acc + r * ld, c1 - c0);
-    pk_col_store_u16(y, tmp, r0, r1, ld, s, c0, c1, w0, w1);
-}
-static PK_NOINLINE void pk_col_store_f16_pair(void* y, const void* a, const void* b, ptrdiff_t n0,
-                                              ptrdiff_t n1)
-{
-    uint16_t tmp[PK_COL_GRID_CHUNK / sizeof(float)];
-    ptrdiff_t ld = (const float*)b - (const float*)a;
-    pk_f32_to_f16_run(tmp, (const float*)a, n0);
-    pk_f32_to_f16_run(tmp + ld, (const float*)b, n1);
-    pk_col_store_u16_pair(y, tmp, tmp + ld, n0, n1);
-}
+PK_COL_STORE_NARROW(pk_col_store_f16, pk_f32_to_f16_run)
 #else
 PK_COL_STORE(pk_col_store_f16, uint16_t, float, pk_f32_to_f16)
 #endif
+#if defined(__AVX2__) || defined(__GNUC__)
+PK_COL_STORE_NARROW(pk_col_store_bf16, pk_f32_to_bf16_run)
+#else
+PK_COL_STORE(pk_col_store_bf16, uint16_t, float, pk_f32_to_bf16)
+#endif
+#undef PK_COL_STORE_NARROW
 PK_COL_STORE(pk_col_store_u32, uint32_t, uint32_t, pk_col_id)
 PK_COL_STORE(pk_col_store_u64, uint64_t, uint64_t, pk_col_id)
 
