@@ -83,14 +83,16 @@ static inline uint16_t pk_f32_to_bf16(float f)
     return (uint16_t)pk_select((x & 0x7fffffffu) > 0x7f800000u, nan, rounded);
 }
 
-/* y[i] = pk_f32_to_bf16(a[i]), i < n; y and a do not overlap.  With GCC's vector extensions (clang
- * has them too) a register of values a step, the last ones again where n is not whole steps: a
- * loop of pk_f32_to_bf16 leaves its select scalar.  With AVX2, two registers a step: the NaN test
- * an unordered compare and the select a blend, the quiet bit set before the shift, and the halves
- * packed into one store (GCC's form of the vector code tested the NaN in integers, selected with
- * three logic operations and packed each register alone; docs/tuning.md#col2im-16-bit-runs-and-narrowing). */
+/* y[i] = pk_f32_to_bf16(a[i]), i < n; y and a do not overlap.  With AVX2, sixteen values a step,
+ * with SSE4.1 (the x86 baseline build) eight: the NaN test an unordered compare and the select a
+ * blend, the quiet bit set before the shift, and two registers packed into one store; the last step
+ * again where n is not whole steps (GCC's form of the vector code tested the NaN in integers,
+ * selected with three logic operations and packed each register alone, and a loop of
+ * pk_f32_to_bf16 leaves its select scalar; docs/tuning.md#col2im-16-bit-runs-and-narrowing).
+ * Elsewhere GCC's vector extensions (clang has them too), a register of values a step. */
 #if defined(__AVX2__)
 #include <immintrin.h>
+enum { PK_BF16_STEP = 16 };
 static inline __m256i pk_f32_to_bf16_x8(__m256 f)
 {
     __m256i x = _mm256_castps_si256(f);
@@ -101,19 +103,41 @@ static inline __m256i pk_f32_to_bf16_x8(__m256 f)
                                 _mm256_cmp_ps(f, f, _CMP_UNORD_Q));
     return _mm256_srli_epi32(_mm256_castps_si256(r), 16);
 }
+static inline void pk_f32_to_bf16_step(uint16_t* y, const float* a)
+{
+    __m256i lo = pk_f32_to_bf16_x8(_mm256_loadu_ps(a)), hi = pk_f32_to_bf16_x8(_mm256_loadu_ps(a + 8));
+    /* (packed lane by lane: the 64-bit quarters back in order) */
+    _mm256_storeu_si256((__m256i*)y, _mm256_permute4x64_epi64(_mm256_packus_epi32(lo, hi), 0xd8));
+}
+#elif defined(__SSE4_1__)
+#include <smmintrin.h>
+enum { PK_BF16_STEP = 8 };
+static inline __m128i pk_f32_to_bf16_x4(__m128 f)
+{
+    __m128i x = _mm_castps_si128(f);
+    __m128i odd = _mm_and_si128(_mm_srli_epi32(x, 16), _mm_set1_epi32(1));
+    __m128i rounded = _mm_add_epi32(_mm_add_epi32(x, _mm_set1_epi32(0x7fff)), odd);
+    __m128i quiet = _mm_or_si128(x, _mm_set1_epi32(0x00400000));
+    __m128 r = _mm_blendv_ps(_mm_castsi128_ps(rounded), _mm_castsi128_ps(quiet), _mm_cmpunord_ps(f, f));
+    return _mm_srli_epi32(_mm_castps_si128(r), 16);
+}
+static inline void pk_f32_to_bf16_step(uint16_t* y, const float* a)
+{
+    __m128i lo = pk_f32_to_bf16_x4(_mm_loadu_ps(a)), hi = pk_f32_to_bf16_x4(_mm_loadu_ps(a + 4));
+    _mm_storeu_si128((__m128i*)y, _mm_packus_epi32(lo, hi));
+}
 #endif
 static inline void pk_f32_to_bf16_run(uint16_t* y, const float* a, ptrdiff_t n)
 {
     ptrdiff_t i = 0;
-#if defined(__AVX2__)
-    for (; n >= 16; i += 16) {
-        i = i + 16 <= n ? i : n - 16;
-        __m256i lo = pk_f32_to_bf16_x8(_mm256_loadu_ps(a + i)), hi = pk_f32_to_bf16_x8(_mm256_loadu_ps(a + i + 8));
-        /* (packed lane by lane: the 64-bit quarters back in order) */
-        __m256i h = _mm256_permute4x64_epi64(_mm256_packus_epi32(lo, hi), 0xd8);
-        _mm256_storeu_si256((__m256i*)(y + i), h);
-        if (i + 16 >= n)
-            return;
+#if defined(__AVX2__) || defined(__SSE4_1__)
+    if (n >= PK_BF16_STEP) {  /* (a loop of whole steps, then the last one again: fewer
+                               * instructions a step than one loop that moves its last step back) */
+        for (; i + PK_BF16_STEP <= n; i += PK_BF16_STEP)
+            pk_f32_to_bf16_step(y + i, a + i);
+        if (i < n)
+            pk_f32_to_bf16_step(y + n - PK_BF16_STEP, a + n - PK_BF16_STEP);
+        return;
     }
 #endif
 #if defined(__GNUC__)
