@@ -515,7 +515,7 @@ PK_COL_STORE_NARROW(pk_col_store_f16, pk_f32_to_f16_run)
 #else
 PK_COL_STORE(pk_col_store_f16, uint16_t, float, pk_f32_to_f16)
 #endif
-#if defined(__AVX2__) || defined(__GNUC__)
+#if defined(__AVX2__) || defined(__SSE4_1__) || defined(__GNUC__)  /* (clang-cl: no __GNUC__) */
 PK_COL_STORE_NARROW(pk_col_store_bf16, pk_f32_to_bf16_run)
 #else
 PK_COL_STORE(pk_col_store_bf16, uint16_t, float, pk_f32_to_bf16)

@@ -84,12 +84,13 @@ static inline uint16_t pk_f32_to_bf16(float f)
 }
 
 /* y[i] = pk_f32_to_bf16(a[i]), i < n; y and a do not overlap.  With AVX2, sixteen values a step,
- * with SSE4.1 (the x86 baseline build) eight: the NaN test an unordered compare and the select a
- * blend, the quiet bit set before the shift, and two registers packed into one store; the last step
- * again where n is not whole steps (GCC's form of the vector code tested the NaN in integers,
- * selected with three logic operations and packed each register alone, and a loop of
- * pk_f32_to_bf16 leaves its select scalar; docs/tuning.md#col2im-16-bit-runs-and-narrowing).
- * Elsewhere GCC's vector extensions (clang has them too), a register of values a step. */
+ * with SSE4.1 (the default x86 baseline build, x86-64-v2) eight: the NaN test an unordered compare
+ * and the select a blend, the quiet bit set before the shift, and two registers packed into one
+ * store; the last step again where n is not whole steps (GCC's form of the vector code tested the
+ * NaN in integers, selected with three logic operations and packed each register alone, and a loop
+ * of pk_f32_to_bf16 leaves its select scalar; docs/tuning.md#col2im-16-bit-runs-and-narrowing).
+ * Runs shorter than a step, and every run where neither is there, take GCC's vector extensions
+ * (clang has them too), a register of values a step, then values one by one. */
 #if defined(__AVX2__)
 #include <immintrin.h>
 enum { PK_BF16_STEP = 16 };

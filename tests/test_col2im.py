@@ -635,8 +635,9 @@ def test_16bit_scatter_runs_of_every_length(rng, kind, image, block, pads):
 @pytest.mark.parametrize("n_threads", [1, 2])
 def test_16bit_every_pattern_through_the_strided_paths(kind, form, n_threads):
     # The gather by phases (k3 s2), whose 16-bit runs widen eight terms a step where the build has
-    # F16C and whose stores narrow a register of sums a step (bfloat16's with AVX2 too); the register rows (k3 s2, rows of at most 2048
-    # values), which widen a register of terms a step and narrow a row's sums in every vector build;
+    # F16C and whose stores narrow a register of sums a step (pk_f32_to_f16_run, pk_f32_to_bf16_run);
+    # the register rows (k3 s2, rows of at most 2048 values), which widen a register of terms a step
+    # and narrow a row's sums in every vector build;
     # and the tiled copies (block = stride), which make each value a sum of its one term eight a step
     # (block <= stride: gaps are zero).  Gather and registers: every pattern is a term (odd positions:
     # its only one; even positions: the first of two, the second another pattern, so the sums round
