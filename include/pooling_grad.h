@@ -169,4 +169,35 @@ PK_GRAD_GATHER(pk_grad_gather_f64, double, PK_GG_LD, pk_gg_zd, pk_gg_addd, pk_gg
 #undef PK_GRAD_GATHER
 #undef PK_GRAD_GATHER_VEC
 
+/* The room for pk_grad_row's lists: one of rows * n windows for each n in 1..ncol (rows * ncol <=
+ * PK_GRAD_WINDOWS_MAX), so at most PK_GRAD_WINDOWS_MAX * (PK_GRAD_WINDOWS_MAX + 1) / 2. */
+#define PK_GRAD_LISTS (PK_GRAD_WINDOWS_MAX * (PK_GRAD_WINDOWS_MAX + 1) / 2)
+
+/* A row of dx: W pixels of C channels at y, the first pixel's plane offset pix.  The rows of windows
+ * over it start at element rowoff[r] of g and idx (r < rows, in window order); pixel w's windows
+ * along a row are cn[w] (at most ncol) from element cw[w] on.  A pixel's list of windows is each
+ * row's, then along the row (window order), and depends on cn[w] alone once it starts at cw[w]: the
+ * lists are made once a row, and a pixel only picks one (finding each pixel's windows and making
+ * its list took as many instructions as its sums on ResNet's stem,
+ * docs/tuning.md#max_pool_grad-nhwc-gathered-from-the-windows). */
+#define PK_GRAD_ROW(NAME, T, GATHER)                                                                \
+static inline void NAME(T* PK_RESTRICT y, const T* g, const int64_t* idx, const ptrdiff_t* rowoff, int rows, \
+                        const ptrdiff_t* cw, const unsigned char* cn, int ncol, ptrdiff_t W, int64_t pix, \
+                        ptrdiff_t C)                                                                \
+{                                                                                                   \
+    ptrdiff_t lists[PK_GRAD_LISTS], *at[PK_GRAD_WINDOWS_MAX + 1], *l = lists;                       \
+    at[0] = lists;                                                                                  \
+    for (int n = 1; n <= ncol; n++) {                                                               \
+        at[n] = l;                                                                                  \
+        for (int r = 0; r < rows; r++)                                                              \
+            for (int b = 0; b < n; b++)                                                             \
+                *l++ = rowoff[r] + b * C;                                                           \
+    }                                                                                               \
+    for (ptrdiff_t w = 0; w < W; w++, y += C, pix++)                                                \
+        GATHER(y, g + cw[w], idx + cw[w], at[cn[w]], rows * cn[w], pix, C);                         \
+}
+PK_GRAD_ROW(pk_grad_row_f32, float, pk_grad_gather_f32)
+PK_GRAD_ROW(pk_grad_row_f64, double, pk_grad_gather_f64)
+#undef PK_GRAD_ROW
+
 #endif

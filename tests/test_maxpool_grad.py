@@ -631,6 +631,22 @@ def test_windows_kernel_compares_indices_and_never_follows_them(rng):
 
 
 @pytest.mark.parametrize("build", BUILDS)
+@pytest.mark.parametrize("kernel", [(1, 1, 64), (1, 2, 32), (1, 8, 8), (4, 4, 4)])
+def test_windows_kernel_at_its_most_windows(build, kernel):
+    """64 windows over the middle pixels (stride 1), as the windows' lists along a row allow: one row of
+    windows 64 wide, 2 rows of 32, 8 of 8 and a 3-D 4x4x4: the scatter's bits."""
+    kernel_of = _windows_kernel(build)
+    rng = np.random.default_rng(7)
+    x = rng.integers(-2, 3, (1, *(2 * k - 1 for k in kernel), 5)).astype(np.float32)
+    _, i = pooling.max_pool(x, kernel, layout="NHWC", return_indices=True, index_format="plane")
+    g = rng.standard_normal(i.shape).astype(np.float32)
+    want = pooling.max_pool_grad(g, i, x.shape, layout="NHWC", index_format="plane")
+    y = np.full(x.shape, 7.0, np.float32)
+    assert kernel_of(g, i, y, kernel, (1, 1, 1), (0, 0, 0), 2) == 0
+    assert y.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("build", BUILDS)
 def test_windows_kernel_contract(build):
     """max_pool_grad_windows refuses (-2, writing nothing) more windows over one pixel than its list
     holds, shapes that disagree, 16-bit floats and no threads."""

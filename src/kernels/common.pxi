@@ -158,10 +158,12 @@ cdef extern from "pooling_zero.h":
 cdef extern from "pooling_grad.h":
     enum: PK_GRAD_WINDOWS_MAX
     enum: PK_GRAD_COVER_F32
-    void pk_grad_gather_f32(float* y, const float* g, const int64_t* idx, const Py_ssize_t* off, int n,
-                            int64_t pix, Py_ssize_t C) noexcept nogil
-    void pk_grad_gather_f64(double* y, const double* g, const int64_t* idx, const Py_ssize_t* off, int n,
-                            int64_t pix, Py_ssize_t C) noexcept nogil
+    void pk_grad_row_f32(float* y, const float* g, const int64_t* idx, const Py_ssize_t* rowoff, int rows,
+                         const Py_ssize_t* cw, const unsigned char* cn, int ncol, Py_ssize_t W, int64_t pix,
+                         Py_ssize_t C) noexcept nogil
+    void pk_grad_row_f64(double* y, const double* g, const int64_t* idx, const Py_ssize_t* rowoff, int rows,
+                         const Py_ssize_t* cw, const unsigned char* cn, int ncol, Py_ssize_t W, int64_t pix,
+                         Py_ssize_t C) noexcept nogil
 
 cdef extern from "pooling_add.h":
     void pk_add_f32(float* y, const float* x, Py_ssize_t n) noexcept nogil

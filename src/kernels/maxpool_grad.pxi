@@ -394,6 +394,9 @@ cdef struct _WindowsJob:
     char* y
     Py_ssize_t D, H, W, OD, OH, OW, C
     Py_ssize_t kd, kh, kw, sd, sh, sw, pd, ph, pw
+    const Py_ssize_t* cw            # per pixel of a row: its first window along the row (an element of g)
+    const unsigned char* cn         # and how many (pk_grad_row)
+    int ncol                        # the most over one pixel
     int kind                        # GRAD_FLOAT or GRAD_DOUBLE
 
 
@@ -409,43 +412,27 @@ cdef inline void _covering(Py_ssize_t x, Py_ssize_t p, Py_ssize_t k, Py_ssize_t 
 cdef void _grad_windows_rows(grad_t* kind, const _WindowsJob* j, Py_ssize_t begin,
                              Py_ssize_t end) noexcept nogil:
     """dx's rows [begin, end) of the N * D * H rows of W pixels of C channels."""
-    cdef Py_ssize_t u, n, d, h, w, od, oh, ow, od0, od1, oh0, oh1, ow0, ow1, r, rows
+    cdef Py_ssize_t u, n, d, h, od, oh, od0, od1, oh0, oh1
     cdef Py_ssize_t C = j.C, row = j.W * j.C
-    cdef Py_ssize_t first[PK_GRAD_WINDOWS_MAX]   # the windows over this row of dx: their first pixels
-    cdef Py_ssize_t off[PK_GRAD_WINDOWS_MAX]     # the windows over a pixel: their first elements
-    cdef int m
-    cdef int64_t pix
-    cdef grad_t* y
+    cdef Py_ssize_t rowoff[PK_GRAD_WINDOWS_MAX]  # the rows of windows over this row of dx: their first elements
+    cdef int rows
     for u in range(begin, end):
         h = u % j.H
         d = (u // j.H) % j.D
         n = u // (j.H * j.D)
-        y = <grad_t*>j.y + u * row
         _covering(d, j.pd, j.kd, j.sd, j.OD, &od0, &od1)
         _covering(h, j.ph, j.kh, j.sh, j.OH, &oh0, &oh1)
         rows = 0
         for od in range(od0, od1 + 1):
             for oh in range(oh0, oh1 + 1):
-                first[rows] = ((n * j.OD + od) * j.OH + oh) * j.OW
+                rowoff[rows] = ((n * j.OD + od) * j.OH + oh) * j.OW * C
                 rows += 1
-        ow0, ow1 = 0, -1
-        for w in range(j.W):
-            # The windows over w, walked along the row rather than divided out per pixel (an idiv
-            # each is as long as a pixel's sums)
-            while ow1 + 1 < j.OW and (ow1 + 1) * j.sw - j.pw <= w:
-                ow1 += 1
-            while ow0 <= ow1 and ow0 * j.sw - j.pw + j.kw <= w:
-                ow0 += 1
-            m = 0
-            for r in range(rows):  # (window order: the rows', then along the row)
-                for ow in range(ow0, ow1 + 1):
-                    off[m] = (first[r] + ow) * C
-                    m += 1
-            pix = (d * j.H + h) * j.W + w
-            if grad_t is float:
-                pk_grad_gather_f32(y + w * C, <const float*>j.g, j.idx, off, m, pix, C)
-            elif grad_t is double:
-                pk_grad_gather_f64(y + w * C, <const double*>j.g, j.idx, off, m, pix, C)
+        if grad_t is float:
+            pk_grad_row_f32(<float*>j.y + u * row, <const float*>j.g, j.idx, rowoff, rows, j.cw, j.cn, j.ncol,
+                            j.W, (d * j.H + h) * j.W, C)
+        elif grad_t is double:
+            pk_grad_row_f64(<double*>j.y + u * row, <const double*>j.g, j.idx, rowoff, rows, j.cw, j.cn, j.ncol,
+                            j.W, (d * j.H + h) * j.W, C)
 
 
 def max_pool_grad_windows(const grad_t[:, :, :, :, ::1] g not None,
@@ -486,6 +473,23 @@ def max_pool_grad_windows(const grad_t[:, :, :, :, ::1] g not None,
     j.sd, j.sh, j.sw = strides
     j.pd, j.ph, j.pw = pads_begin
     j.kind = GRAD_FLOAT if grad_t is float else GRAD_DOUBLE
+    # Each pixel's windows along a row, the same on every row: found once (pk_grad_row)
+    cdef Py_ssize_t w, ow0, ow1
+    cdef Py_ssize_t* cw = <Py_ssize_t*>malloc(j.W * sizeof(Py_ssize_t))
+    cdef unsigned char* cn = <unsigned char*>malloc(j.W)
+    if cw == NULL or cn == NULL:
+        free(cw)
+        free(cn)
+        raise MemoryError()
+    j.ncol = 0
+    for w in range(j.W):
+        _covering(w, j.pw, j.kw, j.sw, j.OW, &ow0, &ow1)
+        cn[w] = <unsigned char>(ow1 - ow0 + 1 if ow1 >= ow0 else 0)
+        cw[w] = ow0 * j.C if ow1 >= ow0 else 0
+        j.ncol = max(j.ncol, <int>cn[w])
+    j.cw, j.cn = cw, cn
     with nogil:
         pk_parallel(_grad_windows_body, &j, units, max(1, units // (16 * n_threads)), n_threads)
+    free(cw)
+    free(cn)
     return 0
