@@ -169,7 +169,7 @@ PK_GRAD_GATHER(pk_grad_gather_f64, double, PK_GG_LD, pk_gg_zd, pk_gg_addd, pk_gg
 #undef PK_GRAD_GATHER
 #undef PK_GRAD_GATHER_VEC
 
-/* The room for pk_grad_row's lists: one of rows * n windows for each n in 1..ncol (rows * ncol <=
+/* The room for pk_grad_row_f32's lists: one of rows * n windows for each n in 1..ncol (rows * ncol <=
  * PK_GRAD_WINDOWS_MAX), so at most PK_GRAD_WINDOWS_MAX * (PK_GRAD_WINDOWS_MAX + 1) / 2. */
 #define PK_GRAD_LISTS (PK_GRAD_WINDOWS_MAX * (PK_GRAD_WINDOWS_MAX + 1) / 2)
 

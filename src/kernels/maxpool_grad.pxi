@@ -395,7 +395,7 @@ cdef struct _WindowsJob:
     Py_ssize_t D, H, W, OD, OH, OW, C
     Py_ssize_t kd, kh, kw, sd, sh, sw, pd, ph, pw
     const Py_ssize_t* cw            # per pixel of a row: its first window along the row (an element of g)
-    const unsigned char* cn         # and how many (pk_grad_row)
+    const unsigned char* cn         # and how many (pk_grad_row_f32)
     int ncol                        # the most over one pixel
     int kind                        # GRAD_FLOAT or GRAD_DOUBLE
 
@@ -473,7 +473,7 @@ def max_pool_grad_windows(const grad_t[:, :, :, :, ::1] g not None,
     j.sd, j.sh, j.sw = strides
     j.pd, j.ph, j.pw = pads_begin
     j.kind = GRAD_FLOAT if grad_t is float else GRAD_DOUBLE
-    # Each pixel's windows along a row, the same on every row: found once (pk_grad_row)
+    # Each pixel's windows along a row, the same on every row: found once (pk_grad_row_f32)
     cdef Py_ssize_t w, ow0, ow1
     cdef Py_ssize_t* cw = <Py_ssize_t*>malloc(j.W * sizeof(Py_ssize_t))
     cdef unsigned char* cn = <unsigned char*>malloc(j.W)
