@@ -112,9 +112,12 @@ ZOO = [
          block=(3, 3), family="VOLO-D1 fold k3 s2 b4"),
     Case("Col2Im", (16, 1728, 196), "float32", (("strides", (2, 2)), ("pads", (1, 1, 1, 1))), image=(28, 28),
          block=(3, 3), family="VOLO-D1 fold k3 s2 b16"),
-    # ... and in float16 (the 16-bit floats' conversions, F16C in the AVX builds)
+    # ... and in float16 (the 16-bit floats' conversions, F16C in the AVX builds) and bfloat16 (which
+    # onnxruntime does not fold: torch is the peer)
     Case("Col2Im", (1, 1728, 196), "float16", (("strides", (2, 2)), ("pads", (1, 1, 1, 1))), image=(28, 28),
          block=(3, 3), family="VOLO-D1 fold k3 s2 float16"),
+    Case("Col2Im", (1, 1728, 196), "bfloat16", (("strides", (2, 2)), ("pads", (1, 1, 1, 1))), image=(28, 28),
+         block=(3, 3), family="VOLO-D1 fold k3 s2 bfloat16"),
     # MAE's unpatchify (16x16 patches of 3 channels back into 224x224 images): blocks that do not overlap
     Case("Col2Im", (8, 768, 196), "float32", (("strides", (16, 16)),), image=(224, 224), block=(16, 16),
          family="MAE unpatchify k16 s16 b8"),
