@@ -21,7 +21,8 @@
 
 #include "pooling_simd.h" /* PK_RESTRICT, PK_SIMD, PK_SIMD_BYTES */
 
-/* The most windows over one pixel the kernel takes (its list of them is on the stack), and the most
+/* The most windows over one pixel the kernel takes (a row's lists of them are on the stack,
+ * PK_GRAD_LISTS entries: about 17 KiB), and the most
  * it is chosen for with float32 (pooling.torch's backward; the scatter otherwise): up to 4 (2x2, as
  * ResNet's k3 s2 and k2 s1 windows overlap) in the vector builds, 1 (windows that do not overlap) in
  * the scalar one (docs/tuning.md#max_pool_grad-nhwc-gathered-from-the-windows). */
@@ -169,14 +170,16 @@ PK_GRAD_GATHER(pk_grad_gather_f64, double, PK_GG_LD, pk_gg_zd, pk_gg_addd, pk_gg
 #undef PK_GRAD_GATHER
 #undef PK_GRAD_GATHER_VEC
 
-/* The room for pk_grad_row_f32's lists: one of rows * n windows for each n in 1..ncol (rows * ncol <=
- * PK_GRAD_WINDOWS_MAX), so at most PK_GRAD_WINDOWS_MAX * (PK_GRAD_WINDOWS_MAX + 1) / 2. */
+/* The room for the lists of pk_grad_row_f32 and pk_grad_row_f64: one of rows * n windows for each n in
+ * 1..ncol (rows * ncol <= PK_GRAD_WINDOWS_MAX), so at most PK_GRAD_WINDOWS_MAX * (PK_GRAD_WINDOWS_MAX + 1)
+ * / 2. */
 #define PK_GRAD_LISTS (PK_GRAD_WINDOWS_MAX * (PK_GRAD_WINDOWS_MAX + 1) / 2)
 
 /* A row of dx: W pixels of C channels at y, the first pixel's plane offset pix.  The rows of windows
  * over it start at element rowoff[r] of g and idx (r < rows, in window order); pixel w's windows
- * along a row are cn[w] (at most ncol) from element cw[w] on.  A pixel's list of windows is each
- * row's, then along the row (window order), and depends on cn[w] alone once it starts at cw[w]: the
+ * along a row are cn[w] of them (at most ncol), the first cw[w] elements into each row of windows.
+ * A pixel's list of windows is each row's, then along the row (window order), and depends on cn[w]
+ * alone once it starts at cw[w]: the
  * lists are made once a row, and a pixel only picks one (finding each pixel's windows and making
  * its list took as many instructions as its sums on ResNet's stem,
  * docs/tuning.md#max_pool_grad-nhwc-gathered-from-the-windows). */

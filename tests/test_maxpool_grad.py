@@ -667,6 +667,10 @@ def test_windows_kernel_contract(build):
         assert (args[2] == 7.0).all()
     h = np.ones((1, 1, 2, 2, 3), np.uint16)
     assert kernel["uint16_t"](h, i, np.zeros((1, 1, 4, 4, 3), np.uint16), (1, 2, 2), (1, 2, 2), (0, 0, 0), 1) == -2
+    # No row of windows (an empty axis of g, the others not): dx is zeros.
+    empty = np.full_like(y, 7.0)
+    assert kernel["float"](g[:, :, :0], i[:, :, :0], empty, (1, 2, 2), (1, 2, 2), (0, 0, 0), 2) == 0
+    assert not empty.any()
     most = np.full_like(y, 7.0)
     assert kernel["float"](g, i, most, (1, 8, 8), (1, 1, 1), (0, 1, 1), 1) == 0  # 64 windows: its list's room
     assert not (most == 7.0).any()

@@ -394,8 +394,8 @@ cdef struct _WindowsJob:
     char* y
     Py_ssize_t D, H, W, OD, OH, OW, C
     Py_ssize_t kd, kh, kw, sd, sh, sw, pd, ph, pw
-    const Py_ssize_t* cw            # per pixel of a row: its first window along the row (an element of g)
-    const unsigned char* cn         # and how many (pk_grad_row_f32)
+    const Py_ssize_t* cw            # per pixel of a row: its first window's offset along a row of windows
+    const unsigned char* cn         # and how many windows (pk_grad_row_f32, pk_grad_row_f64)
     int ncol                        # the most over one pixel
     int kind                        # GRAD_FLOAT or GRAD_DOUBLE
 
@@ -464,8 +464,11 @@ def max_pool_grad_windows(const grad_t[:, :, :, :, ::1] g not None,
     cdef Py_ssize_t units = y.shape[0] * y.shape[1] * y.shape[2]
     if units == 0 or y.shape[3] * y.shape[4] == 0:
         return 0
-    j.g = <const char*>&g[0, 0, 0, 0, 0] if g.size else NULL
-    j.idx = &indices[0, 0, 0, 0, 0] if g.size else NULL
+    if g.size == 0:  # no windows: dx is zeros (and no pointer into g is formed)
+        memset(&y[0, 0, 0, 0, 0], 0, y.size * sizeof(grad_t))
+        return 0
+    j.g = <const char*>&g[0, 0, 0, 0, 0]
+    j.idx = &indices[0, 0, 0, 0, 0]
     j.y = <char*>&y[0, 0, 0, 0, 0]
     j.D, j.H, j.W, j.C = y.shape[1], y.shape[2], y.shape[3], y.shape[4]
     j.OD, j.OH, j.OW = g.shape[1], g.shape[2], g.shape[3]
@@ -473,7 +476,7 @@ def max_pool_grad_windows(const grad_t[:, :, :, :, ::1] g not None,
     j.sd, j.sh, j.sw = strides
     j.pd, j.ph, j.pw = pads_begin
     j.kind = GRAD_FLOAT if grad_t is float else GRAD_DOUBLE
-    # Each pixel's windows along a row, the same on every row: found once (pk_grad_row_f32)
+    # Each pixel's windows along a row, the same on every row: found once (pk_grad_row_f32, pk_grad_row_f64)
     cdef Py_ssize_t w, ow0, ow1
     cdef Py_ssize_t* cw = <Py_ssize_t*>malloc(j.W * sizeof(Py_ssize_t))
     cdef unsigned char* cn = <unsigned char*>malloc(j.W)
