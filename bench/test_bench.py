@@ -49,7 +49,8 @@ def check(case, name, result):
     """The member computed the reference's result: bit for bit, except Col2Im's
     float sums, whose order and precision may differ between implementations
     (pooling sums 16-bit floats in float32, rounded once: exact against the
-    reference; torch's fold rounds every float16 sum, a few of its ulps)."""
+    reference; torch's fold rounds every 16-bit partial sum, a few of their ulps:
+    bfloat16's, 2**-7 of a value, reach 1/32 on VOLO-D1's sums of up to 8)."""
     want = expected(case)
     got = to_numpy(case, name, result)
     if case.indices:
@@ -59,7 +60,7 @@ def check(case, name, result):
         assert got.shape == want.shape and got.tobytes() == want.tobytes(), f"{name}: Y differs"
     elif case.op == "Col2Im":
         assert got.shape == want.shape
-        tol = 1e-2 if case.dtype in ("float16", "bfloat16") else 1e-5
+        tol = {"float16": 1e-2, "bfloat16": 2**-4}.get(case.dtype, 1e-5)
         np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=tol, atol=tol,
                                    err_msg=f"{name}: Y differs")
     else:
