@@ -179,9 +179,8 @@ PK_GRAD_GATHER(pk_grad_gather_f64, double, PK_GG_LD, pk_gg_zd, pk_gg_addd, pk_gg
  * over it start at element rowoff[r] of g and idx (r < rows, in window order); pixel w's windows
  * along a row are cn[w] of them (at most ncol), the first cw[w] elements into each row of windows.
  * A pixel's list of windows is each row's, then along the row (window order), and depends on cn[w]
- * alone once it starts at cw[w]: the
- * lists are made once a row, and a pixel only picks one (finding each pixel's windows and making
- * its list took as many instructions as its sums on ResNet's stem,
+ * alone once it starts at cw[w]: the lists are made once a row, and a pixel only picks one (finding
+ * each pixel's windows and making its list took as many instructions as its sums on ResNet's stem,
  * docs/tuning.md#max_pool_grad-nhwc-gathered-from-the-windows). */
 #define PK_GRAD_ROW(NAME, T, GATHER)                                                                \
 static inline void NAME(T* PK_RESTRICT y, const T* g, const int64_t* idx, const ptrdiff_t* rowoff, int rows, \

@@ -633,8 +633,8 @@ def test_windows_kernel_compares_indices_and_never_follows_them(rng):
 @pytest.mark.parametrize("build", BUILDS)
 @pytest.mark.parametrize("kernel", [(1, 1, 64), (1, 2, 32), (1, 8, 8), (4, 4, 4)])
 def test_windows_kernel_at_its_most_windows(build, kernel):
-    """64 windows over the middle pixels (stride 1), as the windows' lists along a row allow: one row of
-    windows 64 wide, 2 rows of 32, 8 of 8 and a 3-D 4x4x4: the scatter's bits."""
+    """64 windows over the middle pixel (stride 1), as many as the windows' lists along a row allow: one
+    row of windows 64 wide, 2 rows of 32, 8 of 8 and a 3-D 4x4x4: the scatter's bits."""
     kernel_of = _windows_kernel(build)
     rng = np.random.default_rng(7)
     x = rng.integers(-2, 3, (1, *(2 * k - 1 for k in kernel), 5)).astype(np.float32)
