@@ -30,6 +30,9 @@
 /* Vectors of channels per block: four accumulators and a load fit the 16 registers of SSE2/AVX2. */
 #define PK_NHWC_BLOCK 4
 
+/* With Indices, the most taps of a window taken as one list (pk_nhwc_itaps): 4x4x4 windows. */
+#define PK_NHWC_ITAPS 64
+
 /* With Indices (the NHWC strategy's calls with Indices and at least a vector of channels, float32 and the
  * 4-byte integers): the same loops carrying each lane's winner beside its value, the pixel (within the
  * image) of its first maximum, in an int32 vector: a tap's lanes that are strictly greater take its
@@ -174,7 +177,22 @@ PK_NHWC_ROW(i16, int16_t)
 PK_NHWC_ROW(i32, int32_t)
 #undef PK_NHWC_ROW
 
-#define pk_nhwc_irow_f32 pk_nhwc_irow_f32_
-#define pk_nhwc_irow_i32 pk_nhwc_irow_i32_
+/* With Indices: the "plane" format's (base and icmul 0: pooling.torch's) Indices are the winners
+ * widened, in a loop of their own. */
+#define PK_NHWC_IROW(K, T)                                                                                 \
+static int pk_nhwc_irow_##K(const T* const* rows, const int32_t* rpix, const unsigned char* chk,          \
+                            ptrdiff_t nrows, T* y, int64_t* ind, int64_t base, int64_t imul, int64_t icmul, \
+                            ptrdiff_t OW, ptrdiff_t C, ptrdiff_t sw, ptrdiff_t dw, ptrdiff_t pw,          \
+                            ptrdiff_t own, const ptrdiff_t* tw, const T* next, ptrdiff_t nlen, int inf_bits) \
+{                                                                                                         \
+    if (base == 0 && icmul == 0)                                                                          \
+        return pk_nhwc_irow_##K##_(rows, rpix, chk, nrows, y, ind, 0, imul, 0, OW, C, sw, dw, pw, own, tw, \
+                                   next, nlen, inf_bits, 1);                                              \
+    return pk_nhwc_irow_##K##_(rows, rpix, chk, nrows, y, ind, base, imul, icmul, OW, C, sw, dw, pw, own, tw, \
+                               next, nlen, inf_bits, 0);                                                  \
+}
+PK_NHWC_IROW(f32, float)
+PK_NHWC_IROW(i32, int32_t)
+#undef PK_NHWC_IROW
 
 #endif

@@ -974,6 +974,40 @@ def test_nhwc_with_indices_finds_the_first_winner_at_every_pixel(shape, attrs, s
         np.testing.assert_array_equal(idx, want_idx)
 
 
+# Interior columns take their window as one list of taps (pk_nhwc_itaps), up to PK_NHWC_ITAPS (64):
+# exactly 64 (4x4x4), past it (9x9: the rows' loop), a middle column cut by the padding (its tap count
+# is the list's, which then serves no column), and a width of one output column.
+ITAPS_CASES = [
+    ((1, 6, 7, 9, 16), dict(kernel_shape=(4, 4, 4), pads=(1, 2, 1, 2, 1, 2))),
+    ((1, 12, 14, 16), dict(kernel_shape=(9, 9), pads=(4, 4, 4, 4))),
+    ((1, 5, 3, 24), dict(kernel_shape=(3, 4), pads=(1, 1, 1, 2))),
+    ((2, 6, 1, 16), dict(kernel_shape=(3, 1), strides=(2, 1), pads=(1, 0, 1, 0))),
+]
+
+
+@pytest.mark.parametrize("kind", ["float32", "int32"])
+@pytest.mark.parametrize("shape, attrs", ITAPS_CASES, ids=[f"{c[0]}-{c[1]}" for c in ITAPS_CASES])
+def test_nhwc_with_indices_takes_interior_windows_as_one_list(shape, attrs, kind, rng):
+    """NHWC with Indices at the list of taps' limits: values and Indices in every format as the twin
+    and NHWC by transpose give them; and, float32, a NaN at each pixel in turn (the list carries
+    which taps are checked), a -0.0 among +0.0 and -1 in the int32 case's place: the first winner."""
+    attrs = dict(attrs, layout="NHWC")
+    x = make_array(rng, shape, kind)
+    _check_nhwc_with_indices(x, for_kind(attrs, kind), ("onnx", "plane", "tf", "tf_batch"))
+    if kind != "float32":
+        return
+    for special in (np.nan, -0.0):
+        base = (rng.choice(np.array([-1.0, 0.0]), size=shape) if special == 0
+                else rng.standard_normal(shape)).astype(np.float32)
+        for pixel in np.ndindex(*shape[1:-1]):
+            x = base.copy()
+            x[(0,) + pixel + (int(rng.integers(shape[-1])),)] = special
+            want, want_idx = reference.max_pool(x, return_indices=True, **attrs)
+            got, idx = pooling.max_pool(x, n_threads=2, return_indices=True, _strategy=S.NHWC, **attrs)
+            assert_same(got, want)
+            np.testing.assert_array_equal(idx, want_idx)
+
+
 def _narrow_builds():
     """The builds NARROW may run from here: the process's, and the AVX-512 one where the rules
     name it (pooling._maxpool_strategies._narrow_core)."""
