@@ -98,6 +98,17 @@ static inline PK_NB_M PK_NB_N(pk_nhwc_isplat)(int32_t x)
 #endif
 }
 
+/* a + b in each of the winners' lanes, wrapping: a row's step past its last tap is computed and never
+ * used, and may pass 2**31 with large dilations (vector lanes wrap in every build's instructions). */
+static inline PK_NB_M PK_NB_N(pk_nhwc_iadd)(PK_NB_M a, PK_NB_M b)
+{
+#if PK_SIMD
+    return a + b;
+#else
+    return (PK_NB_M)((uint32_t)a + (uint32_t)b);
+#endif
+}
+
 /* One tap of a block: values at q, pixel tp. */
 #define PK_NB_ITAP(CHECK, q)                                                                       \
     for (int i = 0; i < V; i++) {                                                                 \
@@ -162,12 +173,14 @@ PK_NB_N(pk_nhwc_iblock)(const PK_NB_T* const* rows, const int32_t* rpix, const u
     for (ptrdiff_t r = 0; r < nrows; r++) {
         ptrdiff_t t = r == 0;
         p = rows[r] + off;
-        PK_NB_M tp = PK_NB_N(pk_nhwc_isplat)((rpix[r] + col + (int32_t)t * dw) * imul);
+        /* (in uint32: row 0's second tap may lie past a one-tap row's end, unused) */
+        PK_NB_M tp = PK_NB_N(pk_nhwc_isplat)(
+            (int32_t)(((uint32_t)rpix[r] + (uint32_t)col + (uint32_t)t * (uint32_t)dw) * (uint32_t)imul));
         if (chk[r])
-            for (; t < ctaps; t++, tp += tstep) {
+            for (; t < ctaps; t++, tp = PK_NB_N(pk_nhwc_iadd)(tp, tstep)) {
                 PK_NB_ITAP(1, p + t * step)
             }
-        for (; t < ntaps; t++, tp += tstep) {
+        for (; t < ntaps; t++, tp = PK_NB_N(pk_nhwc_iadd)(tp, tstep)) {
             PK_NB_ITAP(0, p + t * step)
         }
     }
@@ -226,7 +239,7 @@ static PK_ALWAYS_INLINE int PK_NB_N(pk_nhwc_irow)(const PK_NB_T* const* rows, co
     PK_NB_C bad = PK_NB_F(clean)();
     ptrdiff_t c = 0;
     const int32_t imul32 = (int32_t)imul;
-    const PK_NB_M tstep = PK_NB_N(pk_nhwc_isplat)((int32_t)dw * imul32);
+    const PK_NB_M tstep = PK_NB_N(pk_nhwc_isplat)((int32_t)((uint32_t)dw * (uint32_t)imul32));
     PK_NB_N(pk_nhwc_wide) icl[2];   /* each lane's channel * icmul, the vector's halves */
 #if PK_SIMD
     for (int l = 0; l < PK_NB_L / 2; l++) {

@@ -975,13 +975,16 @@ def test_nhwc_with_indices_finds_the_first_winner_at_every_pixel(shape, attrs, s
 
 
 # Interior columns take their window as one list of taps (pk_nhwc_itaps), up to PK_NHWC_ITAPS (64):
-# exactly 64 (4x4x4), past it (9x9: the rows' loop), a middle column cut by the padding (its tap count
-# is the list's, which then serves no column), and a width of one output column.
+# exactly 64 (4x4x4), past it (9x9: the rows' loop, but for the edge rows' shorter windows), a middle
+# column cut by the padding (the list holds its 3 taps of 4), a width of one output column (the list
+# built, then unused: the last column keeps the rows' loop), and strides and dilations along the row
+# with whole blocks of four vectors of channels and a tail (72: AVX2 and AVX-512 alike).
 ITAPS_CASES = [
     ((1, 6, 7, 9, 16), dict(kernel_shape=(4, 4, 4), pads=(1, 2, 1, 2, 1, 2))),
     ((1, 12, 14, 16), dict(kernel_shape=(9, 9), pads=(4, 4, 4, 4))),
     ((1, 5, 3, 24), dict(kernel_shape=(3, 4), pads=(1, 1, 1, 2))),
     ((2, 6, 1, 16), dict(kernel_shape=(3, 1), strides=(2, 1), pads=(1, 0, 1, 0))),
+    ((1, 7, 13, 72), dict(kernel_shape=(3, 3), strides=(2, 2), dilations=(1, 2), pads=(1, 2, 1, 2))),
 ]
 
 
