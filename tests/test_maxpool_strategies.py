@@ -957,23 +957,6 @@ def test_nhwc_integer_indices_find_the_first_winner_at_every_pixel(shape, attrs,
         np.testing.assert_array_equal(idx, want_idx)
 
 
-@pytest.mark.parametrize("special", [np.nan, -0.0])
-@pytest.mark.parametrize("shape, attrs", [NHWC_BLOCKS_CASES[1], NHWC_BLOCKS_CASES[5], NHWC_BLOCKS_CASES[10]])
-def test_nhwc_with_indices_finds_the_first_winner_at_every_pixel(shape, attrs, special, rng):
-    """A NaN (sends its rows to the exact loop) or a -0.0 among +0.0 and -1 (the first zero in
-    window order wins, in the registers' compare) at each pixel in turn: the twin's Indices."""
-    attrs = dict(attrs, layout="NHWC", return_indices=True)
-    base = (rng.choice(np.array([-1.0, 0.0]), size=shape) if special == 0
-            else rng.standard_normal(shape)).astype(np.float32)
-    for pixel in np.ndindex(*shape[1:-1]):
-        x = base.copy()
-        x[(0,) + pixel + (int(rng.integers(shape[-1])),)] = special
-        want, want_idx = reference.max_pool(x, **attrs)
-        got, idx = pooling.max_pool(x, n_threads=2, _strategy=S.NHWC, **attrs)
-        assert_same(got, want)
-        np.testing.assert_array_equal(idx, want_idx)
-
-
 # Interior columns take their window as one list of taps (pk_nhwc_itaps), up to PK_NHWC_ITAPS (64):
 # exactly 64 (4x4x4), past it (9x9: the rows' loop, but for the edge rows' shorter windows), a middle
 # column cut by the padding (the list holds its 3 taps of 4), a width of one output column (the list
@@ -986,29 +969,34 @@ ITAPS_CASES = [
     ((2, 6, 1, 16), dict(kernel_shape=(3, 1), strides=(2, 1), pads=(1, 0, 1, 0))),
     ((1, 7, 13, 72), dict(kernel_shape=(3, 3), strides=(2, 2), dilations=(1, 2), pads=(1, 2, 1, 2))),
 ]
+FIRST_WINNER_CASES = [NHWC_BLOCKS_CASES[1], NHWC_BLOCKS_CASES[5], NHWC_BLOCKS_CASES[10]] + ITAPS_CASES
+
+
+@pytest.mark.parametrize("special", [np.nan, -0.0])
+@pytest.mark.parametrize("shape, attrs", FIRST_WINNER_CASES, ids=[f"{c[0]}-{c[1]}" for c in FIRST_WINNER_CASES])
+def test_nhwc_with_indices_finds_the_first_winner_at_every_pixel(shape, attrs, special, rng):
+    """A NaN (sends its rows to the exact loop) or a -0.0 among +0.0 and -1 (the first zero in
+    window order wins, in the registers' compare) at each pixel in turn: the twin's Indices.  With the
+    list of taps' cases, the NaN's pixel is one the list must mark as checked."""
+    attrs = dict(attrs, layout="NHWC", return_indices=True)
+    base = (rng.choice(np.array([-1.0, 0.0]), size=shape) if special == 0
+            else rng.standard_normal(shape)).astype(np.float32)
+    for pixel in np.ndindex(*shape[1:-1]):
+        x = base.copy()
+        x[(0,) + pixel + (int(rng.integers(shape[-1])),)] = special
+        want, want_idx = reference.max_pool(x, **attrs)
+        got, idx = pooling.max_pool(x, n_threads=2, _strategy=S.NHWC, **attrs)
+        assert_same(got, want)
+        np.testing.assert_array_equal(idx, want_idx)
 
 
 @pytest.mark.parametrize("kind", ["float32", "int32"])
 @pytest.mark.parametrize("shape, attrs", ITAPS_CASES, ids=[f"{c[0]}-{c[1]}" for c in ITAPS_CASES])
 def test_nhwc_with_indices_takes_interior_windows_as_one_list(shape, attrs, kind, rng):
     """NHWC with Indices at the list of taps' limits: values and Indices in every format as the twin
-    and NHWC by transpose give them; and, float32, a NaN at each pixel in turn (the list carries
-    which taps are checked), a -0.0 among +0.0 and -1 in the int32 case's place: the first winner."""
-    attrs = dict(attrs, layout="NHWC")
+    and NHWC by transpose give them (a NaN or a -0.0 at each pixel: the first-winner test above)."""
     x = make_array(rng, shape, kind)
-    _check_nhwc_with_indices(x, for_kind(attrs, kind), ("onnx", "plane", "tf", "tf_batch"))
-    if kind != "float32":
-        return
-    for special in (np.nan, -0.0):
-        base = (rng.choice(np.array([-1.0, 0.0]), size=shape) if special == 0
-                else rng.standard_normal(shape)).astype(np.float32)
-        for pixel in np.ndindex(*shape[1:-1]):
-            x = base.copy()
-            x[(0,) + pixel + (int(rng.integers(shape[-1])),)] = special
-            want, want_idx = reference.max_pool(x, return_indices=True, **attrs)
-            got, idx = pooling.max_pool(x, n_threads=2, return_indices=True, _strategy=S.NHWC, **attrs)
-            assert_same(got, want)
-            np.testing.assert_array_equal(idx, want_idx)
+    _check_nhwc_with_indices(x, for_kind(dict(attrs, layout="NHWC"), kind), ("onnx", "plane", "tf", "tf_batch"))
 
 
 def _narrow_builds():
